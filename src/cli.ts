@@ -1,0 +1,59 @@
+import { maskUrl } from './db/url.ts';
+import { DatabaseUnreachableError, UsageError } from './errors.ts';
+import { parseCommandArgs, type Command } from './cli/command.ts';
+import { enqueueCommand } from './cli/commands/enqueue.ts';
+import { migrateCommand } from './cli/commands/migrate.ts';
+import { startCommand } from './cli/commands/start.ts';
+
+/** Exit code for bad usage (BSD sysexits EX_USAGE). */
+export const EXIT_USAGE = 64;
+
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand];
+
+function mainHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return `Usage: cronq COMMAND [options]
+
+cronq runs recurring and ad-hoc jobs from a MySQL/MariaDB queue: leased, fenced,
+retried with backoff, dead-lettered when they cannot succeed.
+
+Commands:
+${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
+
+Run 'cronq COMMAND --help' for a command's flags.`;
+}
+
+/**
+ * Runs the CLI on `argv` (without node and script). Returns the exit code; prints
+ * one line on stderr for a failure (a stack trace only with LOG_LEVEL=debug).
+ */
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    out(mainHelp());
+    return name === undefined ? EXIT_USAGE : 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  try {
+    if (!command) throw new UsageError(`cronq: unknown command '${name}' (see cronq --help)`);
+    if (rest.includes('--help') || rest.includes('-h')) {
+      out(command.help);
+      return 0;
+    }
+    const { values, positionals } = parseCommandArgs(command, rest);
+    return await command.run({ values, positionals, env, out });
+  } catch (error) {
+    return report(error, env);
+  }
+}
+
+function report(error: unknown, env: NodeJS.ProcessEnv): number {
+  const debug = env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace';
+  const message = maskUrl(error instanceof Error ? error.message : String(error));
+  process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
+  if (debug && error instanceof Error && error.stack) process.stderr.write(`${maskUrl(error.stack)}\n`);
+  if (error instanceof UsageError) return EXIT_USAGE;
+  if (error instanceof DatabaseUnreachableError) return 1;
+  return 1;
+}

@@ -1,0 +1,52 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError } from '../errors.ts';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** One CLI command: its help text, its flags, and what it does. */
+export interface Command {
+  name: string;
+  summary: string;
+  /** Full `cronq NAME --help` text. */
+  help: string;
+  options: Options;
+  /** How many positional arguments it takes. */
+  positionals: { min: number; max: number; names: string };
+  /** Returns the exit code. */
+  run(args: ParsedArgs): Promise<number>;
+}
+
+export interface ParsedArgs {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  env: NodeJS.ProcessEnv;
+  out: (line: string) => void;
+}
+
+/** Parses argv for `command` strictly: an unknown flag or a missing value is a UsageError. */
+export function parseCommandArgs(command: Command, argv: string[]): { values: ParsedArgs['values']; positionals: string[] } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true });
+  } catch (error) {
+    const message = (error as Error).message.replace(/\. To specify a positional argument.*$/s, '').replace(/\.$/, '');
+    throw new UsageError(`cronq ${command.name}: ${message} (see cronq ${command.name} --help)`);
+  }
+  const { min, max, names } = command.positionals;
+  if (parsed.positionals.length < min) throw new UsageError(`cronq ${command.name}: missing ${names} (see cronq ${command.name} --help)`);
+  if (parsed.positionals.length > max) {
+    throw new UsageError(`cronq ${command.name}: unexpected argument '${parsed.positionals[max]}' (see cronq ${command.name} --help)`);
+  }
+  return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
+}
+
+/** The flags every command that touches the database accepts. */
+export const COMMON_OPTIONS = {
+  schedules: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies Options;
+
+export const COMMON_HELP = `Environment:
+  DATABASE_URL      mysql://user:pass@host:port/db (default mysql://root@127.0.0.1:3306/cronq)
+  CRONQ_SCHEDULES   the schedules folder (default ./schedules); --schedules DIR overrides
+  LOG_LEVEL         fatal|error|warn|info|debug (default info; debug also prints stack traces)`;

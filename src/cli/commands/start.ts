@@ -1,0 +1,45 @@
+import { daemonConfig } from '../../config.ts';
+import { runDaemon } from '../../daemon.ts';
+import { createLogger } from '../../logger.ts';
+import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
+
+export const startCommand: Command = {
+  name: 'start',
+  summary: 'run the daemon: workers, lease recovery and the scheduler',
+  help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--queues a,b] [--grace D] [--poll D] [--no-migrate]
+
+Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
+schedule files, applies pending migrations, then claims and runs jobs. Run one per
+host, on as many hosts as you like, against the same database.
+
+  --schedules DIR    task and schedule files (default ./schedules, or CRONQ_SCHEDULES)
+  --concurrency N    handlers running at once in this process (default 10)
+  --queues a,b       claim only from these queues (default: all)
+  --grace D          on SIGTERM, how long running handlers may take to finish before
+                     their signal aborts (default 10s; keep it well below the lease)
+  --poll D           how often an idle worker looks for jobs enqueued elsewhere (default 200ms)
+  --no-migrate       do not apply migrations (run 'cronq migrate' separately, e.g. with
+                     an administrative MIGRATION_DATABASE_URL)
+
+Durations read as 100ms, 2s, 5m, 1h, 40d.
+On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
+their attempt restored; running handlers get the grace period; exit 0. A second
+signal exits at once.
+
+  CRONQ_FAULT_POST_CLAIM_PAUSE_MS   test hook: pause 0-10000 ms after each claim commits
+
+${COMMON_HELP}`,
+  options: {
+    ...COMMON_OPTIONS,
+    concurrency: { type: 'string' },
+    queues: { type: 'string' },
+    grace: { type: 'string' },
+    poll: { type: 'string' },
+    'no-migrate': { type: 'boolean' },
+  },
+  positionals: { min: 0, max: 0, names: '' },
+  async run({ values, env }) {
+    const config = daemonConfig(env, values as Parameters<typeof daemonConfig>[1]);
+    return runDaemon(config, createLogger(config.logLevel, 1));
+  },
+};

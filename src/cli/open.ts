@@ -1,0 +1,29 @@
+import { baseConfig } from '../config.ts';
+import { createCronq, type Cronq } from '../cronq.ts';
+import { ping } from '../db/client.ts';
+import { createLogger } from '../logger.ts';
+import type { ParsedArgs } from './command.ts';
+
+/**
+ * Opens cronq for a one-shot command: schedules folder loaded (so job defaults
+ * and names are known), database pinged so an unreachable server fails fast.
+ * Logs go to stderr; stdout is the command's result. The caller must `stop()`.
+ */
+export async function openForCommand(args: ParsedArgs, { loadSchedules = true } = {}): Promise<Cronq> {
+  const config = baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
+  const cronq = createCronq({
+    databaseUrl: config.databaseUrl,
+    schedulesDir: loadSchedules ? config.schedulesDir : null,
+    logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2),
+    workers: false,
+    concurrency: 1,
+  });
+  try {
+    await cronq.ready();
+    await ping(cronq.database);
+  } catch (error) {
+    await cronq.stop();
+    throw error;
+  }
+  return cronq;
+}

@@ -1,0 +1,88 @@
+import { existsSync } from 'node:fs';
+import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
+import { parseDuration } from './duration.ts';
+import { UsageError } from './errors.ts';
+import { validateQueue } from './tasks/define.ts';
+
+/** Settings every command shares, from the environment (flags override them). */
+export interface BaseConfig {
+  databaseUrl: string;
+  /** Null when neither --schedules nor CRONQ_SCHEDULES is set and ./schedules does not exist. */
+  schedulesDir: string | null;
+  logLevel: string;
+}
+
+/** What `cronq start` runs with. */
+export interface DaemonConfig extends BaseConfig {
+  concurrency: number;
+  queues: string[];
+  graceMs: number;
+  pollMs: number;
+  migrate: boolean;
+  workers: boolean;
+  scheduler: boolean;
+  postClaimPauseMs: number;
+}
+
+export const DAEMON_DEFAULTS = {
+  concurrency: 10,
+  graceMs: 10_000,
+  pollMs: 200,
+};
+
+/** Reads DATABASE_URL, CRONQ_SCHEDULES and LOG_LEVEL, with `--schedules` taking precedence. */
+export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string } = {}): BaseConfig {
+  const databaseUrl = env.DATABASE_URL || DEFAULT_DATABASE_URL;
+  parseDatabaseUrl(databaseUrl); // refuse a malformed URL before anything else
+  return {
+    databaseUrl,
+    schedulesDir: flags.schedules ?? (env.CRONQ_SCHEDULES || (existsSync('./schedules') ? './schedules' : null)),
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+}
+
+/** Parses a whole number flag within bounds, naming the flag when it is not one. */
+export function parseIntFlag(value: string, flag: string, min: number, max: number): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) < min || Number(value) > max) {
+    throw new UsageError(`${flag} must be a whole number from ${min} to ${max} (got '${value}')`);
+  }
+  return Number(value);
+}
+
+/** Splits `a,b` into validated queue names. */
+export function parseQueues(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  return value.split(',').map((q) => validateQueue(q.trim(), '--queues entry'));
+}
+
+/** Builds the daemon config; refuses bad values at start with one line naming them. */
+export function daemonConfig(
+  env: NodeJS.ProcessEnv,
+  flags: {
+    schedules?: string;
+    concurrency?: string;
+    queues?: string;
+    grace?: string;
+    poll?: string;
+    'no-migrate'?: boolean;
+    'no-workers'?: boolean;
+    'no-scheduler'?: boolean;
+  },
+): DaemonConfig {
+  const base = baseConfig(env, flags);
+  const pause = env.CRONQ_FAULT_POST_CLAIM_PAUSE_MS ?? '0';
+  const config: DaemonConfig = {
+    ...base,
+    concurrency: flags.concurrency === undefined ? DAEMON_DEFAULTS.concurrency : parseIntFlag(flags.concurrency, '--concurrency', 1, 1000),
+    queues: parseQueues(flags.queues),
+    graceMs: flags.grace === undefined ? DAEMON_DEFAULTS.graceMs : parseDuration(flags.grace, '--grace'),
+    pollMs: flags.poll === undefined ? DAEMON_DEFAULTS.pollMs : parseDuration(flags.poll, '--poll'),
+    migrate: !flags['no-migrate'],
+    workers: !flags['no-workers'],
+    scheduler: !flags['no-scheduler'],
+    postClaimPauseMs: parseIntFlag(pause, 'CRONQ_FAULT_POST_CLAIM_PAUSE_MS', 0, 10_000),
+  };
+  if (config.pollMs < 10 || config.pollMs > 60_000) throw new UsageError('--poll must be between 10ms and 60s');
+  if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');
+  return config;
+}

@@ -1,0 +1,187 @@
+import { hostname } from 'node:os';
+import { connect, ping, type Database, type Executor } from './db/client.ts';
+import { applyMigrations, ensureDatabase } from './db/migrate.ts';
+import { DEFAULT_DATABASE_URL } from './db/url.ts';
+import { parseDuration, type Duration } from './duration.ts';
+import { UsageError } from './errors.ts';
+import { silentLogger, type Logger } from './logger.ts';
+import { toJobRow, type EnqueueJob } from './queue/enqueue.ts';
+import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
+import { insertJobIfAbsent, insertJobsIfAbsent, type NewJobRow } from './queue/store.ts';
+import { loadSchedulesDir } from './schedule/loader.ts';
+import type { Task } from './tasks/define.ts';
+import { TaskRegistry } from './tasks/registry.ts';
+import { DbHealth } from './worker/dbHealth.ts';
+import { WorkerPool, type StopResult } from './worker/pool.ts';
+
+export type { EnqueueJob };
+
+export interface CronqOptions {
+  /** Default: DATABASE_URL, else mysql://root@127.0.0.1:3306/cronq. */
+  databaseUrl?: string;
+  /** Tasks defined in code. */
+  tasks?: Task[];
+  /** A folder of task/schedule files to load as well (null: none). */
+  schedulesDir?: string | null;
+  /** Handlers running at once (default 10). */
+  concurrency?: number;
+  /** Queues to claim from (default: all). */
+  queues?: string[];
+  logger?: Logger;
+  /** How often an idle worker looks for jobs enqueued elsewhere (default 200ms). */
+  pollInterval?: Duration;
+  /** How often expired leases are recovered (default 5s). */
+  recoveryInterval?: Duration;
+  /** Run handlers (default true). */
+  workers?: boolean;
+  /** Test hook: pause after each claim commits (0–10000 ms). */
+  postClaimPauseMs?: number;
+  /** `host:pid` by default. */
+  lockedBy?: string;
+}
+
+/** Rows per INSERT statement in enqueueMany. */
+export const ENQUEUE_BATCH_SIZE = 1000;
+
+export interface Cronq {
+  readonly database: Database;
+  /** Resolves once schedule files are loaded; rejects with the loader's error. */
+  ready(): Promise<TaskRegistry>;
+  /** Creates the database if missing and applies pending migrations (needs DDL rights). */
+  migrate(): Promise<void>;
+  /**
+   * Enqueues one job unless its key exists; returns the row's id either way.
+   * With `tx`, the row commits or rolls back with the caller's transaction.
+   */
+  enqueue(job: EnqueueJob, options?: { tx?: Executor }): Promise<{ id: number; created: boolean }>;
+  /** Enqueues in batches of up to 1000 rows per statement; existing keys are left alone. */
+  enqueueMany(
+    jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
+    options?: { tx?: Executor },
+  ): Promise<{ inserted: number; existing: number }>;
+  /** Starts the workers and lease recovery. */
+  start(): Promise<void>;
+  /** Stops claiming, releases unstarted claims, gives running handlers `graceMs`, then closes the pool. */
+  stop(options?: { graceMs?: number }): Promise<StopResult>;
+  /** True once start() ran and the claim loop is alive. */
+  health(): { database: boolean; workers: boolean | null; lastClaimLoopAt: number | null };
+}
+
+/**
+ * Builds a cronq instance: the same engine `cronq start` runs, for use from code.
+ * Nothing touches the database until a method is called.
+ */
+export function createCronq(options: CronqOptions = {}): Cronq {
+  const log = options.logger ?? silentLogger();
+  const concurrency = options.concurrency ?? 10;
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) {
+    throw new UsageError(`concurrency must be a whole number from 1 to 1000 (got ${concurrency})`);
+  }
+  const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
+    poolSize: Math.min(concurrency + 4, 50),
+  });
+  const healthTracker = new DbHealth(log);
+  let pool: WorkerPool | null = null;
+  const recoveryStop = new AbortController();
+  let recovery: Promise<void> | null = null;
+  let stopped: Promise<StopResult> | null = null;
+
+  let registryPromise: Promise<TaskRegistry> | null = null;
+  const ready = () => {
+    registryPromise ??= (async () => {
+      const registry = new TaskRegistry(options.tasks ?? []);
+      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry);
+      return registry;
+    })();
+    return registryPromise;
+  };
+
+  const rowsOf = async function* (jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>, registry: TaskRegistry) {
+    for await (const job of jobs) yield toJobRow(job, registry);
+  };
+
+  const cronq: Cronq = {
+    database,
+    ready,
+
+    async migrate() {
+      await ensureDatabase(database.target);
+      await applyMigrations(database);
+    },
+
+    async enqueue(job, { tx } = {}) {
+      const row = toJobRow(job, await ready());
+      const result = await insertJobIfAbsent(tx ?? database.db, row);
+      if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake();
+      return result;
+    },
+
+    async enqueueMany(jobs, { tx } = {}) {
+      const registry = await ready();
+      let inserted = 0;
+      let total = 0;
+      let batch: NewJobRow[] = [];
+      const flush = async () => {
+        inserted += await insertJobsIfAbsent(tx ?? database.db, batch);
+        total += batch.length;
+        batch = [];
+      };
+      for await (const row of rowsOf(jobs, registry)) {
+        batch.push(row);
+        if (batch.length >= ENQUEUE_BATCH_SIZE) await flush();
+      }
+      if (batch.length > 0) await flush();
+      if (inserted > 0 && !tx) pool?.wake();
+      return { inserted, existing: total - inserted };
+    },
+
+    async start() {
+      const registry = await ready();
+      await ping(database);
+      if (options.workers === false || pool) return;
+      pool = new WorkerPool({
+        db: database.db,
+        tasks: registry,
+        log,
+        concurrency,
+        queues: options.queues ?? [],
+        lockedBy: options.lockedBy ?? `${hostname()}:${process.pid}`,
+        pollMs: parseDuration(options.pollInterval ?? '200ms', 'pollInterval'),
+        postClaimPauseMs: options.postClaimPauseMs,
+        health: healthTracker,
+      });
+      pool.start();
+      recovery = recoveryLoop(
+        {
+          db: database.db,
+          log,
+          health: healthTracker,
+          everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),
+          batchSize: RECOVERY_DEFAULTS.batchSize,
+          maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
+        },
+        recoveryStop.signal,
+      );
+    },
+
+    stop({ graceMs = 10_000 } = {}) {
+      stopped ??= (async () => {
+        const result = pool ? await pool.stop({ graceMs }) : { released: 0, abandoned: 0 };
+        recoveryStop.abort();
+        await recovery;
+        await database.close();
+        return result;
+      })();
+      return stopped;
+    },
+
+    health() {
+      return {
+        database: healthTracker.healthy,
+        workers: pool ? !pool.isStopping : null,
+        lastClaimLoopAt: pool ? pool.lastLoopAt : null,
+      };
+    },
+  };
+  return cronq;
+}

@@ -1,0 +1,310 @@
+import { Cron } from 'croner';
+
+/**
+ * Reads a crontab the way Vixie cron (and cronie, its descendant) reads one, into entries
+ * that map one-to-one onto cronq command schedules. Pure: no file system, no clock
+ * beyond croner's "is there a next run at all" check.
+ */
+
+/** One crontab line that translates into a cronq schedule. */
+export interface CrontabEntry {
+  /** 1-based line number in the crontab. */
+  line: number;
+  /** The line as written (without its line break). */
+  text: string;
+  /** Unique within the crontab, derived from the command (see `scheduleNameFor`). */
+  name: string;
+  /**
+   * The croner expression with cron's meaning: a nickname (`@daily`), or the five fields,
+   * with a `+` before the weekday field where cron would require both day fields to match
+   * (see `days`).
+   */
+  cron: string;
+  /**
+   * Set when both day fields are restricted. `either`: cron runs when the day of the month
+   * OR the weekday matches, as croner does by default (`domAndDow: false`). `both`: one field
+   * starts with `*` (such as `*\/2`), which makes cron require both; croner only
+   * treats a bare `*` that way, so the translation adds croner's `+` (AND) weekday prefix.
+   */
+  days?: 'either' | 'both';
+  /** IANA zone the schedule is read in. */
+  timezone: string;
+  /** Where `timezone` came from: `CRON_TZ=`, `TZ=`, or `defaultTimezone` when neither was set. */
+  timezoneFrom: 'CRON_TZ' | 'TZ' | 'default';
+  /** The command as cron hands it to the shell: the text before the first unescaped `%`, `\%` → `%`. */
+  command: string;
+  /** Standard input from the text after the first `%` (each further `%` a newline); absent when none. */
+  stdin?: string;
+  /** Every NAME=value line above this one (later wins), except the cron directives CRON_TZ, MAILTO and MAILFROM. */
+  env: Record<string, string>;
+  /** `SHELL=` in effect when it is not `/bin/sh` (cronq itself runs commands with `/bin/sh -c`). */
+  shell?: string;
+  /** `MAILTO=` in effect when non-empty: cron mailed output there; cronq has no equivalent. */
+  mailto?: string;
+  /** The user column of a system crontab (`system: true`). */
+  user?: string;
+}
+
+/** A line that cannot be translated. */
+export interface CrontabError {
+  line: number;
+  reason: string;
+}
+
+/** How to read the crontab. */
+export interface ParseCrontabOptions {
+  /** `/etc/crontab` style: a user column follows the time fields. */
+  system?: boolean;
+  /** The zone cron would have used without CRON_TZ/TZ: its host's local zone. */
+  defaultTimezone: string;
+}
+
+/** The longest name `scheduleNameFor` derives, leaving room for `-2`… within cronq's 64. */
+export const MAX_DERIVED_NAME = 48;
+
+/** Why an `@reboot` line is refused. */
+export const REBOOT_REASON =
+  '@reboot has no cronq equivalent: cronq runs schedules, not start-up hooks; run it from the service manager (systemd ExecStartPre)';
+
+const NICKNAMES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+
+// Cron directives rather than environment for the command; translated or reported instead.
+const DIRECTIVES = new Set(['CRON_TZ', 'MAILTO', 'MAILFROM']);
+
+// NAME=value, the name optionally quoted, blanks around '=' allowed (cron's load_env). The name
+// must start like an identifier, so no schedule line (digits, '*', '@') is ever taken for one.
+// Flag s throughout: only '\n' ends a crontab line, while '.' alone would stop at U+2028.
+const ENV_LINE = /^[ \t]*(?:"([A-Za-z_][^"=]*)"|'([A-Za-z_][^'=]*)'|([A-Za-z_][^\s="']*))[ \t]*=[ \t]*(.*?)[ \t]*$/s;
+
+/**
+ * Parses crontab text. Returns the translatable lines as entries (names already unique) and
+ * every other non-blank, non-comment line as an error with its line number and reason.
+ */
+export function parseCrontab(
+  text: string,
+  options: ParseCrontabOptions,
+): { entries: CrontabEntry[]; errors: CrontabError[] } {
+  const entries: CrontabEntry[] = [];
+  const errors: CrontabError[] = [];
+  const env: Record<string, string> = {};
+  const zones: Partial<Record<'CRON_TZ' | 'TZ', { value: string; line: number }>> = {};
+  let mailto = '';
+  const taken = new Set<string>();
+
+  const lines = text.split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  lines.forEach((raw, index) => {
+    const line = index + 1;
+    const lineText = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (/^[ \t]*(#|$)/.test(lineText)) return;
+
+    const assignment = ENV_LINE.exec(lineText);
+    if (assignment) {
+      const name = assignment[1] ?? assignment[2] ?? assignment[3];
+      const value = unquote(assignment[4]);
+      if (name === 'CRON_TZ' || name === 'TZ') zones[name] = { value, line };
+      if (name === 'MAILTO') mailto = value;
+      if (!DIRECTIVES.has(name)) env[name] = value;
+      return;
+    }
+
+    const fail = (reason: string) => errors.push({ line, reason });
+    const split = splitScheduleLine(lineText, options.system ?? false);
+    if ('reason' in split) return fail(split.reason);
+
+    const zone = zones.CRON_TZ ?? zones.TZ;
+    const timezoneFrom = zones.CRON_TZ ? 'CRON_TZ' : zones.TZ ? 'TZ' : 'default';
+    // POSIX allows TZ=:Area/City; the colon only says "a file name follows".
+    const timezone = zone ? zone.value.replace(/^:/, '') : options.defaultTimezone;
+    if (!isTimeZone(timezone)) {
+      return fail(
+        zone
+          ? `${timezoneFrom} '${zone.value}' (line ${zone.line}) is not an IANA time zone`
+          : `default time zone '${timezone}' is not an IANA time zone`,
+      );
+    }
+
+    const { cron, days } = translateWhen(split.when);
+    const problem = checkExpression(cron, timezone);
+    if (problem) return fail(`'${split.when}' ${problem}`);
+
+    const { command, stdin } = splitCronCommand(split.command);
+    if (command.trim() === '') return fail(stdin === undefined ? 'no command' : 'no command before the first %');
+
+    const name = uniqueName(scheduleNameFor(command, line), taken);
+    const shell = env.SHELL !== undefined && env.SHELL !== '/bin/sh' ? env.SHELL : undefined;
+    entries.push({
+      line,
+      text: lineText,
+      name,
+      cron,
+      ...(days && { days }),
+      timezone,
+      timezoneFrom,
+      command,
+      ...(stdin !== undefined && { stdin }),
+      env: { ...env },
+      ...(shell !== undefined && { shell }),
+      ...(mailto !== '' && { mailto }),
+      ...(split.user !== undefined && { user: split.user }),
+    });
+  });
+  return { entries, errors };
+}
+
+/** A schedule line cut into its time specification, optional user, and raw command text. */
+function splitScheduleLine(
+  text: string,
+  system: boolean,
+): { when: string; user?: string; command: string } | { reason: string } {
+  // Only blanks and tabs separate cron fields; the command is the rest of the line, as written.
+  const field = '([^ \\t]+)[ \\t]+';
+  const what = system ? 'a user and a command' : 'a command';
+  const nickname = /^[ \t]*(@[^ \t]*)/.exec(text)?.[1].toLowerCase();
+  const fields = nickname === undefined ? 5 : 1;
+  if (nickname === '@reboot') return { reason: REBOOT_REASON };
+  if (nickname !== undefined && !NICKNAMES.has(nickname)) {
+    return { reason: `unknown '${nickname}' (cron knows @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually, @reboot)` };
+  }
+
+  const match = new RegExp(`^[ \\t]*${field.repeat(fields + (system ? 1 : 0))}(.*)$`, 's').exec(text);
+  if (!match) {
+    return { reason: nickname ? `expected ${what} after ${nickname}` : `expected five time fields followed by ${what}` };
+  }
+  const when = nickname ?? match.slice(1, 6).join(' ');
+  const user = system ? match[fields + 1] : undefined;
+  return { when, ...(user !== undefined && { user }), command: match.at(-1)! };
+}
+
+/**
+ * Gives five cron fields cron's day semantics under croner. Cron (Vixie, cronie) ORs the
+ * day-of-month and day-of-week fields unless either STARTS with `*`; croner (default
+ * `domAndDow: false`) ORs them unless either IS `*`. They differ only for fields such as
+ * `*\/2`: there cron ANDs, so the weekday gets croner's `+` (AND) prefix.
+ */
+function translateWhen(when: string): { cron: string; days?: 'either' | 'both' } {
+  if (when.startsWith('@')) return { cron: when };
+  const [minute, hour, dom, month, dow] = when.split(' ');
+  // croner reads '?' as '*'; cron has no '?', but keep croner's reading consistent here.
+  const bare = (field: string) => field === '*' || field === '?';
+  if (bare(dom) || bare(dow)) return { cron: when };
+  if (dom.startsWith('*') || dow.startsWith('*')) {
+    return { cron: [minute, hour, dom, month, `+${dow}`].join(' '), days: 'both' };
+  }
+  return { cron: when, days: 'either' };
+}
+
+/** croner's complaint about `cron` in `timezone`, or undefined when it parses and fires at all. */
+function checkExpression(cron: string, timezone: string): string | undefined {
+  let job: Cron;
+  try {
+    job = new Cron(cron, { paused: true, timezone });
+  } catch (error) {
+    return `is not a valid cron expression: ${(error as Error).message.replace(/^CronPattern: /, '')}`;
+  }
+  // Cron accepts `0 0 31 2 *` and silently never runs it; a schedule that never fires is a mistake.
+  if (job.nextRun() === null) return 'never fires (no date matches it)';
+  return undefined;
+}
+
+function isTimeZone(zone: string): boolean {
+  if (zone === '') return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function unquote(value: string): string {
+  const quoted = /^"(.*)"$|^'(.*)'$/s.exec(value);
+  return quoted ? (quoted[1] ?? quoted[2]) : value;
+}
+
+/**
+ * Applies cron's `%` rule to a command field, exactly as Vixie cron's do_command does: the
+ * first unescaped `%` ends the command; `\%` before it is a literal `%` (the backslash dropped),
+ * any other backslash stays. After it, each unescaped `%` is a newline, `\%` a `%`, and other
+ * backslashes stay. No text after the `%` means no standard input.
+ */
+export function splitCronCommand(field: string): { command: string; stdin?: string } {
+  let command = '';
+  let escaped = false;
+  let cut = -1;
+  for (let i = 0; i < field.length; i++) {
+    const ch = field[i];
+    if (escaped) {
+      escaped = false;
+      command = ch === '%' ? `${command.slice(0, -1)}%` : command + ch;
+    } else if (ch === '%') {
+      cut = i;
+      break;
+    } else {
+      escaped = ch === '\\';
+      command += ch;
+    }
+  }
+  const rest = cut < 0 ? '' : field.slice(cut + 1);
+  if (rest === '') return { command };
+
+  let stdin = '';
+  escaped = false;
+  for (const char of rest) {
+    let ch = char;
+    if (escaped) {
+      if (ch !== '%') stdin += '\\';
+    } else if (ch === '%') {
+      ch = '\n';
+    }
+    escaped = ch === '\\';
+    if (!escaped) stdin += ch;
+  }
+  if (escaped) stdin += '\\';
+  return { command, stdin };
+}
+
+// Commands that only wrap the real one; naming a schedule after them says nothing.
+const WRAPPERS = new Set(['exec', 'nohup', 'env', 'time', 'nice', 'ionice', 'chronic']);
+
+/**
+ * A schedule name for a command: the base names of its words (script extensions dropped),
+ * lowercased, runs of anything but [a-z0-9] as one `-`, trimmed, at most MAX_DERIVED_NAME
+ * characters. `php bin/report.php --daily` → `php-report-daily`. Only the first simple
+ * command counts (a leading `cd DIR &&` is skipped); redirections and `VAR=value` prefixes
+ * are ignored. Falls back to `crontab-line-N`.
+ */
+export function scheduleNameFor(command: string, line: number): string {
+  // `2>&1` and friends first, so their `&` is not taken for a command separator.
+  const segments = command.replace(/\d*[<>]&\d*-?/g, ' ').split(/&&|\|\||[;|&]/).map((segment) => segment.trim().split(/\s+/).filter(Boolean));
+  const words = segments.find((segment) => segment.length > 0 && segment[0] !== 'cd') ?? segments[0] ?? [];
+
+  const kept: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i];
+    if (/^\d*[<>]/.test(word)) {
+      if (/^\d*[<>]+&?$/.test(word)) i++; // `> file`: the target is the next word
+      continue;
+    }
+    if (kept.length === 0 && (WRAPPERS.has(word) || /^[A-Za-z_]\w*=/.test(word))) continue;
+    const base = word.replace(/["'`]/g, '').replace(/\/+$/, '').split('/').at(-1)!;
+    kept.push(base.startsWith('-') ? base : base.replace(/\.[A-Za-z][A-Za-z0-9]{0,3}$/, ''));
+  }
+
+  let name = kept.join('-').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  if (name.length > MAX_DERIVED_NAME) {
+    const cut = name.slice(0, MAX_DERIVED_NAME);
+    // Prefer ending at a word boundary when one is not too far back.
+    const boundary = cut.lastIndexOf('-');
+    name = (boundary >= MAX_DERIVED_NAME / 2 ? cut.slice(0, boundary) : cut).replace(/-+$/, '');
+  }
+  return name === '' ? `crontab-line-${line}` : name;
+}
+
+/** `base`, or `base-2`, `base-3`… whichever is not in `taken`; records the result in `taken`. */
+function uniqueName(base: string, taken: Set<string>): string {
+  let name = base;
+  for (let n = 2; taken.has(name); n++) name = `${base}-${n}`;
+  taken.add(name);
+  return name;
+}

@@ -1,0 +1,110 @@
+import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
+import mysql, { type Pool, type PoolOptions } from 'mysql2/promise';
+import { DatabaseUnreachableError } from '../errors.ts';
+import * as schema from './schema.ts';
+import { parseDatabaseUrl, type DatabaseTarget } from './url.ts';
+
+export type Db = MySql2Database<typeof schema>;
+/** A Drizzle handle that statements can run on: the pool-backed db or an open transaction. */
+export type Executor = Pick<Db, 'execute' | 'select' | 'insert' | 'update' | 'delete'>;
+
+/** Bounds on every wait, all well below the shortest sensible lease (see README, "Bounded waits"). */
+export const TIMEOUTS = {
+  connectMs: 5_000,
+  /** Client-side bound on any one statement; the server's lock waits below end first. */
+  queryMs: 15_000,
+  innodbLockWaitS: 5,
+  metadataLockWaitS: 10,
+};
+
+export interface Database {
+  db: Db;
+  pool: Pool;
+  target: DatabaseTarget;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  poolSize?: number;
+}
+
+/**
+ * Opens a pool on `url`. Every connection is UTC, READ COMMITTED and has bounded
+ * lock waits before its first statement runs. Does not touch the server until used;
+ * call `ping()` to fail fast with a clear message.
+ */
+export function connect(url: string, options: ConnectOptions = {}): Database {
+  const target = parseDatabaseUrl(url);
+  const pool = mysql.createPool(poolOptions(target, options.poolSize ?? 10));
+  // The 'connection' event fires on the callback-style connection before it is handed
+  // out, and statements queue in order, so these run before any caller's statement.
+  pool.pool.on('connection', (conn) => {
+    conn.query(`SET SESSION time_zone = '+00:00'`);
+    conn.query(`SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`);
+    conn.query(
+      `SET SESSION innodb_lock_wait_timeout = ${TIMEOUTS.innodbLockWaitS}, SESSION lock_wait_timeout = ${TIMEOUTS.metadataLockWaitS}`,
+    );
+  });
+  const db = drizzle(pool, { schema, mode: 'default' });
+  return {
+    db,
+    pool,
+    target,
+    close: () => pool.end(),
+  };
+}
+
+function poolOptions(target: DatabaseTarget, size: number): PoolOptions {
+  return {
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    password: target.password,
+    database: target.database,
+    connectionLimit: size,
+    maxIdle: size,
+    idleTimeout: 60_000,
+    connectTimeout: TIMEOUTS.connectMs,
+    timezone: 'Z',
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    // Affected rows count changed rows, not matched ones: ON DUPLICATE KEY UPDATE id=id
+    // then reports 0 for an existing key, which is how enqueue tells "created" apart.
+    flags: ['-FOUND_ROWS'],
+    enableKeepAlive: true,
+  };
+}
+
+/**
+ * Runs `SELECT 1`; throws DatabaseUnreachableError naming host and port (never the password)
+ * when the server cannot be reached or refuses the login.
+ */
+export async function ping(database: Database): Promise<void> {
+  try {
+    await database.pool.query({ sql: 'SELECT 1', timeout: TIMEOUTS.connectMs });
+  } catch (error) {
+    throw unreachable(database.target, error);
+  }
+}
+
+/** Wraps a connection failure in one line naming host, port and the server's reason. */
+export function unreachable(target: DatabaseTarget, error: unknown): DatabaseUnreachableError {
+  const reason = (error as { code?: string; message?: string })?.code ?? (error as Error)?.message ?? String(error);
+  const message = (error as Error)?.message && (error as { code?: string }).code !== (error as Error).message
+    ? `${(error as { code?: string }).code ?? ''} ${(error as Error).message}`.trim()
+    : reason;
+  return new DatabaseUnreachableError(
+    `cannot reach the database at ${target.host}:${target.port} (database '${target.database}'): ${message}`,
+    { cause: error },
+  );
+}
+
+/** True for errors that mean the connection or server is gone, not that a statement was wrong. */
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: string })?.code ?? '';
+  return (
+    /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|PROTOCOL_CONNECTION_LOST|PROTOCOL_SEQUENCE_TIMEOUT|ER_CON_COUNT_ERROR|ER_SERVER_SHUTDOWN|ER_CONNECTION_KILLED|ER_QUERY_INTERRUPTED)$/.test(code) ||
+    (error as { fatal?: boolean })?.fatal === true ||
+    /Pool is closed|Connection lost|closed state|connect ETIMEDOUT/i.test((error as Error)?.message ?? '')
+  );
+}

@@ -1,0 +1,90 @@
+/**
+ * The tables people query from SQL. Names and columns are part of the public
+ * contract: change them only through a new migration (`npm run generate`).
+ *
+ * Every time is UTC `DATETIME(6)` written from the database clock (`UTC_TIMESTAMP(6)`),
+ * so hosts with skewed clocks agree on leases and backoff.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  char,
+  datetime,
+  index,
+  json,
+  mysqlEnum,
+  mysqlTable,
+  smallint,
+  text,
+  uniqueIndex,
+  varchar,
+} from 'drizzle-orm/mysql-core';
+
+const utcNow = sql`(UTC_TIMESTAMP(6))`;
+const timestamp = (name: string) => datetime(name, { mode: 'date', fsp: 6 });
+
+export const JOB_STATUSES = ['ready', 'reserved', 'done', 'dead'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** Longest accepted job key (the unique index covers all of it; utf8mb4 → 1020 bytes). */
+export const MAX_KEY_LENGTH = 255;
+
+export const jobs = mysqlTable(
+  'cronq_jobs',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    queue: varchar('queue', { length: 64 }).notNull().default('default'),
+    kind: varchar('kind', { length: 128 }).notNull(),
+    jobKey: varchar('job_key', { length: MAX_KEY_LENGTH }).notNull(),
+    payload: json('payload').notNull(),
+    status: mysqlEnum('status', JOB_STATUSES).notNull().default('ready'),
+    attempts: smallint('attempts', { unsigned: true }).notNull().default(0),
+    maxAttempts: smallint('max_attempts', { unsigned: true }).notNull().default(5),
+    availableAt: timestamp('available_at').notNull().default(utcNow),
+    /** 32 hex characters; a fresh random value per claim, the fence for every later write. */
+    leaseToken: char('lease_token', { length: 32 }),
+    leaseUntil: timestamp('lease_until'),
+    lockedBy: varchar('locked_by', { length: 255 }),
+    lastError: text('last_error'),
+    scheduleName: varchar('schedule_name', { length: 64 }),
+    periodKey: varchar('period_key', { length: 32 }),
+    /** The schedule tick this job belongs to (null for ad-hoc jobs). */
+    scheduledAt: timestamp('scheduled_at'),
+    createdAt: timestamp('created_at').notNull().default(utcNow),
+    updatedAt: timestamp('updated_at').notNull().default(utcNow),
+    finishedAt: timestamp('finished_at'),
+  },
+  (t) => [
+    uniqueIndex('cronq_jobs_job_key').on(t.jobKey),
+    // The claim: WHERE status='ready' [AND queue=?] AND available_at <= now ORDER BY available_at, id.
+    index('cronq_jobs_claim').on(t.status, t.availableAt, t.id),
+    index('cronq_jobs_claim_queue').on(t.queue, t.status, t.availableAt, t.id),
+    // Lease recovery: WHERE status='reserved' AND lease_until <= now ORDER BY lease_until, id.
+    index('cronq_jobs_recovery').on(t.status, t.leaseUntil, t.id),
+    index('cronq_jobs_schedule').on(t.scheduleName, t.periodKey),
+  ],
+);
+
+export const deadLetters = mysqlTable(
+  'cronq_dead_letters',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    jobId: bigint('job_id', { mode: 'number', unsigned: true }).notNull(),
+    queue: varchar('queue', { length: 64 }).notNull(),
+    kind: varchar('kind', { length: 128 }).notNull(),
+    jobKey: varchar('job_key', { length: MAX_KEY_LENGTH }).notNull(),
+    payload: json('payload').notNull(),
+    failureReason: text('failure_reason').notNull(),
+    attempts: smallint('attempts', { unsigned: true }).notNull(),
+    deadAt: timestamp('dead_at').notNull().default(utcNow),
+    reviewedAt: timestamp('reviewed_at'),
+    resolution: text('resolution'),
+  },
+  (t) => [
+    index('cronq_dead_letters_review').on(t.reviewedAt, t.deadAt, t.id),
+    index('cronq_dead_letters_job').on(t.jobId),
+  ],
+);
+
+export type JobRow = typeof jobs.$inferSelect;
+export type DeadLetterRow = typeof deadLetters.$inferSelect;

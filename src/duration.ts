@@ -1,0 +1,37 @@
+import { UsageError } from './errors.ts';
+
+const UNIT_MS: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 7 * 86_400_000,
+};
+
+/** A duration as users write it: `100ms`, `2s`, `5m`, `1h`, `40d`, `2w`, or a number of milliseconds. */
+export type Duration = string | number;
+
+/**
+ * Parses `100ms`, `2s`, `5m`, `1h`, `40d`, `2w` (or a bare number of milliseconds)
+ * into milliseconds. Throws UsageError naming `what` for anything else, negatives included.
+ */
+export function parseDuration(value: Duration, what = 'duration'): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0) throw new UsageError(`${what}: ${value} is not a valid duration`);
+    return value;
+  }
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$/.exec(value);
+  if (!match) {
+    throw new UsageError(`${what}: '${value}' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
+  }
+  return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms']);
+}
+
+/** Renders milliseconds back in the largest whole unit (`90000` → `90s`, `3600000` → `1h`). */
+export function formatDuration(ms: number): string {
+  for (const unit of ['w', 'd', 'h', 'm', 's'] as const) {
+    if (ms >= UNIT_MS[unit] && ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
+  }
+  return `${ms}ms`;
+}

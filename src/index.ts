@@ -1,0 +1,9 @@
+/**
+ * cronq's public API: what schedule files and applications import from 'cronq'.
+ */
+export { createCronq, type Cronq, type CronqOptions, type EnqueueJob } from './cronq.ts';
+export { defineTask, type Task, type TaskOptions } from './tasks/define.ts';
+export type { Job, JobContext, Handler, Effect } from './tasks/job.ts';
+export type { Executor } from './db/client.ts';
+export { PermanentError, UsageError } from './errors.ts';
+export { LeaseLostError, ShutdownAbortError } from './worker/jobRun.ts';

@@ -1,0 +1,35 @@
+import { parseDuration, type Duration } from '../duration.ts';
+import { UsageError } from '../errors.ts';
+
+/** Exponential backoff: base·2^(attempt−1), capped at max, then jittered. */
+export interface Backoff {
+  baseMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 3_600_000 };
+
+/** Reads `{ base, max }` as written in a task or schedule; refuses max < base. */
+export function parseBackoff(value: { base?: Duration; max?: Duration } | undefined, what: string): Backoff {
+  const baseMs = value?.base === undefined ? DEFAULT_BACKOFF.baseMs : parseDuration(value.base, `${what}.base`);
+  const maxMs = value?.max === undefined ? Math.max(DEFAULT_BACKOFF.maxMs, baseMs) : parseDuration(value.max, `${what}.max`);
+  if (baseMs < 1) throw new UsageError(`${what}.base must be at least 1ms`);
+  if (maxMs < baseMs) throw new UsageError(`${what}.max (${maxMs}ms) is below ${what}.base (${baseMs}ms)`);
+  return { baseMs, maxMs };
+}
+
+/** The un-jittered delay before retry number `attempt` (the attempt that just failed, from 1). */
+export function backoffCeilingMs(backoff: Backoff, attempt: number): number {
+  const exponent = Math.min(Math.max(attempt - 1, 0), 40);
+  return Math.min(backoff.maxMs, backoff.baseMs * 2 ** exponent);
+}
+
+/**
+ * The delay before the next attempt after `attempt` failed: "equal jitter", uniformly
+ * random in [ceiling/2, ceiling]. Never below half the ceiling, so delays still grow;
+ * spread over half the ceiling, so fifty jobs failing together do not return together.
+ */
+export function retryDelayMs(backoff: Backoff, attempt: number, random: () => number = Math.random): number {
+  const ceiling = backoffCeilingMs(backoff, attempt);
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}

@@ -1,0 +1,57 @@
+import type { Db } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import type { DbHealth } from '../worker/dbHealth.ts';
+import { sleep } from '../worker/wakeup.ts';
+import { recoverExpiredLeases } from './store.ts';
+
+export interface RecoveryOptions {
+  db: Db;
+  log: Logger;
+  health: DbHealth;
+  /** Time between passes. */
+  everyMs: number;
+  /** Rows per transaction. */
+  batchSize: number;
+  /** Transactions per pass at most, so one pass stays short even after a mass expiry. */
+  maxBatchesPerPass: number;
+}
+
+export const RECOVERY_DEFAULTS = { everyMs: 5_000, batchSize: 100, maxBatchesPerPass: 20 };
+
+/**
+ * One recovery pass: expired leases back to 'ready' (or 'dead' with a dead letter when
+ * no attempts remain), in bounded batches. Logs `leases_recovered` when it found any.
+ * Safe to run in every daemon at once (SKIP LOCKED splits the rows).
+ */
+export async function recoverOnce(options: RecoveryOptions): Promise<{ returned: number; dead: number }> {
+  const total = { returned: 0, dead: 0 };
+  for (let i = 0; i < options.maxBatchesPerPass; i++) {
+    const { returned, dead } = await recoverExpiredLeases(options.db, options.batchSize);
+    total.returned += returned;
+    total.dead += dead;
+    if (returned + dead < options.batchSize) break;
+  }
+  if (total.returned + total.dead > 0) {
+    options.log.warn(
+      { event: 'leases_recovered', count: total.returned + total.dead, returned: total.returned, dead: total.dead },
+      'expired leases recovered',
+    );
+  }
+  return total;
+}
+
+/**
+ * Runs `recoverOnce` every `everyMs` until `signal` aborts. Errors are logged through
+ * DbHealth and the loop goes on; it never throws.
+ */
+export async function recoveryLoop(options: RecoveryOptions, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      await recoverOnce(options);
+      options.health.ok();
+      await sleep(options.everyMs, signal);
+    } catch (error) {
+      await sleep(Math.max(options.health.trouble(error, 'recovery'), 1_000), signal);
+    }
+  }
+}

@@ -1,0 +1,388 @@
+/**
+ * The only place that writes queue SQL. Every other module calls these functions.
+ *
+ * Concurrency contract, shared by everything below:
+ * - "now" is always the database clock (`UTC_TIMESTAMP(6)`), never the host's.
+ * - A claim stamps each row with a fresh random `lease_token` and a `lease_until`.
+ *   Every later write by the claimer (`...IfLeased`) re-checks, under the row lock its
+ *   UPDATE or `SELECT ... FOR UPDATE` takes, that the row is still `reserved` with that
+ *   token and an unexpired lease; otherwise it changes nothing and reports false.
+ *   A stale worker can therefore never finish, fail, renew or release a job.
+ * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db, Executor } from '../db/client.ts';
+import type { JobStatus } from '../db/schema.ts';
+
+const NOW = sql`UTC_TIMESTAMP(6)`;
+const LAST_ERROR_MAX = 2000;
+
+/** A job as the claim returns it to the worker. */
+export interface ClaimedJob {
+  id: number;
+  queue: string;
+  kind: string;
+  key: string;
+  /** The payload as stored (JSON text); the worker parses it so a bad one can go dead. */
+  payloadText: string;
+  /** The attempt now running (1 on first delivery). */
+  attempt: number;
+  maxAttempts: number;
+  scheduleName: string | null;
+  periodKey: string | null;
+  scheduledAt: Date | null;
+  leaseToken: string;
+}
+
+/** One row to insert. `runAt` null means now by the database clock. */
+export interface NewJobRow {
+  queue: string;
+  kind: string;
+  key: string;
+  payloadJson: string;
+  maxAttempts: number;
+  runAt: Date | null;
+  scheduleName?: string | null;
+  periodKey?: string | null;
+  scheduledAt?: Date | null;
+}
+
+/** A claim's lease on one job: what every fenced write must present. */
+export interface Lease {
+  id: number;
+  token: string;
+}
+
+/** What `failIfLeased` did. */
+export type FailOutcome = { status: 'retry'; retryInMs: number } | { status: 'dead' } | { status: 'lease_lost' };
+
+type Header = { affectedRows: number; insertId: number };
+
+function header(result: unknown): Header {
+  return (result as [Header])[0];
+}
+
+function rows<T>(result: unknown): T[] {
+  return (result as [T[]])[0];
+}
+
+/** Parses a DATETIME string as the driver returns it ('YYYY-MM-DD HH:MM:SS.ffffff', UTC). */
+export function parseDbTime(value: string | Date | null): Date | null {
+  if (value === null) return null;
+  if (value instanceof Date) return value;
+  return new Date(`${value.replace(' ', 'T')}Z`);
+}
+
+function toDbTime(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** A fresh lease token: 128 random bits as 32 hex characters. */
+export function newLeaseToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+function interval(ms: number): SQL {
+  return sql`INTERVAL ${Math.max(0, Math.round(ms * 1000))} MICROSECOND`;
+}
+
+/** Truncates an error text for `last_error` / `failure_reason`. */
+export function truncateError(text: string, max = LAST_ERROR_MAX): string {
+  return text.length <= max ? text : `${text.slice(0, max - 15)}… [truncated]`;
+}
+
+function insertValues(row: NewJobRow): SQL {
+  const availableAt = row.runAt ? sql`${toDbTime(row.runAt)}` : NOW;
+  return sql`(${row.queue}, ${row.kind}, ${row.key}, ${row.payloadJson}, ${row.maxAttempts}, ${availableAt}, ${
+    row.scheduleName ?? null
+  }, ${row.periodKey ?? null}, ${row.scheduledAt ? toDbTime(row.scheduledAt) : null}, ${NOW}, ${NOW})`;
+}
+
+const INSERT_COLUMNS = sql.raw(
+  'INSERT INTO cronq_jobs (queue, kind, job_key, payload, max_attempts, available_at, schedule_name, period_key, scheduled_at, created_at, updated_at) VALUES ',
+);
+
+/**
+ * Inserts one job unless its key exists; either way returns the row's id.
+ * Atomic under any number of concurrent callers: the unique key decides, and
+ * `LAST_INSERT_ID(id)` hands the existing id back (no check-then-insert).
+ * Runs on `exec`, so inside a caller's transaction it commits or rolls back with it.
+ */
+export async function insertJobIfAbsent(exec: Executor, row: NewJobRow): Promise<{ id: number; created: boolean }> {
+  const result = await exec.execute(
+    sql`${INSERT_COLUMNS}${insertValues(row)} ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+  );
+  const { affectedRows, insertId } = header(result);
+  return { id: Number(insertId), created: affectedRows === 1 };
+}
+
+/**
+ * Inserts many jobs in one statement; rows whose key exists (or repeats within
+ * the batch) are left as they are. Returns how many rows were new.
+ */
+export async function insertJobsIfAbsent(exec: Executor, batch: NewJobRow[]): Promise<number> {
+  if (batch.length === 0) return 0;
+  const result = await exec.execute(
+    sql`${INSERT_COLUMNS}${sql.join(batch.map(insertValues), sql`, `)} ON DUPLICATE KEY UPDATE id = id`,
+  );
+  return header(result).affectedRows;
+}
+
+/** Which of `keys` already exist (a cheap read that lets a repeated fan-out skip its inserts). */
+export async function existingKeys(exec: Executor, keys: string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const result = await exec.execute(sql`SELECT job_key FROM cronq_jobs WHERE job_key IN ${keys}`);
+  return new Set(rows<{ job_key: string }>(result).map((r) => r.job_key));
+}
+
+export interface ClaimRequest {
+  /** Queues to claim from; empty means every queue. */
+  queues: string[];
+  limit: number;
+  /** Lease length for a job of this kind. */
+  leaseMsFor: (kind: string) => number;
+  lockedBy: string;
+}
+
+type ClaimRow = {
+  id: number;
+  queue: string;
+  kind: string;
+  job_key: string;
+  payload: string;
+  attempts: number;
+  max_attempts: number;
+  schedule_name: string | null;
+  period_key: string | null;
+  scheduled_at: string | null;
+};
+
+function claimSelect(queue: string | null, limit: number): SQL {
+  const byQueue = queue === null ? sql`` : sql`queue = ${queue} AND `;
+  return sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
+      schedule_name, period_key, scheduled_at
+    FROM cronq_jobs
+    WHERE ${byQueue}status = 'ready' AND available_at <= ${NOW}
+    ORDER BY available_at, id
+    LIMIT ${limit}
+    FOR UPDATE SKIP LOCKED`;
+}
+
+/**
+ * Claims up to `limit` ready jobs, oldest `available_at` first, in one short transaction:
+ * `SELECT ... FOR UPDATE SKIP LOCKED`, then one UPDATE marking them reserved with
+ * attempts+1, a fresh token each and `lease_until = now + lease`. Rows another claimer
+ * holds are skipped, never waited for, so concurrent claimers never get the same job.
+ * Returns after COMMIT: no handler may start before the reservation is durable.
+ *
+ * With several queues, each is read by its own index range (rotating which goes first)
+ * rather than one IN-list query that would have to sort.
+ */
+export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
+  if (request.limit <= 0) return [];
+  return db.transaction(async (tx) => {
+    const picked: ClaimRow[] = [];
+    const queues: Array<string | null> = request.queues.length === 0 ? [null] : rotate(request.queues, rotation);
+    for (const queue of queues) {
+      const want = request.limit - picked.length;
+      if (want <= 0) break;
+      picked.push(...rows<ClaimRow>(await tx.execute(claimSelect(queue, want))));
+    }
+    if (picked.length === 0) return [];
+    const claimed = picked.map((row) => ({
+      row,
+      token: newLeaseToken(),
+      leaseMs: request.leaseMsFor(row.kind),
+    }));
+    const ids = claimed.map((c) => c.row.id);
+    const tokenCase = sql.join(claimed.map((c) => sql`WHEN ${c.row.id} THEN ${c.token}`), sql` `);
+    const leaseCase = sql.join(
+      claimed.map((c) => sql`WHEN ${c.row.id} THEN ${NOW} + ${interval(c.leaseMs)}`),
+      sql` `,
+    );
+    await tx.execute(sql`UPDATE cronq_jobs
+      SET status = 'reserved', attempts = attempts + 1,
+          lease_token = CASE id ${tokenCase} END,
+          lease_until = CASE id ${leaseCase} END,
+          locked_by = ${request.lockedBy}, updated_at = ${NOW}
+      WHERE id IN ${ids}`);
+    return claimed.map(({ row, token }) => ({
+      id: Number(row.id),
+      queue: row.queue,
+      kind: row.kind,
+      key: row.job_key,
+      payloadText: row.payload,
+      attempt: row.attempts + 1,
+      maxAttempts: row.max_attempts,
+      scheduleName: row.schedule_name,
+      periodKey: row.period_key,
+      scheduledAt: parseDbTime(row.scheduled_at),
+      leaseToken: token,
+    }));
+  });
+}
+
+function rotate<T>(items: T[], by: number): T[] {
+  const k = ((by % items.length) + items.length) % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+/** The fence: still reserved, same token, lease not expired — evaluated under the row lock. */
+function leaseHeld(lease: Lease): SQL {
+  return sql`id = ${lease.id} AND status = 'reserved' AND lease_token = ${lease.token} AND lease_until > ${NOW}`;
+}
+
+/**
+ * Marks every job in `leases` done in one autocommit UPDATE, each row fenced by its
+ * own token and unexpired lease (the UPDATE re-checks them under its row lock).
+ * Returns the ids it completed; a job missing from the set had lost its lease and
+ * was not touched.
+ */
+export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set<number>> {
+  if (leases.length === 0) return new Set();
+  const sorted = [...leases].sort((a, b) => a.id - b.id); // one lock order: no deadlocks between batches
+  const ids = sorted.map((l) => l.id);
+  const tokenCase = sql.join(sorted.map((l) => sql`WHEN ${l.id} THEN ${l.token}`), sql` `);
+  const result = await db.execute(sql`UPDATE cronq_jobs
+    SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+    WHERE id IN ${ids} AND status = 'reserved' AND lease_until > ${NOW}
+      AND lease_token = CASE id ${tokenCase} END`);
+  if (header(result).affectedRows === sorted.length) return new Set(ids);
+  // Some leases were lost: done rows keep their token, so ask which ones were ours.
+  const done = await db.execute(sql`SELECT id FROM cronq_jobs
+    WHERE id IN ${ids} AND status = 'done' AND lease_token = CASE id ${tokenCase} END`);
+  return new Set(rows<{ id: number }>(done).map((r) => Number(r.id)));
+}
+
+/**
+ * Marks one job done inside a transaction that first locks the row and re-checks the
+ * lease, then runs `effect(tx)` so the business effect and "done" commit together.
+ * Returns false, having run nothing, when the lease was lost. An error thrown by the
+ * effect rolls everything back and propagates.
+ */
+export async function completeIfLeased(
+  db: Db,
+  lease: Lease,
+  effect?: (tx: Executor) => Promise<void>,
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
+    if (held.length === 0) return false;
+    if (effect) await effect(tx);
+    await tx.execute(sql`UPDATE cronq_jobs
+      SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+      WHERE id = ${lease.id}`);
+    return true;
+  });
+}
+
+export interface Failure {
+  /** Text for last_error / failure_reason (already free of secrets). */
+  error: string;
+  /** Dead at once, whatever attempts remain. */
+  permanent: boolean;
+  /** Delay before the next attempt, if one remains. */
+  retryInMs: number;
+}
+
+const DEAD_LETTER_FROM_JOB = sql.raw(`INSERT INTO cronq_dead_letters
+    (job_id, queue, kind, job_key, payload, failure_reason, attempts, dead_at)
+  SELECT id, queue, kind, job_key, payload, last_error, attempts, UTC_TIMESTAMP(6) FROM cronq_jobs`);
+
+/**
+ * Records a handler failure, fenced like completion (row lock, token, unexpired lease).
+ * With attempts left and not permanent: back to 'ready' after `retryInMs`.
+ * Otherwise: 'dead', plus a `cronq_dead_letters` row, in the same transaction.
+ */
+export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Promise<FailOutcome> {
+  return db.transaction(async (tx) => {
+    const held = rows<{ attempts: number; max_attempts: number }>(
+      await tx.execute(sql`SELECT attempts, max_attempts FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`),
+    );
+    if (held.length === 0) return { status: 'lease_lost' } as const;
+    const error = truncateError(failure.error);
+    if (failure.permanent || held[0].attempts >= held[0].max_attempts) {
+      await markDead(tx, [lease.id], error);
+      return { status: 'dead' } as const;
+    }
+    await tx.execute(sql`UPDATE cronq_jobs
+      SET status = 'ready', lease_token = NULL, lease_until = NULL, locked_by = NULL, last_error = ${error},
+          available_at = ${NOW} + ${interval(failure.retryInMs)}, updated_at = ${NOW}
+      WHERE id = ${lease.id}`);
+    return { status: 'retry', retryInMs: failure.retryInMs } as const;
+  });
+}
+
+/** Inside a transaction holding the rows' locks: 'dead' plus a dead letter each. */
+async function markDead(tx: Executor, ids: number[], error: string): Promise<void> {
+  await tx.execute(sql`UPDATE cronq_jobs
+    SET status = 'dead', lease_until = NULL, last_error = ${error}, finished_at = ${NOW}, updated_at = ${NOW}
+    WHERE id IN ${ids}`);
+  await tx.execute(sql`${DEAD_LETTER_FROM_JOB} WHERE id IN ${ids}`);
+}
+
+/**
+ * Extends a running job's lease to now + `leaseMs`, fenced by token and unexpired lease.
+ * False means the lease is gone (recovered, or another worker holds the job): the
+ * caller must abort the handler and discard its result.
+ */
+export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Promise<boolean> {
+  const result = await db.execute(sql`UPDATE cronq_jobs
+    SET lease_until = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
+    WHERE ${leaseHeld(lease)}`);
+  return header(result).affectedRows === 1;
+}
+
+/**
+ * Gives a claimed job back without counting the attempt (shutdown before or during
+ * its handler): 'ready', available now, attempts - 1. Only the row with this token
+ * is touched; false when the lease was already lost.
+ */
+export async function releaseIfLeased(db: Db, lease: Lease, reason: string): Promise<boolean> {
+  const result = await db.execute(sql`UPDATE cronq_jobs
+    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), lease_token = NULL, lease_until = NULL,
+        locked_by = NULL, last_error = ${truncateError(reason)}, available_at = ${NOW}, updated_at = ${NOW}
+    WHERE ${leaseHeld(lease)}`);
+  return header(result).affectedRows === 1;
+}
+
+/**
+ * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
+ * counted, since the handler may have run), or to 'dead' with a dead letter when no
+ * attempts remain. At most `limit` rows per call, locked with SKIP LOCKED so several
+ * daemons recovering at once split the work instead of waiting on each other.
+ */
+export async function recoverExpiredLeases(db: Db, limit: number): Promise<{ returned: number; dead: number }> {
+  return db.transaction(async (tx) => {
+    const expired = rows<{ id: number; attempts: number; max_attempts: number }>(
+      await tx.execute(sql`SELECT id, attempts, max_attempts FROM cronq_jobs
+        WHERE status = 'reserved' AND lease_until <= ${NOW}
+        ORDER BY lease_until, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
+    );
+    const exhausted = expired.filter((r) => r.attempts >= r.max_attempts).map((r) => Number(r.id));
+    const retry = expired.filter((r) => r.attempts < r.max_attempts).map((r) => Number(r.id));
+    if (retry.length > 0) {
+      await tx.execute(sql`UPDATE cronq_jobs
+        SET status = 'ready', lease_token = NULL, lease_until = NULL, locked_by = NULL,
+            last_error = 'lease expired; returned to the queue', available_at = ${NOW}, updated_at = ${NOW}
+        WHERE id IN ${retry}`);
+    }
+    if (exhausted.length > 0) await markDead(tx, exhausted, 'lease expired after the final attempt');
+    return { returned: retry.length, dead: exhausted.length };
+  });
+}
+
+/** The database clock, for tests and for anything that must agree with leases. */
+export async function databaseNow(exec: Executor): Promise<Date> {
+  const result = await exec.execute(sql`SELECT UTC_TIMESTAMP(6) AS now`);
+  return parseDbTime(rows<{ now: string }>(result)[0].now)!;
+}
+
+/** Counts of jobs by status, for tests, stats and the CLI. */
+export async function countByStatus(exec: Executor): Promise<Record<JobStatus, number>> {
+  const result = await exec.execute(sql`SELECT status, COUNT(*) AS n FROM cronq_jobs GROUP BY status`);
+  const counts: Record<JobStatus, number> = { ready: 0, reserved: 0, done: 0, dead: 0 };
+  for (const r of rows<{ status: JobStatus; n: number }>(result)) counts[r.status] = Number(r.n);
+  return counts;
+}

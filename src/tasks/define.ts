@@ -1,0 +1,102 @@
+import { parseDuration, type Duration } from '../duration.ts';
+import { UsageError } from '../errors.ts';
+import { parseBackoff, type Backoff } from '../queue/backoff.ts';
+import type { Handler } from './job.ts';
+
+/** Brands a value as a cronq task across module copies (a schedule file may load its own copy of cronq). */
+export const TASK_BRAND = Symbol.for('cronq.task');
+
+export const TASK_DEFAULTS = {
+  queue: 'default',
+  maxAttempts: 5,
+  leaseMs: 60_000,
+} as const;
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const QUEUE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const MAX_ATTEMPTS_LIMIT = 1000;
+const LEASE_MIN_MS = 1_000;
+const LEASE_MAX_MS = 24 * 3_600_000;
+
+export interface TaskOptions<P = any> {
+  /** The job kind this task handles: letters, digits, `.`, `_`, `-`; up to 64. */
+  name: string;
+  handle: Handler<P>;
+  queue?: string;
+  maxAttempts?: number;
+  backoff?: { base?: Duration; max?: Duration };
+  /** How long a claim holds the job before recovery may take it back; renewed while the handler runs. */
+  lease?: Duration;
+}
+
+/** A validated task: what the worker runs for jobs of kind `name`. */
+export interface Task {
+  readonly [TASK_BRAND]: true;
+  name: string;
+  handle: Handler;
+  queue: string;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+}
+
+/**
+ * Declares how jobs of one kind are handled. Validates at once and throws a
+ * UsageError naming the bad option, so a bad task file is refused at start.
+ */
+export function defineTask<P = any>(options: TaskOptions<P>): Task {
+  if (typeof options !== 'object' || options === null) throw new UsageError('defineTask needs an options object');
+  const name = validateName(options.name, 'name');
+  if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
+  return {
+    [TASK_BRAND]: true,
+    name,
+    handle: options.handle as Handler,
+    ...validateJobOptions(options, `task '${name}'`),
+  };
+}
+
+/** Validates a task or schedule name. */
+export function validateName(name: unknown, what: string): string {
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name)})`);
+  }
+  return name;
+}
+
+/** Validates a queue name (CLI, enqueue and task options share it). */
+export function validateQueue(queue: unknown, what = 'queue'): string {
+  if (typeof queue !== 'string' || !QUEUE.test(queue)) {
+    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${JSON.stringify(queue)})`);
+  }
+  return queue;
+}
+
+/** Validates maxAttempts: a whole number from 1 to 1000. */
+export function validateMaxAttempts(value: unknown, what = 'maxAttempts'): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_ATTEMPTS_LIMIT) {
+    throw new UsageError(`${what} must be a whole number from 1 to ${MAX_ATTEMPTS_LIMIT} (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+/** The queue/attempt/backoff/lease options shared by tasks and schedules, validated with defaults. */
+export function validateJobOptions(
+  options: Pick<TaskOptions, 'queue' | 'maxAttempts' | 'backoff' | 'lease'>,
+  what: string,
+): Pick<Task, 'queue' | 'maxAttempts' | 'backoff' | 'leaseMs'> {
+  const queue = options.queue === undefined ? TASK_DEFAULTS.queue : validateQueue(options.queue, `${what}: queue`);
+  const maxAttempts =
+    options.maxAttempts === undefined ? TASK_DEFAULTS.maxAttempts : validateMaxAttempts(options.maxAttempts, `${what}: maxAttempts`);
+  const backoff = parseBackoff(options.backoff, `${what}: backoff`);
+  const leaseMs = options.lease === undefined ? TASK_DEFAULTS.leaseMs : parseDuration(options.lease, `${what}: lease`);
+  if (leaseMs < LEASE_MIN_MS || leaseMs > LEASE_MAX_MS) {
+    throw new UsageError(`${what}: lease must be between 1s and 24h (got ${leaseMs}ms)`);
+  }
+  return { queue, maxAttempts, backoff, leaseMs };
+}
+
+/** True for anything defineTask returned, whichever copy of cronq made it. */
+export function isTask(value: unknown): value is Task {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TASK_BRAND] === true;
+}

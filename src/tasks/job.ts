@@ -1,0 +1,36 @@
+import type { Executor } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+
+/** What a handler receives about the job it runs. */
+export interface Job<P = unknown> {
+  id: number;
+  kind: string;
+  key: string;
+  queue: string;
+  payload: P;
+  /** This delivery's attempt number, from 1. */
+  attempt: number;
+  maxAttempts: number;
+  /** The schedule period this job belongs to (null for ad-hoc jobs). */
+  periodKey: string | null;
+  /** The tick instant that enqueued it (null for ad-hoc jobs). */
+  scheduledAt: Date | null;
+}
+
+/** A write that must commit together with "done", or not at all. */
+export type Effect = (tx: Executor) => Promise<unknown>;
+
+export interface JobContext {
+  /** Aborts when the lease is lost or the shutdown grace runs out: stop work and return. */
+  signal: AbortSignal;
+  /** A child logger carrying job_id and kind. */
+  log: Logger;
+  /**
+   * Registers `fn(tx)` to run inside the fenced transaction that marks the job done.
+   * Effects run in registration order; if any throws, nothing commits and the job
+   * fails like a handler error. They never run when the lease was lost.
+   */
+  effect(fn: Effect): void;
+}
+
+export type Handler<P = any> = (job: Job<P>, ctx: JobContext) => unknown | Promise<unknown>;

@@ -1,0 +1,45 @@
+import type { Db } from '../db/client.ts';
+import { completeManyIfLeased, type Lease } from '../queue/store.ts';
+
+const MAX_BATCH = 500;
+
+/**
+ * Batches effect-free completions: every lease handed to `complete` while a flush is
+ * in flight joins the next one, so N handlers finishing together cost one fenced
+ * UPDATE and one commit, and a lone completion is written at once (no timer).
+ * Each promise resolves true when that job was marked done, false when its lease was
+ * lost, and rejects with the database error when the batch could not be written.
+ */
+export class Completer {
+  private pending: Array<{ lease: Lease; resolve: (done: boolean) => void; reject: (error: unknown) => void }> = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(private readonly db: Db) {}
+
+  complete(lease: Lease): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ lease, resolve, reject });
+      if (!this.flushing) this.flushing = this.drain();
+    });
+  }
+
+  /** Resolves once everything handed in so far has been written (or has failed). */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    // Let handlers that finish in this same turn join the first batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, MAX_BATCH);
+      try {
+        const done = await completeManyIfLeased(this.db, batch.map((b) => b.lease));
+        for (const b of batch) b.resolve(done.has(b.lease.id));
+      } catch (error) {
+        for (const b of batch) b.reject(error);
+      }
+    }
+    this.flushing = null;
+  }
+}

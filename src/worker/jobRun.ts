@@ -1,0 +1,270 @@
+import type { Db } from '../db/client.ts';
+import { isConnectionError } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import { retryDelayMs } from '../queue/backoff.ts';
+import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type ClaimedJob, type Lease } from '../queue/store.ts';
+import type { Task } from '../tasks/define.ts';
+import type { Effect, Job } from '../tasks/job.ts';
+import type { Completer } from './completer.ts';
+import type { DbHealth } from './dbHealth.ts';
+import { describeFailure, isPermanent } from './failure.ts';
+import { sleep } from './wakeup.ts';
+
+export interface JobRunDeps {
+  db: Db;
+  log: Logger;
+  completer: Completer;
+  health: DbHealth;
+  leaseMs: number;
+}
+
+/** Why a handler's signal was aborted. */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+export class ShutdownAbortError extends Error {
+  override name = 'ShutdownAbortError';
+}
+
+type Outcome = { ok: true } | { ok: false; error: unknown };
+
+/**
+ * One delivery of one claimed job: run the handler with no locks held, renew the
+ * lease every third of its length, then finish through a fenced write.
+ *
+ * Only the handler's own errors (and its effects') consume an attempt. A database
+ * error while renewing or finishing is infrastructure trouble: finishing is retried
+ * until the lease would have expired, after which recovery returns the job.
+ */
+export class JobRun {
+  private readonly abort = new AbortController();
+  private readonly lease: Lease;
+  private readonly log: Logger;
+  private leaseLost = false;
+  private shutdownAborted = false;
+  private finished = false;
+  /** Local estimate of when our lease ends; only used to stop retrying a finish. */
+  private leaseDeadline: number;
+  readonly settled: Promise<void>;
+  private resolveSettled!: () => void;
+
+  constructor(
+    private readonly job: ClaimedJob,
+    private readonly task: Task | undefined,
+    private readonly deps: JobRunDeps,
+  ) {
+    this.lease = { id: job.id, token: job.leaseToken };
+    this.log = deps.log.child({ job_id: job.id, kind: job.kind });
+    this.leaseDeadline = Date.now() + deps.leaseMs;
+    this.settled = new Promise((resolve) => (this.resolveSettled = resolve));
+  }
+
+  /** Runs the job to a final write. Never rejects. */
+  async execute(): Promise<void> {
+    const startedAt = performance.now();
+    try {
+      if (!this.task) {
+        await this.fail(new PermanentFailure(`unknown kind '${this.job.kind}': no task or schedule of that name in this daemon`), startedAt);
+        return;
+      }
+      let payload: unknown;
+      try {
+        payload = JSON.parse(this.job.payloadText);
+      } catch {
+        await this.fail(new PermanentFailure('payload is not valid JSON'), startedAt);
+        return;
+      }
+      const effects: Effect[] = [];
+      const outcome = await this.runHandler(payload, effects);
+      if (this.leaseLost) return; // result discarded; job_lease_lost already logged
+      if (this.shutdownAborted && !outcome.ok) {
+        await this.releaseIfStillHeld();
+        return;
+      }
+      if (outcome.ok) await this.complete(effects, startedAt);
+      else await this.fail(outcome.error, startedAt);
+    } catch (error) {
+      this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+    } finally {
+      this.finished = true;
+      this.resolveSettled();
+    }
+  }
+
+  /** Shutdown grace ran out: abort the handler's signal. */
+  abortForShutdown(): void {
+    this.shutdownAborted = true;
+    this.abort.abort(new ShutdownAbortError('shutdown grace period ran out'));
+  }
+
+  /**
+   * Hands the job back (attempt restored) if this run still holds its lease and has
+   * not finished. Used for handlers interrupted by shutdown.
+   */
+  async releaseIfStillHeld(): Promise<boolean> {
+    if (this.finished && !this.shutdownAborted) return false;
+    try {
+      const released = await releaseIfLeased(this.deps.db, this.lease, 'interrupted by shutdown; released for another worker');
+      if (released) this.log.info({ event: 'job_released_on_shutdown' }, 'running job interrupted by shutdown and released');
+      return released;
+    } catch (error) {
+      this.deps.health.trouble(error, 'release');
+      return false;
+    }
+  }
+
+  private async runHandler(payload: unknown, effects: Effect[]): Promise<Outcome> {
+    const job: Job = {
+      id: this.job.id,
+      kind: this.job.kind,
+      key: this.job.key,
+      queue: this.job.queue,
+      payload,
+      attempt: this.job.attempt,
+      maxAttempts: this.job.maxAttempts,
+      periodKey: this.job.periodKey,
+      scheduledAt: this.job.scheduledAt,
+    };
+    const ctx = {
+      signal: this.abort.signal,
+      log: this.log,
+      effect: (fn: Effect) => {
+        if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
+        effects.push(fn);
+      },
+    };
+    const renewal = this.startRenewal();
+    try {
+      await this.task!.handle(job, ctx);
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, error };
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  private startRenewal(): NodeJS.Timeout {
+    const every = Math.max(250, Math.floor(this.deps.leaseMs / 3));
+    const timer = setInterval(() => void this.renew(), every);
+    timer.unref();
+    return timer;
+  }
+
+  private async renew(): Promise<void> {
+    if (this.leaseLost || this.finished) return;
+    const requestedAt = Date.now();
+    try {
+      const held = await renewIfLeased(this.deps.db, this.lease, this.deps.leaseMs);
+      this.deps.health.ok();
+      if (held) {
+        this.leaseDeadline = requestedAt + this.deps.leaseMs;
+        return;
+      }
+      this.markLeaseLost('renew');
+    } catch (error) {
+      // The lease keeps running out meanwhile; the next renewal may still make it.
+      this.deps.health.trouble(error, 'renew');
+    }
+  }
+
+  private markLeaseLost(where: string): void {
+    if (this.leaseLost) return;
+    this.leaseLost = true;
+    this.log.warn({ event: 'job_lease_lost', where }, 'lease lost; result discarded');
+    this.abort.abort(new LeaseLostError('lease lost: another worker or recovery owns this job now'));
+  }
+
+  private async complete(effects: Effect[], startedAt: number): Promise<void> {
+    const done = await this.finishWithRetry('complete', () =>
+      effects.length === 0
+        ? this.deps.completer.complete(this.lease)
+        : completeIfLeased(this.deps.db, this.lease, async (tx) => {
+            for (const effect of effects) await effect(tx);
+          }),
+    );
+    if (done === undefined) return;
+    if (done.ok === false) {
+      // An effect threw (not the database going away): a handler failure like any other.
+      await this.fail(done.error, startedAt);
+      return;
+    }
+    if (done.value) {
+      this.log.info({ event: 'job_completed', attempt: this.job.attempt, elapsed_ms: elapsed(startedAt) }, 'job completed');
+    } else {
+      this.markLeaseLost('complete');
+    }
+  }
+
+  private async fail(error: unknown, startedAt: number): Promise<void> {
+    const permanent = isPermanent(error);
+    const retryInMs = this.task ? retryDelayMs(this.task.backoff, this.job.attempt) : 0;
+    const message = describeFailure(error);
+    const result = await this.finishWithRetry('fail', () =>
+      failIfLeased(this.deps.db, this.lease, { error: message, permanent, retryInMs }),
+    );
+    if (result === undefined) return;
+    if (result.ok === false) throw result.error;
+    const outcome = result.value;
+    if (outcome.status === 'lease_lost') {
+      this.markLeaseLost('fail');
+    } else if (outcome.status === 'retry') {
+      this.log.warn(
+        { event: 'job_failed', attempt: this.job.attempt, retry_in_ms: outcome.retryInMs, error: message, elapsed_ms: elapsed(startedAt) },
+        'job failed; will retry',
+      );
+    } else {
+      this.log.warn(
+        { event: 'job_failed', attempt: this.job.attempt, retry_in_ms: null, error: message, elapsed_ms: elapsed(startedAt) },
+        'job failed',
+      );
+      this.log.error(
+        { event: 'job_dead', attempt: this.job.attempt, permanent, error: message },
+        'job is dead; see cronq_dead_letters',
+      );
+    }
+  }
+
+  /**
+   * Runs a fenced finishing write, retrying database outages (with backoff) while our
+   * lease may still be valid. Returns undefined when it gave up (recovery will return
+   * the job), `{ ok: false }` when the write failed for a non-database reason.
+   */
+  private async finishWithRetry<T>(where: string, write: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
+    const renewal = this.startRenewal(); // keep the lease alive while an outage lasts
+    try {
+      for (;;) {
+        try {
+          const value = await write();
+          this.deps.health.ok();
+          return { ok: true, value };
+        } catch (error) {
+          if (!isDatabaseTrouble(error)) return { ok: false, error };
+          const wait = this.deps.health.trouble(error, where);
+          if (Date.now() + wait >= this.leaseDeadline || this.leaseLost) {
+            this.log.warn({ event: 'job_finish_abandoned', where }, 'could not record the result; the lease will expire and recovery returns the job');
+            return undefined;
+          }
+          await sleep(wait);
+        }
+      }
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+}
+
+/** Thrown internally for failures that must not retry (unknown kind, bad payload). */
+class PermanentFailure extends Error {
+  override name = 'PermanentError';
+}
+
+function elapsed(startedAt: number): number {
+  return Math.round(performance.now() - startedAt);
+}
+
+/** Connection loss and lock-wait/deadlock errors: the database's trouble, not the handler's. */
+function isDatabaseTrouble(error: unknown): boolean {
+  const code = (error as { code?: string })?.code ?? '';
+  return isConnectionError(error) || code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+}
