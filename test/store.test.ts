@@ -1,0 +1,335 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  claimReady,
+  completeIfLeased,
+  completeManyIfLeased,
+  failIfLeased,
+  insertJobIfAbsent,
+  insertJobsIfAbsent,
+  recoverExpiredLeases,
+  releaseIfLeased,
+  renewIfLeased,
+  type ClaimedJob,
+  type NewJobRow,
+} from '../src/queue/store.ts';
+import { connect } from '../src/db/client.ts';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t.drop();
+});
+beforeEach(async () => {
+  await t.sql('DELETE FROM cronq_jobs');
+  await t.sql('DELETE FROM cronq_dead_letters');
+  await t.sql('CREATE TABLE IF NOT EXISTS effects (job_key VARCHAR(255) PRIMARY KEY)');
+  await t.sql('DELETE FROM effects');
+});
+
+const row = (key: string, extra: Partial<NewJobRow> = {}): NewJobRow => ({
+  queue: 'default',
+  kind: 'test',
+  key,
+  payloadJson: JSON.stringify({ key }),
+  maxAttempts: 3,
+  runAt: null,
+  ...extra,
+});
+
+const claim = (limit: number, lockedBy = 'test:1', queues: string[] = []) =>
+  claimReady(t.database.db, { queues, limit, leaseMsFor: () => 30_000, lockedBy });
+
+const lease = (job: ClaimedJob) => ({ id: job.id, token: job.leaseToken });
+
+/** Makes every current lease already expired, by the database clock. */
+const expireLeases = () => t.sql("UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved'");
+
+describe('enqueue', () => {
+  it('gives one row and the same id to fifty concurrent enqueues of one key', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => insertJobIfAbsent(t.database.db, row('same-key'))),
+    );
+    const ids = new Set(results.map((r) => r.id));
+    expect(ids.size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    const [{ n }] = await t.sql("SELECT COUNT(*) AS n FROM cronq_jobs WHERE job_key = 'same-key'");
+    expect(Number(n)).toBe(1);
+    expect(results[0].id).toBeGreaterThan(0);
+  });
+
+  it('leaves no job behind when the caller rolls back its transaction', async () => {
+    const boom = new Error('caller changed its mind');
+    await expect(
+      t.database.db.transaction(async (tx) => {
+        const { created } = await insertJobIfAbsent(tx, row('rolled-back'));
+        expect(created).toBe(true);
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'rolled-back'")).toHaveLength(0);
+  });
+
+  it('commits a transactional enqueue together with the caller', async () => {
+    await t.database.db.transaction(async (tx) => {
+      await insertJobIfAbsent(tx, row('committed'));
+      await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('committed')`);
+    });
+    expect(await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'committed'")).toHaveLength(1);
+  });
+
+  it('counts only new rows in a batch, duplicates within the batch included', async () => {
+    await insertJobIfAbsent(t.database.db, row('b-1'));
+    const inserted = await insertJobsIfAbsent(t.database.db, [row('b-1'), row('b-2'), row('b-3'), row('b-2')]);
+    expect(inserted).toBe(2);
+  });
+
+  it('keeps keys that differ only in case apart', async () => {
+    const a = await insertJobIfAbsent(t.database.db, row('User:1'));
+    const b = await insertJobIfAbsent(t.database.db, row('user:1'));
+    expect(a.id).not.toBe(b.id);
+  });
+});
+
+describe('claim', () => {
+  it('never hands one job to two of several stores claiming 2,000 jobs at once', async () => {
+    const jobs = Array.from({ length: 2000 }, (_, i) => row(`c-${i}`));
+    await insertJobsIfAbsent(t.database.db, jobs);
+    const stores = Array.from({ length: 4 }, () => connect(t.url, { poolSize: 2 }));
+    try {
+      const claimedIds: number[] = [];
+      await Promise.all(
+        stores.map(async (store, s) => {
+          for (;;) {
+            const got = await claimReady(store.db, { queues: [], limit: 50, leaseMsFor: () => 30_000, lockedBy: `s${s}` });
+            if (got.length === 0) return;
+            claimedIds.push(...got.map((j) => j.id));
+          }
+        }),
+      );
+      expect(claimedIds).toHaveLength(2000);
+      expect(new Set(claimedIds).size).toBe(2000);
+      const [{ n }] = await t.sql("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'reserved' AND attempts = 1");
+      expect(Number(n)).toBe(2000);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('claims oldest available first and skips jobs not yet due', async () => {
+    await insertJobIfAbsent(t.database.db, row('later', { runAt: new Date(Date.now() + 3_600_000) }));
+    await insertJobIfAbsent(t.database.db, row('first', { runAt: new Date(Date.now() - 60_000) }));
+    await insertJobIfAbsent(t.database.db, row('second'));
+    const got = await claim(10);
+    expect(got.map((j) => j.key)).toEqual(['first', 'second']);
+    expect(got.every((j) => /^[0-9a-f]{32}$/.test(j.leaseToken))).toBe(true);
+    expect(new Set(got.map((j) => j.leaseToken)).size).toBe(2);
+  });
+
+  it('claims only from the queues asked for', async () => {
+    await insertJobIfAbsent(t.database.db, row('q-a', { queue: 'a' }));
+    await insertJobIfAbsent(t.database.db, row('q-b', { queue: 'b' }));
+    await insertJobIfAbsent(t.database.db, row('q-c', { queue: 'c' }));
+    const got = await claim(10, 'x', ['a', 'c']);
+    expect(got.map((j) => j.key).sort()).toEqual(['q-a', 'q-c']);
+  });
+
+  it('sets the lease deadline from the database clock', async () => {
+    await insertJobIfAbsent(t.database.db, row('clock'));
+    await claim(1);
+    const [r] = await t.sql(
+      "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until) AS us, locked_by FROM cronq_jobs WHERE job_key = 'clock'",
+    );
+    expect(Number(r.us)).toBeGreaterThan(29_000_000);
+    expect(Number(r.us)).toBeLessThanOrEqual(30_000_000);
+    expect(r.locked_by).toBe('test:1');
+  });
+
+  it('uses the claim index, without a filesort, for the claim query', async () => {
+    const plan = await t.sql(
+      "EXPLAIN SELECT id FROM cronq_jobs WHERE status = 'ready' AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 50 FOR UPDATE SKIP LOCKED",
+    );
+    expect(plan[0].key).toBe('cronq_jobs_claim');
+    expect(String(plan[0].Extra ?? '')).not.toMatch(/filesort/i);
+    const byQueue = await t.sql(
+      "EXPLAIN SELECT id FROM cronq_jobs WHERE queue = 'a' AND status = 'ready' AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 50 FOR UPDATE SKIP LOCKED",
+    );
+    expect(byQueue[0].key).toBe('cronq_jobs_claim_queue');
+    expect(String(byQueue[0].Extra ?? '')).not.toMatch(/filesort/i);
+  });
+});
+
+describe('fencing', () => {
+  it('a stale worker cannot complete, fail, renew or release after its lease was recovered, and its effect is not applied', async () => {
+    await insertJobIfAbsent(t.database.db, row('fenced'));
+    const [stale] = await claim(1, 'stale:1');
+    await expireLeases();
+    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 0 });
+    const [fresh] = await claim(1, 'fresh:2');
+    expect(fresh.id).toBe(stale.id);
+    expect(fresh.attempt).toBe(2);
+
+    let effectRan = false;
+    expect(
+      await completeIfLeased(t.database.db, lease(stale), async (tx) => {
+        effectRan = true;
+        await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('fenced')`);
+      }),
+    ).toBe(false);
+    expect(effectRan).toBe(false);
+    expect([...(await completeManyIfLeased(t.database.db, [lease(stale)]))]).toEqual([]);
+    expect(await failIfLeased(t.database.db, lease(stale), { error: 'x', permanent: true, retryInMs: 0 })).toEqual({ status: 'lease_lost' });
+    expect(await renewIfLeased(t.database.db, lease(stale), 60_000)).toBe(false);
+    expect(await releaseIfLeased(t.database.db, lease(stale), 'x')).toBe(false);
+
+    const [r] = await t.sql("SELECT status, locked_by, lease_token FROM cronq_jobs WHERE job_key = 'fenced'");
+    expect(r).toMatchObject({ status: 'reserved', locked_by: 'fresh:2', lease_token: fresh.leaseToken });
+    expect(await t.sql('SELECT * FROM effects')).toHaveLength(0);
+    expect(await t.sql('SELECT * FROM cronq_dead_letters')).toHaveLength(0);
+
+    expect(
+      await completeIfLeased(t.database.db, lease(fresh), async (tx) => {
+        await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('fenced')`);
+      }),
+    ).toBe(true);
+    expect(await t.sql('SELECT * FROM effects')).toHaveLength(1);
+  });
+
+  it('refuses to complete with a lease that expired even before anyone recovered it', async () => {
+    await insertJobIfAbsent(t.database.db, row('expired'));
+    const [job] = await claim(1);
+    await expireLeases();
+    expect(await completeIfLeased(t.database.db, lease(job))).toBe(false);
+    expect(await renewIfLeased(t.database.db, lease(job), 30_000)).toBe(false);
+  });
+
+  it('completes a batch per row: the rows whose lease is held, not the one that was lost', async () => {
+    await insertJobsIfAbsent(t.database.db, [row('m-1'), row('m-2'), row('m-3')]);
+    const got = await claim(3);
+    const forged = { id: got[1].id, token: '0'.repeat(32) };
+    const done = await completeManyIfLeased(t.database.db, [lease(got[0]), forged, lease(got[2])]);
+    expect([...done].sort()).toEqual([got[0].id, got[2].id].sort());
+    const statuses = await t.sql('SELECT job_key, status FROM cronq_jobs ORDER BY job_key');
+    expect(statuses.map((s: any) => s.status)).toEqual(['done', 'reserved', 'done']);
+  });
+
+  it('rolls back "done" when the effect throws', async () => {
+    await insertJobIfAbsent(t.database.db, row('effect-throws'));
+    const [job] = await claim(1);
+    await expect(
+      completeIfLeased(t.database.db, lease(job), async (tx) => {
+        await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('effect-throws')`);
+        throw new Error('effect failed');
+      }),
+    ).rejects.toThrow('effect failed');
+    expect(await t.sql('SELECT * FROM effects')).toHaveLength(0);
+    const [r] = await t.sql("SELECT status FROM cronq_jobs WHERE job_key = 'effect-throws'");
+    expect(r.status).toBe('reserved');
+  });
+
+  it('renewal pushes the lease deadline forward while held', async () => {
+    await insertJobIfAbsent(t.database.db, row('renew'));
+    const [job] = await claim(1);
+    expect(await renewIfLeased(t.database.db, lease(job), 120_000)).toBe(true);
+    const [r] = await t.sql("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(6), lease_until) AS s FROM cronq_jobs WHERE job_key = 'renew'");
+    expect(Number(r.s)).toBeGreaterThanOrEqual(119);
+  });
+});
+
+describe('failure and dead letters', () => {
+  it('retries with the given delay, writing last_error, while attempts remain', async () => {
+    await insertJobIfAbsent(t.database.db, row('retry'));
+    const [job] = await claim(1);
+    expect(await failIfLeased(t.database.db, lease(job), { error: 'Error: flaky', permanent: false, retryInMs: 5_000 })).toEqual({
+      status: 'retry',
+      retryInMs: 5_000,
+    });
+    const [r] = await t.sql(
+      "SELECT status, attempts, last_error, lease_token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), available_at) AS us FROM cronq_jobs WHERE job_key = 'retry'",
+    );
+    expect(r).toMatchObject({ status: 'ready', attempts: 1, last_error: 'Error: flaky', lease_token: null });
+    expect(Number(r.us)).toBeGreaterThan(4_000_000);
+    expect(await claim(1)).toHaveLength(0);
+  });
+
+  it('a permanent failure makes the job dead and writes its dead letter in the same transaction', async () => {
+    await insertJobIfAbsent(t.database.db, row('permanent'));
+    const [job] = await claim(1);
+    expect(await failIfLeased(t.database.db, lease(job), { error: 'PermanentError: no such user', permanent: true, retryInMs: 0 })).toEqual({
+      status: 'dead',
+    });
+    const [j] = await t.sql("SELECT id, status, attempts FROM cronq_jobs WHERE job_key = 'permanent'");
+    expect(j).toMatchObject({ status: 'dead', attempts: 1 });
+    const letters = await t.sql('SELECT * FROM cronq_dead_letters');
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({
+      job_id: j.id,
+      job_key: 'permanent',
+      kind: 'test',
+      queue: 'default',
+      failure_reason: 'PermanentError: no such user',
+      attempts: 1,
+      reviewed_at: null,
+      resolution: null,
+    });
+  });
+
+  it('an exhausted job goes dead with its dead letter after its last attempt', async () => {
+    await insertJobIfAbsent(t.database.db, row('exhausted', { maxAttempts: 2 }));
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const [job] = await claim(1);
+      expect(job.attempt).toBe(attempt);
+      const outcome = await failIfLeased(t.database.db, lease(job), { error: `fail ${attempt}`, permanent: false, retryInMs: 0 });
+      expect(outcome.status).toBe(attempt < 2 ? 'retry' : 'dead');
+    }
+    const [j] = await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'exhausted'");
+    expect(j).toMatchObject({ status: 'dead', attempts: 2 });
+    const letters = await t.sql('SELECT failure_reason, attempts FROM cronq_dead_letters');
+    expect(letters).toEqual([{ failure_reason: 'fail 2', attempts: 2 }]);
+  });
+});
+
+describe('recovery and release', () => {
+  it('returns expired leases to ready, and to dead with a dead letter when no attempts remain', async () => {
+    await insertJobIfAbsent(t.database.db, row('r-again', { maxAttempts: 3 }));
+    await insertJobIfAbsent(t.database.db, row('r-last', { maxAttempts: 1 }));
+    await insertJobIfAbsent(t.database.db, row('r-live', { maxAttempts: 3 }));
+    const got = await claim(3);
+    // Only the first two expire; the third is still leased and must be left alone.
+    await t.sql(
+      "UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE job_key IN ('r-again', 'r-last')",
+    );
+    expect(got).toHaveLength(3);
+    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 1 });
+    const rows = await t.sql('SELECT job_key, status, attempts, lease_token FROM cronq_jobs ORDER BY job_key');
+    expect(rows).toEqual([
+      { job_key: 'r-again', status: 'ready', attempts: 1, lease_token: null },
+      { job_key: 'r-last', status: 'dead', attempts: 1, lease_token: expect.any(String) },
+      { job_key: 'r-live', status: 'reserved', attempts: 1, lease_token: expect.any(String) },
+    ]);
+    const letters = await t.sql('SELECT job_key, failure_reason FROM cronq_dead_letters');
+    expect(letters).toEqual([{ job_key: 'r-last', failure_reason: 'lease expired after the final attempt' }]);
+  });
+
+  it('recovers in bounded batches', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 25 }, (_, i) => row(`bulk-${i}`)));
+    await claim(25);
+    await expireLeases();
+    expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 10, dead: 0 });
+    expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 10, dead: 0 });
+    expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 5, dead: 0 });
+  });
+
+  it('release restores the attempt and makes the job available now', async () => {
+    await insertJobIfAbsent(t.database.db, row('release'));
+    const [job] = await claim(1);
+    expect(await releaseIfLeased(t.database.db, lease(job), 'released during shutdown')).toBe(true);
+    const [r] = await t.sql("SELECT status, attempts, lease_token FROM cronq_jobs WHERE job_key = 'release'");
+    expect(r).toEqual({ status: 'ready', attempts: 0, lease_token: null });
+    const [again] = await claim(1);
+    expect(again.attempt).toBe(1);
+  });
+});
