@@ -99,9 +99,17 @@ export class JobRun {
 
   /**
    * Hands the job back (attempt restored) if this run still holds its lease and has
-   * not finished. Used for handlers interrupted by shutdown.
+   * not finished. Used for handlers interrupted by shutdown. Runs once; later calls
+   * return the first call's answer.
    */
-  async releaseIfStillHeld(): Promise<boolean> {
+  releaseIfStillHeld(): Promise<boolean> {
+    this.release ??= this.releaseOnce();
+    return this.release;
+  }
+
+  private release: Promise<boolean> | null = null;
+
+  private async releaseOnce(): Promise<boolean> {
     if (this.finished && !this.shutdownAborted) return false;
     try {
       const released = await releaseIfLeased(this.deps.db, this.lease, 'interrupted by shutdown; released for another worker');

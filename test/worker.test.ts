@@ -1,0 +1,352 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createCronq, defineTask, PermanentError, type Cronq, type Task } from '../src/index.ts';
+import { retryDelayMs, backoffCeilingMs } from '../src/queue/backoff.ts';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { EventLog, eventually } from './support/events.ts';
+
+let t: TestDatabase;
+let cronq: Cronq | null = null;
+let log: EventLog;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  await t.sql('CREATE TABLE effects (job_key VARCHAR(255) PRIMARY KEY, attempt INT NOT NULL)');
+});
+afterAll(async () => {
+  await t.drop();
+});
+beforeEach(async () => {
+  log = new EventLog();
+  await t.sql('DELETE FROM cronq_jobs');
+  await t.sql('DELETE FROM cronq_dead_letters');
+  await t.sql('DELETE FROM effects');
+});
+afterEach(async () => {
+  await cronq?.stop({ graceMs: 1_000 });
+  cronq = null;
+});
+
+function start(tasks: Task[], options: Partial<Parameters<typeof createCronq>[0]> = {}): Promise<Cronq> {
+  cronq = createCronq({ databaseUrl: t.url, tasks, logger: log.logger, concurrency: 4, pollInterval: '50ms', ...options });
+  return cronq.start().then(() => cronq!);
+}
+
+describe('backoff', () => {
+  it('grows exponentially from base, stays within [ceiling/2, ceiling] and never passes max', () => {
+    const backoff = { baseMs: 1_000, maxMs: 60_000 };
+    expect([1, 2, 3, 4, 7, 30].map((a) => backoffCeilingMs(backoff, a))).toEqual([1_000, 2_000, 4_000, 8_000, 60_000, 60_000]);
+    for (let attempt = 1; attempt <= 12; attempt++) {
+      const ceiling = backoffCeilingMs(backoff, attempt);
+      for (const r of [0, 0.25, 0.5, 0.999999]) {
+        const delay = retryDelayMs(backoff, attempt, () => r);
+        expect(delay).toBeGreaterThanOrEqual(ceiling / 2);
+        expect(delay).toBeLessThanOrEqual(ceiling);
+      }
+    }
+  });
+
+  it('spreads fifty jobs failing together over a range instead of one instant', () => {
+    const delays = Array.from({ length: 50 }, () => retryDelayMs({ baseMs: 60_000, maxMs: 3_600_000 }, 1));
+    expect(new Set(delays).size).toBeGreaterThan(40);
+    expect(Math.max(...delays) - Math.min(...delays)).toBeGreaterThan(10_000);
+  });
+});
+
+describe('worker', () => {
+  it('runs a job once and marks it done, with its effect committed in the same transaction', async () => {
+    const c = await start([
+      defineTask({
+        name: 'charge',
+        async handle(job, ctx) {
+          ctx.effect(async (tx) => {
+            await tx.execute(sql`INSERT INTO effects (job_key, attempt) VALUES (${job.key}, ${job.attempt})`);
+          });
+        },
+      }),
+    ]);
+    const { id, created } = await c.enqueue({ kind: 'charge', key: 'charge:user:1:2026-11', payload: { userId: 1 } });
+    expect(created).toBe(true);
+    await log.waitFor('job_completed', 1);
+    const [job] = await t.sql('SELECT status, attempts, finished_at FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job.status).toBe('done');
+    expect(job.attempts).toBe(1);
+    expect(job.finished_at).not.toBeNull();
+    expect(await t.sql('SELECT job_key, attempt FROM effects')).toEqual([{ job_key: 'charge:user:1:2026-11', attempt: 1 }]);
+  });
+
+  it('hands the handler its job: payload, key, attempt and queue', async () => {
+    const seen: unknown[] = [];
+    const c = await start([
+      defineTask({
+        name: 'inspect',
+        queue: 'reports',
+        maxAttempts: 7,
+        handle: (job) => {
+          seen.push(job);
+        },
+      }),
+    ]);
+    const { id } = await c.enqueue({ kind: 'inspect', key: 'inspect:1', payload: { a: [1, 'two'] } });
+    await log.waitFor('job_completed');
+    expect(seen).toEqual([
+      { id, kind: 'inspect', key: 'inspect:1', queue: 'reports', payload: { a: [1, 'two'] }, attempt: 1, maxAttempts: 7, periodKey: null, scheduledAt: null },
+    ]);
+  });
+
+  it('retries a failing handler with backoff until it succeeds', async () => {
+    const c = await start([
+      defineTask({
+        name: 'flaky',
+        backoff: { base: '10ms', max: '40ms' },
+        handle(job) {
+          if (job.attempt < 3) throw new Error(`transient ${job.attempt}`);
+        },
+      }),
+    ]);
+    const { id } = await c.enqueue({ kind: 'flaky', key: 'flaky:1' });
+    await log.waitFor('job_completed');
+    const failed = log.named('job_failed');
+    expect(failed.map((e) => e.attempt)).toEqual([1, 2]);
+    expect(failed.every((e) => e.retry_in_ms >= 5 && e.retry_in_ms <= 40)).toBe(true);
+    const [job] = await t.sql('SELECT status, attempts, last_error FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job).toEqual({ status: 'done', attempts: 3, last_error: null });
+  });
+
+  it('sends a PermanentError to the dead letters at once, whatever attempts remain', async () => {
+    const c = await start([
+      defineTask({
+        name: 'strict',
+        maxAttempts: 10,
+        handle() {
+          throw new PermanentError('account closed');
+        },
+      }),
+    ]);
+    const { id } = await c.enqueue({ kind: 'strict', key: 'strict:1' });
+    await log.waitFor('job_dead');
+    const [job] = await t.sql('SELECT status, attempts FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job).toEqual({ status: 'dead', attempts: 1 });
+    const [letter] = await t.sql('SELECT job_id, failure_reason FROM cronq_dead_letters');
+    expect(letter).toEqual({ job_id: id, failure_reason: 'PermanentError: account closed' });
+  });
+
+  it('sends an exhausted job to the dead letters after its last attempt', async () => {
+    const c = await start([
+      defineTask({
+        name: 'doomed',
+        maxAttempts: 2,
+        backoff: { base: '1ms', max: '2ms' },
+        handle() {
+          throw new Error('still broken');
+        },
+      }),
+    ]);
+    await c.enqueue({ kind: 'doomed', key: 'doomed:1' });
+    await log.waitFor('job_dead');
+    const [letter] = await t.sql('SELECT failure_reason, attempts FROM cronq_dead_letters');
+    expect(letter).toEqual({ failure_reason: 'Error: still broken', attempts: 2 });
+  });
+
+  it('sends a job of an unknown kind to the dead letters without running anything', async () => {
+    const c = await start([]);
+    await c.enqueue({ kind: 'nobody-handles-this', key: 'orphan:1' });
+    await log.waitFor('job_dead');
+    const [letter] = await t.sql('SELECT failure_reason, attempts FROM cronq_dead_letters');
+    expect(letter.failure_reason).toMatch(/unknown kind 'nobody-handles-this'/);
+  });
+
+  it('a failing effect rolls back done and counts as a failed attempt', async () => {
+    const c = await start([
+      defineTask({
+        name: 'effect-fails',
+        maxAttempts: 1,
+        handle(_job, ctx) {
+          ctx.effect(async (tx) => {
+            await tx.execute(sql`INSERT INTO effects (job_key, attempt) VALUES ('x', 1)`);
+            throw new Error('constraint says no');
+          });
+        },
+      }),
+    ]);
+    await c.enqueue({ kind: 'effect-fails', key: 'ef:1' });
+    await log.waitFor('job_dead');
+    expect(await t.sql('SELECT * FROM effects')).toEqual([]);
+  });
+
+  it('aborts the handler and discards its result when the lease is lost mid-run', async () => {
+    let aborted: unknown;
+    const c = await start([
+      defineTask({
+        name: 'slow',
+        lease: '1s',
+        async handle(job, ctx) {
+          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          aborted = ctx.signal.reason;
+          ctx.effect(async (tx) => {
+            await tx.execute(sql`INSERT INTO effects (job_key, attempt) VALUES (${job.key}, ${job.attempt})`);
+          });
+        },
+      }),
+    ]);
+    const { id } = await c.enqueue({ kind: 'slow', key: 'slow:1' });
+    await eventually(async () => (await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved'")).length === 1);
+    // Someone else takes the job over (as recovery and a second worker would).
+    await t.sql('UPDATE cronq_jobs SET lease_token = ? WHERE id = ?', ['f'.repeat(32), id]);
+    await log.waitFor('job_lease_lost');
+    expect((aborted as Error).name).toBe('LeaseLostError');
+    await c.stop({ graceMs: 1_000 });
+    expect(await t.sql('SELECT * FROM effects')).toEqual([]);
+    const [job] = await t.sql('SELECT status, lease_token FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job).toEqual({ status: 'reserved', lease_token: 'f'.repeat(32) });
+    expect(log.named('job_completed')).toHaveLength(0);
+  });
+
+  it('renews the lease while a long handler runs, so recovery leaves it alone', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const c = await start([defineTask({ name: 'long', lease: '1s', handle: () => gate })], { recoveryInterval: '100ms' });
+    const { id } = await c.enqueue({ kind: 'long', key: 'long:1' });
+    await log.waitFor('job_claimed');
+    const first = await t.sql('SELECT lease_until FROM cronq_jobs WHERE id = ?', [id]);
+    await eventually(async () => {
+      const [r] = await t.sql('SELECT lease_until FROM cronq_jobs WHERE id = ?', [id]);
+      return r.lease_until.getTime() > first[0].lease_until.getTime() + 500;
+    }, 5_000, 'two renewals');
+    release();
+    await log.waitFor('job_completed');
+    expect(log.named('leases_recovered')).toHaveLength(0);
+  });
+
+  it('recovers a job whose worker vanished and runs it again', async () => {
+    await t.sql(
+      "INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, lease_token, lease_until, locked_by) VALUES ('default', 'again', 'again:1', '{}', 'reserved', 1, 3, ?, UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, 'gone:1')",
+      ['a'.repeat(32)],
+    );
+    await start([defineTask({ name: 'again', handle: () => undefined })], { recoveryInterval: '50ms' });
+    const [recovered] = await log.waitFor('leases_recovered');
+    expect(recovered.count).toBe(1);
+    await log.waitFor('job_completed');
+    const [job] = await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'again:1'");
+    expect(job).toEqual({ status: 'done', attempts: 2 });
+  });
+
+  it('never runs more handlers at once than its concurrency', async () => {
+    let running = 0;
+    let peak = 0;
+    const c = await start(
+      [
+        defineTask({
+          name: 'count',
+          async handle() {
+            running += 1;
+            peak = Math.max(peak, running);
+            await new Promise((r) => setTimeout(r, 5));
+            running -= 1;
+          },
+        }),
+      ],
+      { concurrency: 3 },
+    );
+    await c.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ kind: 'count', key: `count:${i}` })));
+    await log.waitFor('job_completed', 30);
+    expect(peak).toBe(3);
+  });
+
+  it('on stop, lets a running handler finish within the grace period', async () => {
+    const c = await start([
+      defineTask({
+        name: 'finishing',
+        handle: () => new Promise((r) => setTimeout(r, 200)),
+      }),
+    ]);
+    const { id } = await c.enqueue({ kind: 'finishing', key: 'finishing:1' });
+    await log.waitFor('job_claimed');
+    await c.stop({ graceMs: 5_000 });
+    const [job] = await t.sql('SELECT status FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job.status).toBe('done');
+  });
+
+  it('on stop, aborts a handler that outlives the grace period and releases its job with the attempt restored', async () => {
+    let reason: unknown;
+    const c = await start([
+      defineTask({
+        name: 'stubborn',
+        handle: (_job, ctx) =>
+          new Promise((_resolve, reject) =>
+            ctx.signal.addEventListener('abort', () => {
+              reason = ctx.signal.reason;
+              reject(ctx.signal.reason);
+            }),
+          ),
+      }),
+    ]);
+    const { id } = await c.enqueue({ kind: 'stubborn', key: 'stubborn:1' });
+    await log.waitFor('job_claimed');
+    const result = await c.stop({ graceMs: 100 });
+    expect((reason as Error).name).toBe('ShutdownAbortError');
+    expect(result.abandoned).toBe(1);
+    const [job] = await t.sql('SELECT status, attempts, lease_token FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job).toEqual({ status: 'ready', attempts: 0, lease_token: null });
+    expect(await t.sql('SELECT * FROM cronq_dead_letters')).toEqual([]);
+  });
+
+  it('releases claimed-but-unstarted jobs when stop arrives during the claim', async () => {
+    let ran = false;
+    const c = await start([defineTask({ name: 'never', handle: () => void (ran = true) })], { postClaimPauseMs: 300 });
+    const { id } = await c.enqueue({ kind: 'never', key: 'never:1' });
+    await eventually(async () => (await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved'")).length === 1);
+    await c.stop({ graceMs: 1_000 });
+    expect(ran).toBe(false);
+    expect(log.named('claim_released_on_shutdown').map((e) => e.job_id)).toEqual([id]);
+    const [job] = await t.sql('SELECT status, attempts FROM cronq_jobs WHERE id = ?', [id]);
+    expect(job).toEqual({ status: 'ready', attempts: 0 });
+  });
+
+  it('starts a job enqueued in the same process without waiting for the next poll', async () => {
+    const started: number[] = [];
+    const c = await start([defineTask({ name: 'quick', handle: () => void started.push(performance.now()) })], { pollInterval: '10s' });
+    await eventually(async () => log.named('worker_started').length === 1);
+    await new Promise((r) => setTimeout(r, 100)); // let the loop go idle on its 10 s poll
+    const before = performance.now();
+    await c.enqueue({ kind: 'quick', key: 'quick:1' });
+    await log.waitFor('job_completed', 1, 2_000);
+    expect(started[0] - before).toBeLessThan(1_000);
+  });
+});
+
+describe('enqueue through createCronq', () => {
+  it('takes queue and maxAttempts from the task unless the enqueue says otherwise', async () => {
+    const c = createCronq({ databaseUrl: t.url, tasks: [defineTask({ name: 'billing', queue: 'money', maxAttempts: 9, handle: () => undefined })] });
+    cronq = c;
+    await c.enqueue({ kind: 'billing', key: 'b:1' });
+    await c.enqueue({ kind: 'billing', key: 'b:2', queue: 'urgent', maxAttempts: 2 });
+    const rows = await t.sql('SELECT job_key, queue, max_attempts FROM cronq_jobs ORDER BY job_key');
+    expect(rows).toEqual([
+      { job_key: 'b:1', queue: 'money', max_attempts: 9 },
+      { job_key: 'b:2', queue: 'urgent', max_attempts: 2 },
+    ]);
+  });
+
+  it('enqueueMany streams from an async generator in batches and reports new and existing', async () => {
+    const c = createCronq({ databaseUrl: t.url });
+    cronq = c;
+    async function* jobs(from: number, to: number) {
+      for (let i = from; i < to; i++) yield { kind: 'bulk', key: `bulk:${i}`, payload: { i } };
+    }
+    expect(await c.enqueueMany(jobs(0, 2_500))).toEqual({ inserted: 2_500, existing: 0 });
+    expect(await c.enqueueMany(jobs(2_000, 3_000))).toEqual({ inserted: 500, existing: 500 });
+    const [{ n }] = await t.sql('SELECT COUNT(*) AS n FROM cronq_jobs');
+    expect(Number(n)).toBe(3_000);
+  });
+
+  it('refuses a bad job before touching the database', async () => {
+    const c = createCronq({ databaseUrl: t.url });
+    cronq = c;
+    await expect(c.enqueue({ kind: 'x', key: '' })).rejects.toThrow('job key is missing');
+    await expect(c.enqueue({ kind: 'x', key: 'k'.repeat(256) })).rejects.toThrow(/256 characters long; at most 255/);
+    await expect(c.enqueue({ kind: 'x', key: 'k', maxAttempts: 0 })).rejects.toThrow(/maxAttempts must be a whole number/);
+    await expect(c.enqueue({ kind: 'x', key: 'k', payload: { n: 1n } })).rejects.toThrow(/cannot be stored as JSON/);
+    expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
+  });
+});
