@@ -45,8 +45,15 @@ export class JobRun {
   private finished = false;
   /** Local estimate of when our lease ends; only used to stop retrying a finish. */
   private leaseDeadline: number;
+  /** Resolves when execute() has finished, final write included. */
   readonly settled: Promise<void>;
   private resolveSettled!: () => void;
+  /**
+   * Resolves when the handler has returned or thrown (or never ran): the moment its
+   * worker slot is free again. The fenced final write may still be in flight.
+   */
+  readonly handlerDone: Promise<void>;
+  private resolveHandlerDone!: () => void;
 
   constructor(
     private readonly job: ClaimedJob,
@@ -57,6 +64,7 @@ export class JobRun {
     this.log = deps.log.child({ job_id: job.id, kind: job.kind });
     this.leaseDeadline = Date.now() + deps.leaseMs;
     this.settled = new Promise((resolve) => (this.resolveSettled = resolve));
+    this.handlerDone = new Promise((resolve) => (this.resolveHandlerDone = resolve));
   }
 
   /** Runs the job to a final write. Never rejects. */
@@ -87,6 +95,7 @@ export class JobRun {
       this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
     } finally {
       this.finished = true;
+      this.resolveHandlerDone();
       this.resolveSettled();
     }
   }
@@ -149,6 +158,7 @@ export class JobRun {
       return { ok: false, error };
     } finally {
       clearInterval(renewal);
+      this.resolveHandlerDone();
     }
   }
 

@@ -1,12 +1,14 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { claimReady, releaseIfLeased, type ClaimedJob } from '../queue/store.ts';
+import { claimReady, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
 import { DbHealth } from './dbHealth.ts';
 import { JobRun } from './jobRun.ts';
 import { sleep, Wakeup } from './wakeup.ts';
+
+const CURSOR_MAX_AGE_MS = 1_000;
 
 export interface WorkerPoolOptions {
   db: Db;
@@ -45,7 +47,10 @@ export interface StopResult {
  * Calling stop twice returns the same promise.
  */
 export class WorkerPool {
+  /** Runs whose handler holds a worker slot. */
   private readonly running = new Set<JobRun>();
+  /** Every run not yet settled: handlers running plus final writes in flight. */
+  private readonly unsettled = new Set<JobRun>();
   private readonly wakeup = new Wakeup();
   private readonly completer: Completer;
   private readonly health: DbHealth;
@@ -53,6 +58,9 @@ export class WorkerPool {
   private loop: Promise<void> | null = null;
   private stopped: Promise<StopResult> | null = null;
   private rotation = 0;
+  /** Claim cursors (see ClaimRequest.cursors), dropped on every short claim and at least each second. */
+  private readonly cursors = new Map<string, ClaimCursor>();
+  private cursorsSetAt = 0;
   private released = 0;
   /** Last time the claim loop went round, for health checks. */
   lastLoopAt = Date.now();
@@ -99,10 +107,20 @@ export class WorkerPool {
         continue;
       }
       let claimed: ClaimedJob[];
+      if (Date.now() - this.cursorsSetAt > CURSOR_MAX_AGE_MS) {
+        this.cursors.clear();
+        this.cursorsSetAt = Date.now();
+      }
       try {
         claimed = await claimReady(
           this.options.db,
-          { queues: this.options.queues, limit: free, leaseMsFor: (kind) => this.leaseMsFor(kind), lockedBy: this.options.lockedBy },
+          {
+            queues: this.options.queues,
+            limit: free,
+            leaseMsFor: (kind) => this.leaseMsFor(kind),
+            lockedBy: this.options.lockedBy,
+            cursors: this.cursors,
+          },
           this.rotation++,
         );
         this.health.ok();
@@ -123,7 +141,11 @@ export class WorkerPool {
         log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
         this.startRun(job);
       }
-      if (claimed.length < free) await this.wakeup.wait(this.options.pollMs);
+      if (claimed.length < free) {
+        // The queue looked drained from the cursors on: look from the front next time.
+        this.cursors.clear();
+        await this.wakeup.wait(this.options.pollMs);
+      }
     }
   }
 
@@ -137,10 +159,14 @@ export class WorkerPool {
       leaseMs: this.leaseMsFor(job.kind),
     });
     this.running.add(run);
-    void run.execute().finally(() => {
+    this.unsettled.add(run);
+    // The slot frees when the handler returns, so the next claim overlaps this
+    // run's fenced completion instead of waiting for its commit.
+    void run.handlerDone.then(() => {
       this.running.delete(run);
       this.wakeup.notify();
     });
+    void run.execute().finally(() => this.unsettled.delete(run));
   }
 
   private leaseMsFor(kind: string): number {
@@ -175,9 +201,12 @@ export class WorkerPool {
 
   /** Waits up to graceMs for running handlers, then aborts and releases the stragglers. */
   private async drainRunning(graceMs: number): Promise<number> {
-    const all = () => Promise.allSettled([...this.running].map((r) => r.settled));
+    const all = () => Promise.allSettled([...this.unsettled].map((r) => r.settled));
     const timedOut = await Promise.race([all().then(() => false), sleep(graceMs).then(() => true)]);
-    if (!timedOut || this.running.size === 0) return 0;
+    if (!timedOut || this.running.size === 0) {
+      await all();
+      return 0;
+    }
     const stragglers = [...this.running];
     for (const run of stragglers) run.abortForShutdown();
     // A handler that honours its signal settles promptly; one that ignores it is

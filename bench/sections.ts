@@ -1,0 +1,165 @@
+import mysql from 'mysql2/promise';
+import { createCronq, defineTask } from '../src/index.ts';
+
+export interface BenchResult {
+  label: string;
+  value: string;
+  ratio?: number;
+  target?: string;
+}
+
+export interface BenchContext {
+  url: string;
+  /** Raw commits/s of the baseline section, once it ran. */
+  baseline: number | null;
+  results: BenchResult[];
+}
+
+export interface BenchSection {
+  name: string;
+  run(context: BenchContext): Promise<void>;
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function truncateJobs(url: string): Promise<void> {
+  const conn = await mysql.createConnection(url);
+  await conn.query('TRUNCATE cronq_jobs');
+  await conn.query('TRUNCATE cronq_dead_letters');
+  await conn.end();
+}
+
+/** Autocommit single-row UPDATE by primary key from 4 connections for ~8 s: what one durable commit costs here. */
+const baseline: BenchSection = {
+  name: 'baseline',
+  async run(context) {
+    const conn = await mysql.createConnection(context.url);
+    await conn.query('CREATE TABLE IF NOT EXISTS bench_baseline (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB');
+    await conn.query('INSERT IGNORE INTO bench_baseline (id, n) VALUES (1,0),(2,0),(3,0),(4,0)');
+    await conn.end();
+    const durationMs = 8_000;
+    const deadline = performance.now() + durationMs;
+    const started = performance.now();
+    const counts = await Promise.all(
+      [1, 2, 3, 4].map(async (id) => {
+        const c = await mysql.createConnection(context.url);
+        let n = 0;
+        while (performance.now() < deadline) {
+          await c.query('UPDATE bench_baseline SET n = n + 1 WHERE id = ?', [id]);
+          n += 1;
+        }
+        await c.end();
+        return n;
+      }),
+    );
+    const perSecond = counts.reduce((a, b) => a + b, 0) / ((performance.now() - started) / 1000);
+    context.baseline = perSecond;
+    context.results.push({ label: 'raw baseline (4 conns, autocommit UPDATE by PK)', value: `${fmt(perSecond)} commits/s` });
+  },
+};
+
+/** 20,000 pre-enqueued no-op jobs drained by one process at concurrency 16. */
+const drain: BenchSection = {
+  name: 'drain',
+  async run(context) {
+    await truncateJobs(context.url);
+    const total = 20_000;
+    let done = 0;
+    let finished!: () => void;
+    const allDone = new Promise<void>((r) => (finished = r));
+    const cronq = createCronq({
+      databaseUrl: context.url,
+      concurrency: 16,
+      tasks: [
+        defineTask({
+          name: 'noop',
+          handle: () => {
+            done += 1;
+            if (done === total) finished();
+          },
+        }),
+      ],
+    });
+    await cronq.enqueueMany(Array.from({ length: total }, (_, i) => ({ kind: 'noop', key: `drain:${i}` })));
+    const started = performance.now();
+    await cronq.start();
+    await allDone;
+    // Handlers have run; wait for the last completions to be written.
+    const conn = await mysql.createConnection(context.url);
+    for (;;) {
+      const [[row]] = (await conn.query("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'")) as any;
+      if (Number(row.n) >= total) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await conn.end();
+    await cronq.stop();
+    const rate = total / seconds;
+    context.results.push({
+      label: 'drain 20,000 no-op jobs, concurrency 16',
+      value: `${fmt(rate)} jobs/s`,
+      ratio: context.baseline ? rate / context.baseline : undefined,
+      target: '≥ 4× baseline',
+    });
+  },
+};
+
+/** enqueueMany of 100,000 keyed jobs. */
+const enqueue: BenchSection = {
+  name: 'enqueue',
+  async run(context) {
+    await truncateJobs(context.url);
+    const cronq = createCronq({ databaseUrl: context.url });
+    const total = 100_000;
+    function* jobs() {
+      for (let i = 0; i < total; i++) yield { kind: 'noop', key: `bulk:user:${i}:2026-11`, payload: { userId: i } };
+    }
+    const started = performance.now();
+    const { inserted } = await cronq.enqueueMany(jobs());
+    const seconds = (performance.now() - started) / 1000;
+    await cronq.stop();
+    const rate = inserted / seconds;
+    context.results.push({
+      label: 'enqueueMany 100,000 keyed jobs',
+      value: `${fmt(rate)} jobs/s (${inserted} inserted in ${seconds.toFixed(2)} s)`,
+      ratio: context.baseline ? rate / context.baseline : undefined,
+      target: '≥ 35,000 jobs/s',
+    });
+  },
+};
+
+/** 200 sequential enqueues into an idle in-process daemon: enqueue return → handler start. */
+const pickup: BenchSection = {
+  name: 'pickup',
+  async run(context) {
+    await truncateJobs(context.url);
+    let onStart: ((at: number) => void) | null = null;
+    const cronq = createCronq({
+      databaseUrl: context.url,
+      concurrency: 4,
+      tasks: [defineTask({ name: 'ping', handle: () => onStart?.(performance.now()) })],
+    });
+    await cronq.start();
+    const latencies: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const startedAt = new Promise<number>((r) => (onStart = r));
+      await cronq.enqueue({ kind: 'ping', key: `pickup:${i}` });
+      const enqueuedAt = performance.now();
+      latencies.push((await startedAt) - enqueuedAt);
+      await new Promise((r) => setTimeout(r, 5)); // let it go idle again
+    }
+    await cronq.stop();
+    latencies.sort((a, b) => a - b);
+    context.results.push({
+      label: 'pickup latency, same process (200 jobs)',
+      value: `p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${percentile(latencies, 99).toFixed(2)} ms`,
+      target: 'p50 ≤ 2 ms, p99 ≤ 10 ms',
+    });
+  },
+};
+
+export const sections: BenchSection[] = [baseline, drain, enqueue, pickup];
