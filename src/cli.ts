@@ -4,11 +4,14 @@ import { parseCommandArgs, type Command } from './cli/command.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
 import { startCommand } from './cli/commands/start.ts';
+import { tickCommand } from './cli/commands/tick.ts';
+import { schedulesCommand } from './cli/commands/schedules.ts';
+import { importCrontabCommand } from './cli/commands/importCrontab.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

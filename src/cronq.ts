@@ -5,10 +5,12 @@ import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { silentLogger, type Logger } from './logger.ts';
-import { toJobRow, type EnqueueJob } from './queue/enqueue.ts';
+import { enqueueRows, toJobRow, type EnqueueJob } from './queue/enqueue.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
-import { insertJobIfAbsent, insertJobsIfAbsent, type NewJobRow } from './queue/store.ts';
+import { insertJobIfAbsent } from './queue/store.ts';
+import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
+import { Scheduler } from './schedule/scheduler.ts';
 import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './worker/dbHealth.ts';
@@ -34,14 +36,15 @@ export interface CronqOptions {
   recoveryInterval?: Duration;
   /** Run handlers (default true). */
   workers?: boolean;
+  /** Enqueue the schedules' ticks (default true). */
+  scheduler?: boolean;
+  /** The scheduler's clock (tests drive a simulated one). */
+  clock?: Clock;
   /** Test hook: pause after each claim commits (0–10000 ms). */
   postClaimPauseMs?: number;
   /** `host:pid` by default. */
   lockedBy?: string;
 }
-
-/** Rows per INSERT statement in enqueueMany. */
-export const ENQUEUE_BATCH_SIZE = 1000;
 
 export interface Cronq {
   readonly database: Database;
@@ -59,12 +62,12 @@ export interface Cronq {
     jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
     options?: { tx?: Executor },
   ): Promise<{ inserted: number; existing: number }>;
-  /** Starts the workers and lease recovery. */
+  /** Starts the scheduler, the workers and lease recovery (as configured). */
   start(): Promise<void>;
   /** Stops claiming, releases unstarted claims, gives running handlers `graceMs`, then closes the pool. */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
-  health(): { database: boolean; workers: boolean | null; lastClaimLoopAt: number | null };
+  health(): { database: boolean; workers: boolean | null; lastClaimLoopAt: number | null; scheduler: boolean | null };
 }
 
 /**
@@ -82,6 +85,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   });
   const healthTracker = new DbHealth(log);
   let pool: WorkerPool | null = null;
+  let scheduler: Scheduler | null = null;
   const recoveryStop = new AbortController();
   let recovery: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
@@ -117,27 +121,24 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     async enqueueMany(jobs, { tx } = {}) {
-      const registry = await ready();
-      let inserted = 0;
-      let total = 0;
-      let batch: NewJobRow[] = [];
-      const flush = async () => {
-        inserted += await insertJobsIfAbsent(tx ?? database.db, batch);
-        total += batch.length;
-        batch = [];
-      };
-      for await (const row of rowsOf(jobs, registry)) {
-        batch.push(row);
-        if (batch.length >= ENQUEUE_BATCH_SIZE) await flush();
-      }
-      if (batch.length > 0) await flush();
-      if (inserted > 0 && !tx) pool?.wake();
-      return { inserted, existing: total - inserted };
+      const result = await enqueueRows(tx ?? database.db, rowsOf(jobs, await ready()));
+      if (result.inserted > 0 && !tx) pool?.wake();
+      return result;
     },
 
     async start() {
       const registry = await ready();
       await ping(database);
+      if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
+        scheduler = new Scheduler({
+          db: database.db,
+          clock: options.clock ?? systemClock,
+          log,
+          schedules: registry.schedules(),
+          onEnqueued: () => pool?.wake(),
+        });
+        scheduler.start();
+      }
       if (options.workers === false || pool) return;
       pool = new WorkerPool({
         db: database.db,
@@ -166,6 +167,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     stop({ graceMs = 10_000 } = {}) {
       stopped ??= (async () => {
+        await scheduler?.stop();
         const result = pool ? await pool.stop({ graceMs }) : { released: 0, abandoned: 0 };
         recoveryStop.abort();
         await recovery;
@@ -180,6 +182,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         database: healthTracker.healthy,
         workers: pool ? !pool.isStopping : null,
         lastClaimLoopAt: pool ? pool.lastLoopAt : null,
+        scheduler: scheduler ? scheduler.running : null,
       };
     },
   };

@@ -17,6 +17,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     logger: log,
     pollInterval: config.pollMs,
     workers: config.workers,
+    scheduler: config.scheduler,
     postClaimPauseMs: config.postClaimPauseMs,
   });
   let stopping: Promise<unknown> | null = null;

@@ -3,6 +3,17 @@
  */
 export { createCronq, type Cronq, type CronqOptions, type EnqueueJob } from './cronq.ts';
 export { defineTask, type Task, type TaskOptions } from './tasks/define.ts';
+export {
+  defineSchedule,
+  type Schedule,
+  type ScheduleOptions,
+  type CatchUpOptions,
+  type FanOut,
+  type FanOutItem,
+  type TickInfo,
+} from './schedule/define.ts';
+export type { Clock } from './schedule/clock.ts';
+export type { Period } from './schedule/period.ts';
 export type { Job, JobContext, Handler, Effect } from './tasks/job.ts';
 export type { Executor } from './db/client.ts';
 export { PermanentError, UsageError } from './errors.ts';

@@ -8,9 +8,11 @@
 import { sql } from 'drizzle-orm';
 import {
   bigint,
+  boolean,
   char,
   datetime,
   index,
+  int,
   json,
   mysqlEnum,
   mysqlTable,
@@ -83,6 +85,41 @@ export const deadLetters = mysqlTable(
   (t) => [
     index('cronq_dead_letters_review').on(t.reviewedAt, t.deadAt, t.id),
     index('cronq_dead_letters_job').on(t.jobId),
+  ],
+);
+
+export const TICK_OUTCOMES = ['enqueued', 'skipped'] as const;
+export type TickOutcome = (typeof TICK_OUTCOMES)[number];
+
+/**
+ * The tick ledger: one row per schedule fire instant the scheduler has dealt with,
+ * enqueued or deliberately skipped (with the reason in `note`). The unique key makes
+ * the daemon that inserts a tick's row the one that fans it out; `fanout_until` is that
+ * daemon's lease on the fan-out, so another can redo it if the first dies before
+ * `finished_at`.
+ */
+export const scheduleTicks = mysqlTable(
+  'cronq_schedule_ticks',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    scheduleName: varchar('schedule_name', { length: 64 }).notNull(),
+    scheduledAt: timestamp('scheduled_at').notNull(),
+    periodKey: varchar('period_key', { length: 32 }).notNull(),
+    outcome: mysqlEnum('outcome', TICK_OUTCOMES).notNull(),
+    jobsEnqueued: int('jobs_enqueued', { unsigned: true }).notNull().default(0),
+    jobsExisting: int('jobs_existing', { unsigned: true }).notNull().default(0),
+    /** True when the tick was handled after its instant had passed by more than the lateness tolerance. */
+    caughtUp: boolean('caught_up').notNull().default(false),
+    /** Why a tick was skipped, or who enqueued it late. */
+    note: varchar('note', { length: 255 }),
+    claimedBy: varchar('claimed_by', { length: 255 }),
+    fanoutUntil: timestamp('fanout_until'),
+    startedAt: timestamp('started_at').notNull().default(utcNow),
+    finishedAt: timestamp('finished_at'),
+  },
+  (t) => [
+    uniqueIndex('cronq_schedule_ticks_tick').on(t.scheduleName, t.scheduledAt),
+    index('cronq_schedule_ticks_unfinished').on(t.scheduleName, t.finishedAt),
   ],
 );
 

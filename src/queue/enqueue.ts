@@ -2,7 +2,8 @@ import { UsageError } from '../errors.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
-import type { NewJobRow } from './store.ts';
+import type { Executor } from '../db/client.ts';
+import { existingKeys, insertJobsIfAbsent, type NewJobRow } from './store.ts';
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
@@ -57,4 +58,39 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
     periodKey: job.periodKey ?? null,
     scheduledAt: job.scheduledAt ?? null,
   };
+}
+
+/** Rows per INSERT statement when enqueueing many. */
+export const ENQUEUE_BATCH_SIZE = 1000;
+
+/**
+ * Streams rows into the queue in batches of `batchSize`: each batch first reads which
+ * of its keys exist (a cheap unique-index read, so repeating a fan-out writes nothing),
+ * then inserts the rest in one statement whose ON DUPLICATE KEY clause absorbs keys
+ * that appeared meanwhile. Holds one batch in memory at a time. `afterBatch` runs after
+ * each batch (a fan-out renews its tick lease there).
+ */
+export async function enqueueRows(
+  exec: Executor,
+  rows: AsyncIterable<NewJobRow> | Iterable<NewJobRow>,
+  options: { batchSize?: number; afterBatch?: () => Promise<void> } = {},
+): Promise<{ inserted: number; existing: number }> {
+  const batchSize = options.batchSize ?? ENQUEUE_BATCH_SIZE;
+  let inserted = 0;
+  let total = 0;
+  let batch: NewJobRow[] = [];
+  const flush = async () => {
+    const present = await existingKeys(exec, batch.map((r) => r.key));
+    const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
+    inserted += await insertJobsIfAbsent(exec, fresh);
+    total += batch.length;
+    batch = [];
+    await options.afterBatch?.();
+  };
+  for await (const row of rows) {
+    batch.push(row);
+    if (batch.length >= batchSize) await flush();
+  }
+  if (batch.length > 0) await flush();
+  return { inserted, existing: total - inserted };
 }

@@ -6,11 +6,14 @@ import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 export const startCommand: Command = {
   name: 'start',
   summary: 'run the daemon: workers, lease recovery and the scheduler',
-  help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--queues a,b] [--grace D] [--poll D] [--no-migrate]
+  help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--queues a,b] [--grace D] [--poll D]
+                   [--no-migrate] [--no-scheduler] [--no-workers]
 
 Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
-schedule files, applies pending migrations, then claims and runs jobs. Run one per
-host, on as many hosts as you like, against the same database.
+schedule files, applies pending migrations, then enqueues each schedule's ticks
+(catching up ticks missed while no daemon ran) and claims and runs jobs. Run one
+per host, on as many hosts as you like, against the same database: each tick is
+enqueued once and each job runs once at a time.
 
   --schedules DIR    task and schedule files (default ./schedules, or CRONQ_SCHEDULES)
   --concurrency N    handlers running at once in this process (default 10)
@@ -20,6 +23,8 @@ host, on as many hosts as you like, against the same database.
   --poll D           how often an idle worker looks for jobs enqueued elsewhere (default 200ms)
   --no-migrate       do not apply migrations (run 'cronq migrate' separately, e.g. with
                      an administrative MIGRATION_DATABASE_URL)
+  --no-scheduler     run workers only: do not enqueue schedule ticks
+  --no-workers       run the scheduler only: enqueue ticks, run no handlers
 
 Durations read as 100ms, 2s, 5m, 1h, 40d.
 On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
@@ -36,6 +41,8 @@ ${COMMON_HELP}`,
     grace: { type: 'string' },
     poll: { type: 'string' },
     'no-migrate': { type: 'boolean' },
+    'no-scheduler': { type: 'boolean' },
+    'no-workers': { type: 'boolean' },
   },
   positionals: { min: 0, max: 0, names: '' },
   async run({ values, env }) {

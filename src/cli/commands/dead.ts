@@ -1,0 +1,249 @@
+import { parseIntFlag } from '../../config.ts';
+import type { Db } from '../../db/client.ts';
+import { NotFoundError, UsageError } from '../../errors.ts';
+import {
+  getDeadLetter,
+  groupDeadLetters,
+  listDeadLetters,
+  MAX_REASON_LENGTH,
+  resolveDeadLetter,
+  resolveMatching,
+  REVIEW_BATCH_SIZE,
+  type DeadLetterFilter,
+  type ReviewAction,
+  type ReviewOutcome,
+} from '../../queue/deadLetterStore.ts';
+import type { Command, ParsedArgs } from '../command.ts';
+import { COMMON_HELP } from '../command.ts';
+import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
+import { openForCommand } from '../open.ts';
+import { parseIsoInstant } from './enqueue.ts';
+
+const DEFAULT_LIST_LIMIT = 1000;
+
+type Sub = 'list' | 'show' | 'requeue' | 'discard';
+
+/** Which flags each subcommand accepts (besides --help); any other is a usage error. */
+const FLAGS: Record<Sub, string[]> = {
+  list: ['queue', 'kind', 'since', 'all', 'group', 'limit', 'json'],
+  show: ['json'],
+  requeue: ['reason', 'all-matching', 'queue', 'kind', 'since'],
+  discard: ['reason', 'all-matching', 'queue', 'kind', 'since'],
+};
+
+/**
+ * `cronq dead list|show|requeue|discard`: dead-letter triage. Refusals (unknown id,
+ * already reviewed, job no longer dead, missing reason) are one line and exit 64,
+ * having changed nothing.
+ */
+export const deadCommand: Command = {
+  name: 'dead',
+  summary: 'triage dead letters: list (--group), show, requeue, discard',
+  help: `Usage: cronq dead list [--queue Q] [--kind K] [--since ISO] [--all] [--limit N] [--json]
+       cronq dead list --group [--queue Q] [--kind K] [--since ISO] [--all] [--json]
+       cronq dead show ID [--json]
+       cronq dead requeue ID --reason R
+       cronq dead requeue --all-matching [--kind K] [--queue Q] [--since ISO] --reason R
+       cronq dead discard ID --reason R
+       cronq dead discard --all-matching [--kind K] [--queue Q] [--since ISO] --reason R
+
+Triage of cronq_dead_letters, the jobs that failed for good. ID is always the dead
+letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are UTC.
+
+  list      unreviewed dead letters, oldest first: id, dead at, kind, key, attempts
+            and the first line of the failure reason
+  show      one dead letter in full: payload, whole failure reason, the job's status now
+  requeue   put the same job row back to 'ready', attempts 0, available now (its key
+            stays: no duplicate), and mark the dead letter reviewed ('requeued: R').
+            Refused if the job is no longer 'dead' or died again since (newer dead letter)
+  discard   leave the job dead and mark the dead letter reviewed ('discarded: R')
+
+  --queue Q         only dead letters of this queue
+  --kind K          only dead letters of this kind
+  --since ISO       only those that died at or after this instant, e.g. 2026-11-01T00:00:00Z
+  --all             list: reviewed dead letters too
+  --group           list: counts by kind and failure reason instead of rows; reasons are
+                    grouped by their first line with UUIDs, hex ids and numbers replaced
+                    ("user 42 not found" and "user 43 not found" read "user # not found")
+  --limit N         list: at most N rows (default ${DEFAULT_LIST_LIMIT})
+  --json            list, show: JSON instead of text
+  --reason R        requeue, discard: why (required, up to ${MAX_REASON_LENGTH} characters)
+  --all-matching    requeue, discard: instead of ID, every unreviewed dead letter matching
+                    --kind/--queue/--since (all of them when none is given), ${REVIEW_BATCH_SIZE} per
+                    transaction; prints how many it resolved
+
+Exit status: 0 done; 64 bad usage, unknown id, already reviewed, job not dead; 1 other errors.
+
+${COMMON_HELP}`,
+  options: {
+    help: { type: 'boolean', short: 'h' },
+    queue: { type: 'string' },
+    kind: { type: 'string' },
+    since: { type: 'string' },
+    all: { type: 'boolean' },
+    group: { type: 'boolean' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+    reason: { type: 'string' },
+    'all-matching': { type: 'boolean' },
+  },
+  positionals: { min: 1, max: 2, names: 'SUBCOMMAND (list, show, requeue or discard)' },
+  async run(args) {
+    const [sub, ...rest] = args.positionals;
+    if (!isSub(sub)) throw new UsageError(`cronq dead: unknown subcommand '${sub}' (list, show, requeue or discard; see cronq dead --help)`);
+    const name = `cronq dead ${sub}`;
+    for (const [flag, value] of Object.entries(args.values)) {
+      if (value !== undefined && flag !== 'help' && !FLAGS[sub].includes(flag)) {
+        throw new UsageError(`${name}: --${flag} does not apply here (see cronq dead --help)`);
+      }
+    }
+    if (sub === 'list') {
+      if (rest.length > 0) throw new UsageError(`${name}: unexpected argument '${rest[0]}' (see cronq dead --help)`);
+      return list(args, name);
+    }
+    if (sub === 'show') {
+      if (rest.length !== 1) throw new UsageError(`${name}: give one dead letter ID (see cronq dead --help)`);
+      return show(args, parseId(rest[0], name));
+    }
+    return resolve(args, sub, rest, name);
+  },
+};
+
+function isSub(value: string | undefined): value is Sub {
+  return value === 'list' || value === 'show' || value === 'requeue' || value === 'discard';
+}
+
+function parseId(value: string, name: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new UsageError(`${name}: ID must be a dead letter id, a whole number as 'cronq dead list' prints it (got '${value}')`);
+  }
+  return Number(value);
+}
+
+function parseFilter(values: ParsedArgs['values'], name: string): DeadLetterFilter {
+  const filter: DeadLetterFilter = {};
+  for (const flag of ['queue', 'kind'] as const) {
+    const value = values[flag] as string | undefined;
+    if (value === undefined) continue;
+    if (value.trim() === '') throw new UsageError(`${name}: --${flag} needs a value`);
+    filter[flag] = value;
+  }
+  if (values.since !== undefined) filter.since = parseIsoInstant(values.since as string, `${name}: --since`);
+  return filter;
+}
+
+async function withDb<T>(args: ParsedArgs, work: (db: Db) => Promise<T>): Promise<T> {
+  const cronq = await openForCommand(args, { loadSchedules: false });
+  try {
+    return await work(cronq.database.db);
+  } finally {
+    await cronq.stop();
+  }
+}
+
+async function list(args: ParsedArgs, name: string): Promise<number> {
+  const { values, out } = args;
+  const filter = parseFilter(values, name);
+  const includeReviewed = values.all === true;
+  if (values.group && values.limit !== undefined) throw new UsageError(`${name}: --limit does not apply to --group`);
+  const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : parseIntFlag(values.limit as string, '--limit', 1, 1_000_000);
+  const which = includeReviewed ? 'dead letters' : 'unreviewed dead letters';
+  if (values.group) {
+    const groups = await withDb(args, (db) => groupDeadLetters(db, { ...filter, includeReviewed }));
+    if (values.json) out(JSON.stringify(groups.map((g) => ({ ...g, firstDeadAt: g.firstDeadAt.toISOString(), lastDeadAt: g.lastDeadAt.toISOString() }))));
+    else out(groups.length === 0 ? `no ${which}${filtered(filter)}` : deadLetterGroupTable(groups));
+    return 0;
+  }
+  const { letters, more } = await withDb(args, (db) => listDeadLetters(db, { ...filter, includeReviewed, limit }));
+  const note = `more ${which} match: showing the oldest ${limit} (raise --limit, narrow with --kind/--queue/--since, or use --group)`;
+  if (values.json) {
+    out(JSON.stringify(letters.map(deadLetterJson)));
+    if (more) process.stderr.write(`cronq dead list: ${note}\n`);
+    return 0;
+  }
+  if (letters.length === 0) out(`no ${which}${filtered(filter)}`);
+  else out(deadLetterTable(letters, { withResolution: includeReviewed }));
+  if (more) out(`… ${note}`);
+  return 0;
+}
+
+function filtered(filter: DeadLetterFilter): string {
+  const parts = [
+    filter.queue !== undefined && `queue ${filter.queue}`,
+    filter.kind !== undefined && `kind ${filter.kind}`,
+    filter.since !== undefined && `since ${filter.since.toISOString()}`,
+  ].filter(Boolean);
+  return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
+}
+
+async function show(args: ParsedArgs, id: number): Promise<number> {
+  const letter = await withDb(args, (db) => getDeadLetter(db, id));
+  if (!letter) throw notFound('show', id);
+  args.out(args.values.json ? JSON.stringify(deadLetterDetailJson(letter)) : deadLetterDetailText(letter));
+  return 0;
+}
+
+function notFound(sub: Sub, id: number): NotFoundError {
+  return new NotFoundError(`cronq dead ${sub}: no dead letter with id ${id} (ids are the ones 'cronq dead list' prints)`);
+}
+
+async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: string[], name: string): Promise<number> {
+  const { values, out } = args;
+  const action: ReviewAction = sub;
+  const bulk = values['all-matching'] === true;
+  const hasFilter = values.queue !== undefined || values.kind !== undefined || values.since !== undefined;
+  if (rest.length > 0 && bulk) throw new UsageError(`${name}: give an ID or --all-matching, not both`);
+  if (rest.length === 0 && !bulk) {
+    throw new UsageError(`${name}: give a dead letter ID, or --all-matching (with --kind/--queue/--since to narrow it)`);
+  }
+  if (!bulk && hasFilter) throw new UsageError(`${name}: --kind, --queue and --since select dead letters only with --all-matching`);
+  const reason = values.reason as string | undefined;
+  if (reason === undefined || reason.trim() === '') throw new UsageError(`${name}: --reason R is required (it is recorded in the resolution)`);
+  if (reason.trim().length > MAX_REASON_LENGTH) throw new UsageError(`${name}: --reason is longer than ${MAX_REASON_LENGTH} characters`);
+  const past = action === 'requeue' ? 'requeued' : 'discarded';
+
+  if (bulk) {
+    const filter = parseFilter(values, name);
+    const result = await withDb(args, (db) => resolveMatching(db, filter, action, reason));
+    const skipped = [
+      result.skippedJobNotDead > 0 && `${result.skippedJobNotDead} whose job is no longer dead`,
+      result.skippedSuperseded > 0 && `${result.skippedSuperseded} whose job died again later (see its newer dead letter)`,
+    ].filter(Boolean);
+    const tail = skipped.length === 0 ? '' : `; left unreviewed: ${skipped.join(', ')}`;
+    out(`${past} ${result.touched} dead letter${result.touched === 1 ? '' : 's'}${filtered(filter)}${tail}`);
+    return 0;
+  }
+
+  const id = parseId(rest[0], name);
+  const outcome = await withDb(args, (db) => resolveDeadLetter(db, id, action, reason));
+  if (outcome.status !== 'done') throw refusal(sub, outcome);
+  out(
+    action === 'requeue'
+      ? `requeued dead letter ${id}: job ${outcome.jobId} (key ${outcome.key}) is ready again with attempts 0`
+      : `discarded dead letter ${id}: job ${outcome.jobId} (key ${outcome.key}) stays dead`,
+  );
+  return 0;
+}
+
+function refusal(sub: Sub, outcome: Exclude<ReviewOutcome, { status: 'done' }>): UsageError {
+  const id = outcome.deadLetterId;
+  const name = `cronq dead ${sub}`;
+  switch (outcome.status) {
+    case 'not_found':
+      return notFound(sub, id);
+    case 'already_reviewed':
+      return new UsageError(
+        `${name}: dead letter ${id} was already reviewed at ${outcome.reviewedAt.toISOString()} (${outcome.resolution ?? 'no resolution recorded'}); nothing changed`,
+      );
+    case 'job_not_dead':
+      return new UsageError(
+        outcome.jobStatus === null
+          ? `${name}: job ${outcome.jobId} of dead letter ${id} no longer exists; nothing changed (close it with 'cronq dead discard ${id} --reason R')`
+          : `${name}: job ${outcome.jobId} of dead letter ${id} is '${outcome.jobStatus}', not 'dead' (changed by other means); nothing changed (close it with 'cronq dead discard ${id} --reason R')`,
+      );
+    case 'superseded':
+      return new UsageError(
+        `${name}: job ${outcome.jobId} died again after dead letter ${id}; act on its latest dead letter, ${outcome.latestDeadLetterId} (close ${id} with 'cronq dead discard'); nothing changed`,
+      );
+  }
+}

@@ -1,0 +1,55 @@
+import { importCrontab } from '../../crontab/import.ts';
+import { isValidTimeZone } from '../../schedule/period.ts';
+import { UsageError } from '../../errors.ts';
+import type { Command } from '../command.ts';
+
+export const importCrontabCommand: Command = {
+  name: 'import-crontab',
+  summary: 'translate a crontab into schedule files (command schedules, same commands)',
+  help: `Usage: cronq import-crontab FILE [--out DIR] [--system] [--skip-invalid] [--force] [--timezone TZ]
+
+Reads a crontab and writes one schedule file per line into DIR, keeping each
+command exactly, the environment lines in force for it (SHELL, PATH, ...) and its
+time zone (CRON_TZ or TZ, else --timezone, else this host's zone). Prints each file
+written. Understands five-field lines, @hourly @daily @weekly @monthly @yearly
+@annually @midnight, comments, blank lines, NAME=value lines and cron's % rule
+(text after an unescaped % is the command's standard input).
+
+Refused, with the line number: lines it cannot translate, and @reboot (cronq runs
+schedules, not start-up hooks: use the service manager, e.g. systemd ExecStartPre).
+Nothing is written then (exit 64) unless --skip-invalid. MAILTO has no equivalent:
+failed jobs land in the dead-letter table instead (cronq dead list); the generated
+file says so.
+
+Each line becomes period 'tick' with catchUp { mode: 'latest', window: '1d' }: the
+most recent missed run is made up once, within a day (cron itself never does).
+
+  --out DIR         where to write (default ./schedules)
+  --system          /etc/crontab format: a user column before the command
+  --skip-invalid    write the translatable lines; report the others
+  --force           overwrite existing files
+  --timezone TZ     zone for lines without CRON_TZ/TZ (default this host's)`,
+  options: {
+    out: { type: 'string' },
+    system: { type: 'boolean' },
+    'skip-invalid': { type: 'boolean' },
+    force: { type: 'boolean' },
+    timezone: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+  positionals: { min: 1, max: 1, names: 'FILE' },
+  async run({ values, positionals, out }) {
+    const timezone = values.timezone as string | undefined;
+    if (timezone !== undefined && !isValidTimeZone(timezone)) throw new UsageError(`--timezone: unknown time zone '${timezone}'`);
+    const { written, errors } = await importCrontab(positionals[0], {
+      outDir: (values.out as string | undefined) ?? './schedules',
+      system: Boolean(values.system),
+      skipInvalid: Boolean(values['skip-invalid']),
+      force: Boolean(values.force),
+      defaultTimezone: timezone,
+    });
+    for (const path of written) out(`wrote ${path}`);
+    for (const { line, reason } of errors) process.stderr.write(`skipped ${positionals[0]}:${line}: ${reason}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,73 @@
+import { baseConfig, parseIntFlag } from '../../config.ts';
+import { ping } from '../../db/client.ts';
+import { recentTicks, type TickRow } from '../../schedule/ledger.ts';
+import { fireTimesBetween } from '../../schedule/period.ts';
+import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
+import { openForCommand } from '../open.ts';
+import { parseIsoInstant } from './enqueue.ts';
+
+export const schedulesCommand: Command = {
+  name: 'schedules',
+  summary: 'list schedules with their next fire times and last tick',
+  help: `Usage: cronq schedules [--json] [--from ISO] [--count N]
+
+Lists every schedule in the schedules folder: name, cron, time zone, its next N
+fire instants (UTC) after --from (default now), and its last tick ledger row.
+
+  --json            [{ name, cron, timezone, period, next: [ISO...], lastTick }]
+  --from ISO        list fire times after this instant (default now)
+  --count N         how many fire times (default 5, at most 1000)
+  --schedules DIR   where schedules are defined (default ./schedules)
+
+${COMMON_HELP}`,
+  options: { ...COMMON_OPTIONS, json: { type: 'boolean' }, from: { type: 'string' }, count: { type: 'string' } },
+  positionals: { min: 0, max: 0, names: '' },
+  async run(args) {
+    const from = args.values.from === undefined ? new Date() : parseIsoInstant(args.values.from as string, '--from');
+    const count = args.values.count === undefined ? 5 : parseIntFlag(args.values.count as string, '--count', 1, 1000);
+    baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
+    const cronq = await openForCommand(args);
+    try {
+      await ping(cronq.database);
+      const listed = [];
+      for (const s of (await cronq.ready()).schedules()) {
+        const next = fireTimesBetween(s.cron, s.timezone, from, new Date(8_640_000_000_000_000), count);
+        const [last] = await recentTicks(cronq.database.db, s.name, 1);
+        listed.push({ name: s.name, cron: s.cron, timezone: s.timezone, period: s.period, next: next.map((d) => d.toISOString()), lastTick: last ? tickJson(last) : null });
+      }
+      if (args.values.json) {
+        args.out(JSON.stringify(listed, null, 2));
+      } else if (listed.length === 0) {
+        args.out('no schedules');
+      } else {
+        for (const s of listed) {
+          args.out(`${s.name}  ${s.cron}  ${s.timezone}  period ${s.period}`);
+          args.out(`  next: ${s.next.join(', ') || '(never)'}`);
+          const t = s.lastTick;
+          args.out(
+            t
+              ? `  last tick: ${t.scheduledAt} ${t.outcome}${t.outcome === 'enqueued' ? ` (${t.jobsEnqueued} new, ${t.jobsExisting} existing${t.finishedAt ? '' : ', fan-out unfinished'})` : ''}${t.note ? ` — ${t.note}` : ''}`
+              : '  last tick: none yet',
+          );
+        }
+      }
+      return 0;
+    } finally {
+      await cronq.stop();
+    }
+  },
+};
+
+function tickJson(t: TickRow) {
+  return {
+    scheduledAt: t.scheduledAt.toISOString(),
+    periodKey: t.periodKey,
+    outcome: t.outcome,
+    jobsEnqueued: t.jobsEnqueued,
+    jobsExisting: t.jobsExisting,
+    caughtUp: t.caughtUp,
+    note: t.note,
+    startedAt: t.startedAt.toISOString(),
+    finishedAt: t.finishedAt ? t.finishedAt.toISOString() : null,
+  };
+}

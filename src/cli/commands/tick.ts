@@ -1,0 +1,42 @@
+import { UsageError } from '../../errors.ts';
+import { enqueueTick } from '../../schedule/fanout.ts';
+import { latestFireAtOrBefore } from '../../schedule/period.ts';
+import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
+import { openForCommand } from '../open.ts';
+import { parseIsoInstant } from './enqueue.ts';
+
+export const tickCommand: Command = {
+  name: 'tick',
+  summary: "enqueue a schedule's jobs for its latest fire time now (harmless to repeat)",
+  help: `Usage: cronq tick NAME [--at ISO]
+
+Runs now the fan-out of schedule NAME for its latest fire time at or before --at
+(default: now) and prints how many jobs were enqueued and how many were already
+there. Keys make it harmless to repeat. It does not write the tick ledger: the
+scheduler still records that tick when it reaches it.
+
+  --at ISO          e.g. 2026-11-01T02:00:00Z (default now)
+  --schedules DIR   where the schedule is defined (default ./schedules)
+
+${COMMON_HELP}`,
+  options: { ...COMMON_OPTIONS, at: { type: 'string' } },
+  positionals: { min: 1, max: 1, names: 'NAME' },
+  async run(args) {
+    const [name] = args.positionals;
+    const at = args.values.at === undefined ? new Date() : parseIsoInstant(args.values.at as string, '--at');
+    const cronq = await openForCommand(args);
+    try {
+      const schedule = (await cronq.ready()).schedules().find((s) => s.name === name);
+      if (!schedule) throw new UsageError(`cronq tick: no schedule named '${name}' in the schedules folder`);
+      const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
+      if (!fireAt) throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${at.toISOString()}`);
+      const result = await enqueueTick(cronq.database.db, schedule, fireAt);
+      args.out(
+        `${name} tick ${fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present`,
+      );
+      return 0;
+    } finally {
+      await cronq.stop();
+    }
+  },
+};

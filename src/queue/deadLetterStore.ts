@@ -1,0 +1,392 @@
+/**
+ * The only place that writes dead-letter triage SQL: listing, grouping and showing
+ * dead letters, and resolving them (requeue the job, or discard and leave it dead).
+ *
+ * Concurrency contract, shared by everything below:
+ * - "now" is the database clock (`UTC_TIMESTAMP(6)`), never the host's.
+ * - A dead letter is resolved at most once. Resolving locks its row (`FOR UPDATE`),
+ *   re-checks `reviewed_at IS NULL` under that lock, and sets `reviewed_at` and
+ *   `resolution` in the same transaction as any change to the job, so two operators
+ *   triaging the same row at once cannot both act: the second sees it reviewed.
+ * - Locks are always taken dead letter first, then job rows in id order. The worker
+ *   locks a job and then only inserts new dead letters, so the two never wait on each
+ *   other in a cycle.
+ * - Requeue changes the job only while it is still 'dead' and this dead letter is its
+ *   latest (the job did not die again since), both re-checked under the job's row lock.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db, Executor } from '../db/client.ts';
+import type { JobStatus } from '../db/schema.ts';
+import { UsageError } from '../errors.ts';
+import { firstLine, normaliseReason } from './failureReason.ts';
+import { parseDbTime } from './store.ts';
+
+const NOW = sql`UTC_TIMESTAMP(6)`;
+/** The first line of failure_reason, computed by the server so long reasons stay there. */
+const FIRST_LINE = sql.raw('SUBSTRING_INDEX(failure_reason, CHAR(10 USING utf8mb4), 1)');
+
+/** Dead letters resolved per transaction by the bulk operations. */
+export const REVIEW_BATCH_SIZE = 500;
+/** Longest accepted triage reason (it is stored in `resolution` after 'requeued: '). */
+export const MAX_REASON_LENGTH = 1000;
+
+/** Which dead letters an operation looks at. Every field narrows; none means all. */
+export interface DeadLetterFilter {
+  queue?: string;
+  kind?: string;
+  /** Only dead letters with `dead_at` at or after this instant. */
+  since?: Date;
+}
+
+/** One dead letter as `dead list` shows it. */
+export interface DeadLetterSummary {
+  id: number;
+  jobId: number;
+  queue: string;
+  kind: string;
+  key: string;
+  attempts: number;
+  deadAt: Date;
+  /** The first line of failure_reason. */
+  reason: string;
+  reviewedAt: Date | null;
+  resolution: string | null;
+}
+
+/** One dead letter in full, with the current state of its job row (null when the row is gone). */
+export interface DeadLetterDetail extends DeadLetterSummary {
+  failureReason: string;
+  /** The payload exactly as stored (JSON text). */
+  payloadText: string;
+  job: {
+    id: number;
+    status: JobStatus;
+    attempts: number;
+    maxAttempts: number;
+    availableAt: Date;
+    updatedAt: Date;
+    lastError: string | null;
+  } | null;
+}
+
+/** Dead letters sharing a kind and a normalised first line (see `normaliseReason`). */
+export interface DeadLetterGroup {
+  kind: string;
+  /** The normalised first line. */
+  reason: string;
+  count: number;
+  firstDeadAt: Date;
+  lastDeadAt: Date;
+  /** The lowest dead letter id in the group, to pass to `dead show`. */
+  exampleId: number;
+}
+
+/** What resolving one dead letter by id did. Only 'done' changed anything. */
+export type ReviewOutcome =
+  | { status: 'done'; action: ReviewAction; deadLetterId: number; jobId: number; key: string }
+  | { status: 'not_found'; deadLetterId: number }
+  | { status: 'already_reviewed'; deadLetterId: number; reviewedAt: Date; resolution: string | null }
+  /** Requeue only: the job row is not 'dead' any more (null: the row no longer exists). */
+  | { status: 'job_not_dead'; deadLetterId: number; jobId: number; jobStatus: JobStatus | null }
+  /** Requeue only: the job died again later; its newer dead letter is the one to act on. */
+  | { status: 'superseded'; deadLetterId: number; jobId: number; latestDeadLetterId: number };
+
+/** 'requeue': the job goes back to 'ready'. 'discard': the job stays dead. */
+export type ReviewAction = 'requeue' | 'discard';
+
+/** What a bulk resolution did, over all its batches. */
+export interface BulkReviewResult {
+  /** Dead letters resolved (for requeue: jobs put back to 'ready'). */
+  touched: number;
+  /** Requeue only: matching dead letters left unreviewed because their job is not 'dead'. */
+  skippedJobNotDead: number;
+  /** Requeue only: matching dead letters left unreviewed because their job died again later. */
+  skippedSuperseded: number;
+}
+
+const rows = <T>(result: unknown): T[] => (result as [T[]])[0];
+const time = (value: string | Date): Date => parseDbTime(value)!;
+
+function dbTime(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+function filterSql(filter: DeadLetterFilter): SQL {
+  const parts: SQL[] = [];
+  if (filter.queue !== undefined) parts.push(sql`queue = ${filter.queue}`);
+  if (filter.kind !== undefined) parts.push(sql`kind = ${filter.kind}`);
+  if (filter.since !== undefined) parts.push(sql`dead_at >= ${dbTime(filter.since)}`);
+  return parts.length === 0 ? sql`TRUE` : sql.join(parts, sql` AND `);
+}
+
+const unreviewedOnly = (includeReviewed: boolean | undefined): SQL => (includeReviewed ? sql`TRUE` : sql`reviewed_at IS NULL`);
+
+type SummaryRow = {
+  id: number;
+  job_id: number;
+  queue: string;
+  kind: string;
+  job_key: string;
+  attempts: number;
+  dead_at: string;
+  reviewed_at: string | null;
+  resolution: string | null;
+  reason: string;
+};
+
+const SUMMARY_COLUMNS = sql`id, job_id, queue, kind, job_key, attempts, dead_at, reviewed_at, resolution, ${FIRST_LINE} AS reason`;
+
+function toSummary(r: SummaryRow): DeadLetterSummary {
+  return {
+    id: Number(r.id),
+    jobId: Number(r.job_id),
+    queue: r.queue,
+    kind: r.kind,
+    key: r.job_key,
+    attempts: Number(r.attempts),
+    deadAt: time(r.dead_at),
+    reason: firstLine(r.reason ?? ''),
+    reviewedAt: parseDbTime(r.reviewed_at),
+    resolution: r.resolution,
+  };
+}
+
+/**
+ * Dead letters matching `filter`, oldest `dead_at` first (then id); unreviewed only
+ * unless `includeReviewed`. At most `limit` rows; `more` says whether others match.
+ * Unreviewed listing reads the `cronq_dead_letters_review` index in order.
+ */
+export async function listDeadLetters(
+  exec: Executor,
+  options: DeadLetterFilter & { includeReviewed?: boolean; limit: number },
+): Promise<{ letters: DeadLetterSummary[]; more: boolean }> {
+  const result = await exec.execute(sql`SELECT ${SUMMARY_COLUMNS}
+    FROM cronq_dead_letters
+    WHERE ${unreviewedOnly(options.includeReviewed)} AND ${filterSql(options)}
+    ORDER BY dead_at, id
+    LIMIT ${options.limit + 1}`);
+  const found = rows<SummaryRow>(result).map(toSummary);
+  return { letters: found.slice(0, options.limit), more: found.length > options.limit };
+}
+
+/**
+ * Counts of dead letters matching `filter` (unreviewed only unless `includeReviewed`),
+ * grouped by kind and normalised first line of failure_reason (see `normaliseReason`):
+ * the server groups by exact first line, then lines that normalise alike are merged.
+ * Largest group first, then by kind and reason.
+ */
+export async function groupDeadLetters(
+  exec: Executor,
+  options: DeadLetterFilter & { includeReviewed?: boolean },
+): Promise<DeadLetterGroup[]> {
+  const result = await exec.execute(sql`SELECT kind, ${FIRST_LINE} AS reason, COUNT(*) AS n,
+      MIN(dead_at) AS first_dead_at, MAX(dead_at) AS last_dead_at, MIN(id) AS example_id
+    FROM cronq_dead_letters
+    WHERE ${unreviewedOnly(options.includeReviewed)} AND ${filterSql(options)}
+    GROUP BY kind, reason`);
+  type GroupRow = { kind: string; reason: string | null; n: number; first_dead_at: string; last_dead_at: string; example_id: number };
+  const groups = new Map<string, DeadLetterGroup>();
+  for (const r of rows<GroupRow>(result)) {
+    const reason = normaliseReason(r.reason ?? '');
+    const id = JSON.stringify([r.kind, reason]);
+    const first = time(r.first_dead_at);
+    const last = time(r.last_dead_at);
+    const seen = groups.get(id);
+    if (!seen) {
+      groups.set(id, { kind: r.kind, reason, count: Number(r.n), firstDeadAt: first, lastDeadAt: last, exampleId: Number(r.example_id) });
+      continue;
+    }
+    seen.count += Number(r.n);
+    if (first < seen.firstDeadAt) seen.firstDeadAt = first;
+    if (last > seen.lastDeadAt) seen.lastDeadAt = last;
+    seen.exampleId = Math.min(seen.exampleId, Number(r.example_id));
+  }
+  return [...groups.values()].sort(
+    (a, b) => b.count - a.count || a.kind.localeCompare(b.kind) || a.reason.localeCompare(b.reason),
+  );
+}
+
+/** One dead letter by its own id (`cronq_dead_letters.id`) with its job's current row; null when there is none. */
+export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLetterDetail | null> {
+  const result = await exec.execute(sql`SELECT d.id, d.job_id, d.queue, d.kind, d.job_key, d.attempts, d.dead_at,
+      d.reviewed_at, d.resolution, d.failure_reason, CAST(d.payload AS CHAR) AS payload_text,
+      j.id AS j_id, j.status AS j_status, j.attempts AS j_attempts, j.max_attempts AS j_max_attempts,
+      j.available_at AS j_available_at, j.updated_at AS j_updated_at, j.last_error AS j_last_error
+    FROM cronq_dead_letters d LEFT JOIN cronq_jobs j ON j.id = d.job_id
+    WHERE d.id = ${id}`);
+  type DetailRow = Omit<SummaryRow, 'reason'> & {
+    failure_reason: string;
+    payload_text: string;
+    j_id: number | null;
+    j_status: JobStatus | null;
+    j_attempts: number;
+    j_max_attempts: number;
+    j_available_at: string;
+    j_updated_at: string;
+    j_last_error: string | null;
+  };
+  const [r] = rows<DetailRow>(result);
+  if (!r) return null;
+  return {
+    ...toSummary({ ...r, reason: r.failure_reason }),
+    failureReason: r.failure_reason,
+    payloadText: r.payload_text,
+    job:
+      r.j_id === null
+        ? null
+        : {
+            id: Number(r.j_id),
+            status: r.j_status!,
+            attempts: Number(r.j_attempts),
+            maxAttempts: Number(r.j_max_attempts),
+            availableAt: time(r.j_available_at),
+            updatedAt: time(r.j_updated_at),
+            lastError: r.j_last_error,
+          },
+  };
+}
+
+function checkReason(reason: string): string {
+  const trimmed = reason.trim();
+  if (trimmed === '') throw new UsageError('a reason is required');
+  if (trimmed.length > MAX_REASON_LENGTH) throw new UsageError(`the reason is ${trimmed.length} characters long; at most ${MAX_REASON_LENGTH}`);
+  return trimmed;
+}
+
+function resolutionText(action: ReviewAction, reason: string): string {
+  return `${action === 'requeue' ? 'requeued' : 'discarded'}: ${reason}`;
+}
+
+type LockedLetter = { id: number; job_id: number };
+
+/**
+ * Inside a transaction holding the locks of `letters` (all unreviewed): for requeue,
+ * locks their jobs in id order and keeps the letters whose job is still 'dead' and
+ * whose latest dead letter they are; puts those jobs back to 'ready' (attempts 0,
+ * available now, lease cleared, last_error kept) and marks the kept letters reviewed.
+ * Discard keeps every letter and leaves jobs alone.
+ */
+async function resolveLocked(
+  tx: Executor,
+  action: ReviewAction,
+  letters: LockedLetter[],
+  reason: string,
+): Promise<{ done: number[]; jobNotDead: Map<number, JobStatus | null>; superseded: Map<number, number> }> {
+  const jobNotDead = new Map<number, JobStatus | null>();
+  const superseded = new Map<number, number>();
+  let kept = letters;
+  if (action === 'requeue') {
+    const jobIds = [...new Set(letters.map((l) => Number(l.job_id)))].sort((a, b) => a - b);
+    const statuses = new Map(
+      rows<{ id: number; status: JobStatus }>(
+        await tx.execute(sql`SELECT id, status FROM cronq_jobs WHERE id IN ${jobIds} ORDER BY id FOR UPDATE`),
+      ).map((r) => [Number(r.id), r.status]),
+    );
+    // With the job locked and dead, no new dead letter can appear for it: this read is stable.
+    const latest = new Map(
+      rows<{ job_id: number; latest: number }>(
+        await tx.execute(sql`SELECT job_id, MAX(id) AS latest FROM cronq_dead_letters WHERE job_id IN ${jobIds} GROUP BY job_id`),
+      ).map((r) => [Number(r.job_id), Number(r.latest)]),
+    );
+    kept = letters.filter((l) => {
+      const status = statuses.get(Number(l.job_id)) ?? null;
+      if (status !== 'dead') {
+        jobNotDead.set(Number(l.id), status);
+        return false;
+      }
+      const newest = latest.get(Number(l.job_id))!;
+      if (newest !== Number(l.id)) {
+        superseded.set(Number(l.id), newest);
+        return false;
+      }
+      return true;
+    });
+    if (kept.length > 0) {
+      await tx.execute(sql`UPDATE cronq_jobs
+        SET status = 'ready', attempts = 0, available_at = ${NOW}, lease_token = NULL, lease_until = NULL,
+            locked_by = NULL, finished_at = NULL, updated_at = ${NOW}
+        WHERE id IN ${kept.map((l) => Number(l.job_id))} AND status = 'dead'`);
+    }
+  }
+  const done = kept.map((l) => Number(l.id));
+  if (done.length > 0) {
+    await tx.execute(sql`UPDATE cronq_dead_letters
+      SET reviewed_at = ${NOW}, resolution = ${resolutionText(action, reason)}
+      WHERE id IN ${done} AND reviewed_at IS NULL`);
+  }
+  return { done, jobNotDead, superseded };
+}
+
+/**
+ * Resolves one dead letter by its own id: `requeue` puts the same job row back to
+ * 'ready' (attempts 0, available now; its key and id stay, so nothing is duplicated),
+ * `discard` leaves the job dead. Either sets `reviewed_at` and `resolution`
+ * ('requeued: REASON' / 'discarded: REASON') in the same transaction. Waits (bounded by
+ * the lock wait timeout) for another operator holding the row, then re-checks it.
+ * Any outcome but 'done' changed nothing. Throws UsageError for an empty reason.
+ */
+export async function resolveDeadLetter(db: Db, id: number, action: ReviewAction, reason: string): Promise<ReviewOutcome> {
+  const why = checkReason(reason);
+  return db.transaction(async (tx) => {
+    const [letter] = rows<LockedLetter & { job_key: string; reviewed_at: string | null; resolution: string | null }>(
+      await tx.execute(sql`SELECT id, job_id, job_key, reviewed_at, resolution FROM cronq_dead_letters WHERE id = ${id} FOR UPDATE`),
+    );
+    if (!letter) return { status: 'not_found', deadLetterId: id };
+    if (letter.reviewed_at !== null) {
+      return { status: 'already_reviewed', deadLetterId: id, reviewedAt: time(letter.reviewed_at), resolution: letter.resolution };
+    }
+    const jobId = Number(letter.job_id);
+    const { done, jobNotDead, superseded } = await resolveLocked(tx, action, [letter], why);
+    if (jobNotDead.has(id)) return { status: 'job_not_dead', deadLetterId: id, jobId, jobStatus: jobNotDead.get(id)! };
+    if (superseded.has(id)) return { status: 'superseded', deadLetterId: id, jobId, latestDeadLetterId: superseded.get(id)! };
+    if (done.length !== 1) throw new Error(`dead letter ${id} was locked and unreviewed but not resolved`);
+    return { status: 'done', action, deadLetterId: id, jobId, key: letter.job_key };
+  });
+}
+
+/**
+ * Resolves every unreviewed dead letter matching `filter` that existed when the call
+ * started (so jobs that die again meanwhile are not chased), oldest first, in
+ * transactions of at most `batchSize` rows. Each batch locks its dead letters with
+ * `FOR UPDATE SKIP LOCKED` (rows another operator holds right now are left to them)
+ * and then applies exactly what `resolveDeadLetter` would. An empty filter means every
+ * unreviewed dead letter. Returns how many it resolved and, for requeue, how many it
+ * left unreviewed because the job is no longer dead or died again later.
+ */
+export async function resolveMatching(
+  db: Db,
+  filter: DeadLetterFilter,
+  action: ReviewAction,
+  reason: string,
+  { batchSize = REVIEW_BATCH_SIZE }: { batchSize?: number } = {},
+): Promise<BulkReviewResult> {
+  const why = checkReason(reason);
+  const [{ until }] = rows<{ until: string }>(await db.execute(sql`SELECT CAST(${NOW} AS CHAR) AS until`));
+  const total: BulkReviewResult = { touched: 0, skippedJobNotDead: 0, skippedSuperseded: 0 };
+  let cursor: { deadAt: string; id: number } | null = null;
+  for (;;) {
+    const after: SQL = cursor
+      ? sql`((dead_at = ${cursor.deadAt} AND id > ${cursor.id}) OR dead_at > ${cursor.deadAt}) AND `
+      : sql``;
+    const batch = await db.transaction(async (tx) => {
+      const letters = rows<LockedLetter & { dead_at_text: string }>(
+        await tx.execute(sql`SELECT id, job_id, CAST(dead_at AS CHAR) AS dead_at_text
+          FROM cronq_dead_letters
+          WHERE reviewed_at IS NULL AND ${after}dead_at <= ${until} AND ${filterSql(filter)}
+          ORDER BY dead_at, id
+          LIMIT ${batchSize}
+          FOR UPDATE SKIP LOCKED`),
+      );
+      if (letters.length === 0) return null;
+      const outcome = await resolveLocked(tx, action, letters, why);
+      return { outcome, count: letters.length, last: letters.at(-1)! };
+    });
+    if (!batch) break;
+    total.touched += batch.outcome.done.length;
+    total.skippedJobNotDead += batch.outcome.jobNotDead.size;
+    total.skippedSuperseded += batch.outcome.superseded.size;
+    cursor = { deadAt: batch.last.dead_at_text, id: Number(batch.last.id) };
+    if (batch.count < batchSize) break;
+  }
+  return total;
+}

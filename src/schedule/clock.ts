@@ -1,0 +1,38 @@
+/**
+ * The scheduler's view of time, injectable so a test can drive a whole simulated year
+ * event to event instead of waiting for it.
+ */
+export interface Clock {
+  now(): Date;
+  /**
+   * Resolves at `at` or soon after, or at once when `signal` aborts (never rejects).
+   * A stalled process resolves late; the scheduler treats the ticks it missed as catch-up.
+   */
+  sleepUntil(at: Date, signal: AbortSignal): Promise<void>;
+}
+
+/** setTimeout caps delays at 2^31-1 ms (~24.8 days); longer sleeps go round in steps. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** The host's clock. */
+export const systemClock: Clock = {
+  now: () => new Date(),
+  sleepUntil(at, signal) {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      let timer: NodeJS.Timeout;
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const arm = () => {
+        const wait = at.getTime() - Date.now();
+        if (wait <= 0) return done();
+        timer = setTimeout(wait > MAX_TIMER_MS ? arm : done, Math.min(wait, MAX_TIMER_MS));
+      };
+      signal.addEventListener('abort', done, { once: true });
+      arm();
+    });
+  },
+};

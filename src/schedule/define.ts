@@ -1,0 +1,160 @@
+import { parseDuration, type Duration } from '../duration.ts';
+import { UsageError } from '../errors.ts';
+import { TASK_BRAND, validateJobOptions, validateName, type Task, type TaskOptions } from '../tasks/define.ts';
+import type { Handler } from '../tasks/job.ts';
+import { commandHandler } from './command.ts';
+import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
+import { withTimeout } from './timeout.ts';
+
+/** Brands a value as a schedule across module copies. */
+export const SCHEDULE_BRAND = Symbol.for('cronq.schedule');
+
+/** What a fan-out yields: one entity of the period. */
+export interface FanOutItem {
+  /** The entity's key, e.g. `user:42`; the job key becomes `<schedule>:<key>:<period key>`. */
+  key: string;
+  payload?: unknown;
+}
+
+export interface TickInfo {
+  /** The tick's instant (UTC). */
+  scheduledAt: Date;
+  /** The period the tick belongs to, in the schedule's time zone. */
+  periodKey: string;
+}
+
+export type FanOut = (tick: TickInfo) => AsyncIterable<FanOutItem> | Iterable<FanOutItem>;
+
+export type CatchUpMode = 'all' | 'latest';
+
+export interface CatchUpOptions {
+  /** How far back missed ticks are still enqueued (default 1d). Older ones are recorded as skipped. */
+  window?: Duration;
+  /** 'all': every missed tick in the window, up to `max`; 'latest': only the most recent. */
+  mode?: CatchUpMode;
+  /** With mode 'all', at most this many missed ticks (the most recent) per catch-up (default 1000). */
+  max?: number;
+}
+
+export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'> {
+  /** Unique; the first part of every job key. */
+  name: string;
+  /** croner syntax: 5 fields (minute first), 6 (seconds first), or @hourly, @daily, @weekly, @monthly, @yearly. */
+  cron: string;
+  /** IANA time zone the cron and the period keys are read in (default UTC). */
+  timezone?: string;
+  /** What one job per key means (default 'tick': every fire is its own period). */
+  period?: Period;
+  /** Missed-tick policy (default { mode: 'all', window: '1d', max: 1000 }); false: missed ticks are skipped. */
+  catchUp?: CatchUpOptions | false;
+  /** Optional fan-out: one job per yielded entity, per period. Streamed, never held in memory at once. */
+  jobs?: FanOut;
+  /** The handler (exactly one of handle and command). */
+  handle?: Handler<P>;
+  /** A shell command run through /bin/sh -c (exactly one of handle and command). */
+  command?: string;
+  /** Extra environment for `command`. */
+  env?: Record<string, string>;
+  /** Text fed to `command`'s standard input (cron's `%` lines). */
+  stdin?: string;
+  /** Working directory for `command` (default: the daemon's). */
+  cwd?: string;
+  /** Abort and fail an attempt that runs longer than this (handle or command). */
+  timeout?: Duration;
+}
+
+export interface ResolvedCatchUp {
+  mode: CatchUpMode | 'off';
+  windowMs: number;
+  max: number;
+}
+
+/** A validated schedule: a task (kind = name) plus when and how to enqueue it. */
+export interface Schedule extends Task {
+  readonly [SCHEDULE_BRAND]: true;
+  cron: string;
+  timezone: string;
+  period: Period;
+  catchUp: ResolvedCatchUp;
+  jobs: FanOut | null;
+  command: string | null;
+  timeoutMs: number | null;
+}
+
+export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_400_000, max: 1000 };
+const CATCH_UP_MAX_LIMIT = 100_000;
+
+/**
+ * Declares a recurring job. Validates everything at once and throws a UsageError naming
+ * the schedule and the bad option, so the loader refuses the file at start.
+ */
+export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
+  if (typeof options !== 'object' || options === null) throw new UsageError('defineSchedule needs an options object');
+  const name = validateName(options.name, 'schedule name');
+  const what = `schedule '${name}'`;
+  const timezone = options.timezone ?? 'UTC';
+  if (typeof options.cron !== 'string') throw new UsageError(`${what}: cron must be a string`);
+  if (typeof timezone !== 'string') throw new UsageError(`${what}: timezone must be an IANA zone name`);
+  const cronProblem = validateCron(options.cron, timezone);
+  if (cronProblem) throw new UsageError(`${what}: ${cronProblem.startsWith('unknown time zone') ? cronProblem : `invalid cron '${options.cron}': ${cronProblem}`}`);
+  const period = options.period ?? 'tick';
+  if (!isPeriod(period)) throw new UsageError(`${what}: period must be one of ${PERIODS.join(', ')} (got ${JSON.stringify(period)})`);
+  const hasHandle = options.handle !== undefined;
+  const hasCommand = options.command !== undefined;
+  if (hasHandle === hasCommand) throw new UsageError(`${what}: give exactly one of handle and command`);
+  if (hasHandle && typeof options.handle !== 'function') throw new UsageError(`${what}: handle must be a function`);
+  if (hasCommand && (typeof options.command !== 'string' || options.command.trim() === '')) {
+    throw new UsageError(`${what}: command must be a non-empty string`);
+  }
+  if (!hasCommand && (options.env !== undefined || options.stdin !== undefined || options.cwd !== undefined)) {
+    throw new UsageError(`${what}: env, stdin and cwd apply only to command schedules`);
+  }
+  if (options.env !== undefined && !isStringRecord(options.env)) throw new UsageError(`${what}: env must map names to strings`);
+  if (options.stdin !== undefined && typeof options.stdin !== 'string') throw new UsageError(`${what}: stdin must be a string`);
+  if (options.jobs !== undefined && typeof options.jobs !== 'function') {
+    throw new UsageError(`${what}: jobs must be a function (an async generator yielding { key, payload })`);
+  }
+  const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, `${what}: timeout`);
+  if (timeoutMs !== null && timeoutMs < 1) throw new UsageError(`${what}: timeout must be positive`);
+  const base = validateJobOptions(options, what);
+  const inner: Handler = hasCommand
+    ? commandHandler({ command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd })
+    : (options.handle as Handler);
+  return {
+    [TASK_BRAND]: true,
+    [SCHEDULE_BRAND]: true,
+    name,
+    handle: timeoutMs === null ? inner : withTimeout(inner, timeoutMs),
+    ...base,
+    cron: options.cron,
+    timezone,
+    period,
+    catchUp: resolveCatchUp(options.catchUp, what),
+    jobs: options.jobs ?? null,
+    command: hasCommand ? options.command! : null,
+    timeoutMs,
+  };
+}
+
+function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string): ResolvedCatchUp {
+  if (value === false) return { mode: 'off', windowMs: 0, max: 0 };
+  if (value === undefined) return CATCH_UP_DEFAULTS;
+  if (typeof value !== 'object' || value === null) throw new UsageError(`${what}: catchUp must be an object or false`);
+  const mode = value.mode ?? CATCH_UP_DEFAULTS.mode;
+  if (mode !== 'all' && mode !== 'latest') throw new UsageError(`${what}: catchUp.mode must be 'all' or 'latest' (got ${JSON.stringify(mode)})`);
+  const windowMs = value.window === undefined ? CATCH_UP_DEFAULTS.windowMs : parseDuration(value.window, `${what}: catchUp.window`);
+  const max = value.max ?? CATCH_UP_DEFAULTS.max;
+  if (!Number.isInteger(max) || max < 1 || max > CATCH_UP_MAX_LIMIT) {
+    throw new UsageError(`${what}: catchUp.max must be a whole number from 1 to ${CATCH_UP_MAX_LIMIT} (got ${JSON.stringify(max)})`);
+  }
+  return { mode, windowMs, max };
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return typeof value === 'object' && value !== null && Object.values(value).every((v) => typeof v === 'string');
+}
+
+/** True for anything defineSchedule returned, whichever copy of cronq made it. */
+export function isSchedule(value: unknown): value is Schedule {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[SCHEDULE_BRAND] === true;
+}

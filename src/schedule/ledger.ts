@@ -1,0 +1,187 @@
+/**
+ * All SQL on the tick ledger (`cronq_schedule_ticks`). Times are the database clock's.
+ *
+ * Concurrency contract: the unique key (schedule_name, scheduled_at) decides which
+ * daemon owns a tick's fan-out — the one whose INSERT created the row. Ownership is a
+ * lease (`fanout_until`), renewed while fanning out; once it expires with the tick
+ * unfinished, any daemon may take it over, and the previous owner can no longer
+ * finish it (`claimed_by` fences `finishTickIfOwned`).
+ */
+import { sql } from 'drizzle-orm';
+import type { Executor } from '../db/client.ts';
+import type { TickOutcome } from '../db/schema.ts';
+import { parseDbTime } from '../queue/store.ts';
+
+const NOW = sql`UTC_TIMESTAMP(6)`;
+
+function toDbTime(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+const interval = (ms: number) => sql`INTERVAL ${Math.round(ms * 1000)} MICROSECOND`;
+
+type Header = { affectedRows: number; insertId: number };
+const header = (result: unknown) => (result as [Header])[0];
+const rows = <T>(result: unknown) => (result as [T[]])[0];
+
+export interface TickRow {
+  id: number;
+  scheduleName: string;
+  scheduledAt: Date;
+  periodKey: string;
+  outcome: TickOutcome;
+  jobsEnqueued: number;
+  jobsExisting: number;
+  caughtUp: boolean;
+  note: string | null;
+  claimedBy: string | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+type RawTick = {
+  id: number;
+  schedule_name: string;
+  scheduled_at: string;
+  period_key: string;
+  outcome: TickOutcome;
+  jobs_enqueued: number;
+  jobs_existing: number;
+  caught_up: number;
+  note: string | null;
+  claimed_by: string | null;
+  started_at: string;
+  finished_at: string | null;
+};
+
+function toTick(r: RawTick): TickRow {
+  return {
+    id: Number(r.id),
+    scheduleName: r.schedule_name,
+    scheduledAt: parseDbTime(r.scheduled_at)!,
+    periodKey: r.period_key,
+    outcome: r.outcome,
+    jobsEnqueued: Number(r.jobs_enqueued),
+    jobsExisting: Number(r.jobs_existing),
+    caughtUp: Boolean(r.caught_up),
+    note: r.note,
+    claimedBy: r.claimed_by,
+    startedAt: parseDbTime(r.started_at)!,
+    finishedAt: parseDbTime(r.finished_at),
+  };
+}
+
+const COLUMNS = sql.raw(
+  'id, schedule_name, scheduled_at, period_key, outcome, jobs_enqueued, jobs_existing, caught_up, note, claimed_by, started_at, finished_at',
+);
+
+/** The schedule's latest ledger row by scheduled_at (enqueued or skipped), or null. */
+export async function latestTick(exec: Executor, scheduleName: string): Promise<TickRow | null> {
+  const result = await exec.execute(
+    sql`SELECT ${COLUMNS} FROM cronq_schedule_ticks WHERE schedule_name = ${scheduleName} ORDER BY scheduled_at DESC LIMIT 1`,
+  );
+  const [row] = rows<RawTick>(result);
+  return row ? toTick(row) : null;
+}
+
+/** The latest `count` ledger rows of a schedule, newest first. */
+export async function recentTicks(exec: Executor, scheduleName: string, count: number): Promise<TickRow[]> {
+  const result = await exec.execute(
+    sql`SELECT ${COLUMNS} FROM cronq_schedule_ticks WHERE schedule_name = ${scheduleName} ORDER BY scheduled_at DESC LIMIT ${count}`,
+  );
+  return rows<RawTick>(result).map(toTick);
+}
+
+export interface TickClaim {
+  scheduleName: string;
+  scheduledAt: Date;
+  periodKey: string;
+  caughtUp: boolean;
+  note: string | null;
+  /** Unique per scheduler instance: the fence for finishing. */
+  claimedBy: string;
+  leaseMs: number;
+}
+
+/**
+ * Claims a tick's fan-out: inserts its 'enqueued' row, or takes over an unfinished
+ * one whose fan-out lease expired (or that this same scheduler instance left behind).
+ * Returns the row id when this caller now owns the fan-out, null when another daemon
+ * did it or is doing it.
+ */
+export async function claimTickFanout(exec: Executor, claim: TickClaim): Promise<number | null> {
+  const at = toDbTime(claim.scheduledAt);
+  const inserted = header(
+    await exec.execute(sql`INSERT INTO cronq_schedule_ticks
+        (schedule_name, scheduled_at, period_key, outcome, caught_up, note, claimed_by, fanout_until, started_at)
+      VALUES (${claim.scheduleName}, ${at}, ${claim.periodKey}, 'enqueued', ${claim.caughtUp}, ${claim.note},
+        ${claim.claimedBy}, ${NOW} + ${interval(claim.leaseMs)}, ${NOW})
+      ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`),
+  );
+  if (inserted.affectedRows === 1) return Number(inserted.insertId);
+  const taken = header(
+    await exec.execute(sql`UPDATE cronq_schedule_ticks
+      SET claimed_by = ${claim.claimedBy}, fanout_until = ${NOW} + ${interval(claim.leaseMs)}
+      WHERE id = ${inserted.insertId} AND outcome = 'enqueued' AND finished_at IS NULL
+        AND (fanout_until < ${NOW} OR claimed_by = ${claim.claimedBy})`),
+  );
+  return taken.affectedRows === 1 ? Number(inserted.insertId) : null;
+}
+
+/** Extends the fan-out lease; false when another daemon has taken the tick over. */
+export async function renewTickIfOwned(exec: Executor, id: number, claimedBy: string, leaseMs: number): Promise<boolean> {
+  const result = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET fanout_until = ${NOW} + ${interval(leaseMs)}
+    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
+  return header(result).affectedRows === 1;
+}
+
+/** Marks the fan-out finished with its counts; false when the tick was taken over meanwhile. */
+export async function finishTickIfOwned(
+  exec: Executor,
+  id: number,
+  claimedBy: string,
+  counts: { inserted: number; existing: number },
+): Promise<boolean> {
+  const result = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET finished_at = ${NOW}, fanout_until = NULL, jobs_enqueued = ${counts.inserted}, jobs_existing = ${counts.existing}
+    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
+  return header(result).affectedRows === 1;
+}
+
+export interface SkippedTick {
+  scheduledAt: Date;
+  periodKey: string;
+  note: string;
+}
+
+/**
+ * Records ticks deliberately not enqueued. A tick that already has a row (another
+ * daemon enqueued or skipped it) keeps that row. Returns how many rows were new.
+ */
+export async function recordSkippedTicks(exec: Executor, scheduleName: string, ticks: SkippedTick[]): Promise<number> {
+  let inserted = 0;
+  for (let i = 0; i < ticks.length; i += 1000) {
+    const values = ticks
+      .slice(i, i + 1000)
+      .map((t) => sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${t.note}, ${NOW}, ${NOW})`);
+    const result = await exec.execute(sql`INSERT INTO cronq_schedule_ticks
+        (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at)
+      VALUES ${sql.join(values, sql`, `)}
+      ON DUPLICATE KEY UPDATE id = id`);
+    inserted += header(result).affectedRows;
+  }
+  return inserted;
+}
+
+/**
+ * Unfinished 'enqueued' ticks of a schedule that a scheduler may take over: their
+ * fan-out lease expired, or `claimedBy` (this scheduler) left them behind. Oldest first.
+ */
+export async function resumableTicks(exec: Executor, scheduleName: string, claimedBy: string): Promise<TickRow[]> {
+  const result = await exec.execute(sql`SELECT ${COLUMNS} FROM cronq_schedule_ticks
+    WHERE schedule_name = ${scheduleName} AND finished_at IS NULL AND outcome = 'enqueued'
+      AND (fanout_until < ${NOW} OR claimed_by = ${claimedBy})
+    ORDER BY scheduled_at LIMIT 100`);
+  return rows<RawTick>(result).map(toTick);
+}

@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Db } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import type { Clock } from './clock.ts';
+import type { Schedule } from './define.ts';
+import { ScheduleTicker } from './ticker.ts';
+
+export interface SchedulerOptions {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  schedules: Schedule[];
+  toleranceMs?: number;
+  onEnqueued?: () => void;
+  /** Default host:pid:random. */
+  claimedBy?: string;
+}
+
+/**
+ * Runs one ScheduleTicker loop per schedule, so a slow fan-out of one schedule never
+ * delays another's tick. `stop()` aborts every loop between steps and resolves once
+ * they have all returned; a fan-out cut short is finished by the next pass of any
+ * daemon (its keys make that harmless).
+ */
+export class Scheduler {
+  private readonly abort = new AbortController();
+  private loops: Promise<void>[] = [];
+  readonly tickers: ScheduleTicker[];
+  /** Last time any loop finished a pass, for health checks. */
+  startedAt: number | null = null;
+
+  constructor(private readonly options: SchedulerOptions) {
+    const claimedBy = options.claimedBy ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.tickers = options.schedules.map(
+      (schedule) =>
+        new ScheduleTicker(schedule, {
+          db: options.db,
+          clock: options.clock,
+          log: options.log,
+          claimedBy,
+          toleranceMs: options.toleranceMs,
+          onEnqueued: options.onEnqueued,
+        }),
+    );
+  }
+
+  start(): void {
+    if (this.startedAt !== null) return;
+    this.startedAt = Date.now();
+    this.options.log.info(
+      { event: 'scheduler_started', schedules: this.tickers.map((t) => t.schedule.name) },
+      'scheduler started',
+    );
+    this.loops = this.tickers.map((ticker) => ticker.run(this.abort.signal));
+  }
+
+  get running(): boolean {
+    return this.startedAt !== null && !this.abort.signal.aborted;
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await Promise.allSettled(this.loops);
+  }
+}

@@ -1,0 +1,193 @@
+import type { Db } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import { describeDbError } from '../worker/dbHealth.ts';
+import type { Clock } from './clock.ts';
+import type { Schedule } from './define.ts';
+import { enqueueTick } from './fanout.ts';
+import {
+  claimTickFanout,
+  finishTickIfOwned,
+  latestTick,
+  recordSkippedTicks,
+  renewTickIfOwned,
+  resumableTicks,
+} from './ledger.ts';
+import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKey } from './period.ts';
+import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, planDueTicks } from './plan.ts';
+
+export interface TickerDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  /** Unique per scheduler instance (host:pid:random): the fence on tick fan-outs. */
+  claimedBy: string;
+  toleranceMs?: number;
+  /** Fan-out lease; renewed after every batch. */
+  fanoutLeaseMs?: number;
+  /** Called after a tick enqueued new jobs (wakes this process's workers). */
+  onEnqueued?: () => void;
+}
+
+/** Ticks enumerated per page when recording a long outage's skipped ticks. */
+const SKIP_PAGE = 10_000;
+const FANOUT_LEASE_MS = 60_000;
+
+/** Thrown when another daemon took a tick's fan-out over (ours was presumed dead). */
+export class TickTakenOverError extends Error {
+  override name = 'TickTakenOverError';
+}
+
+/**
+ * Drives one schedule against the tick ledger. Every pass is driven by the ledger and
+ * the clock, not by in-memory state, so a restart, a second daemon or a failed pass
+ * simply resumes: ticks due since the latest ledger row are planned (planDueTicks),
+ * skipped ones recorded, the others claimed and fanned out — by exactly one daemon.
+ */
+export class ScheduleTicker {
+  private readonly log: Logger;
+  private readonly toleranceMs: number;
+
+  constructor(
+    readonly schedule: Schedule,
+    private readonly deps: TickerDeps,
+  ) {
+    this.log = deps.log.child({ schedule: schedule.name });
+    this.toleranceMs = deps.toleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
+  }
+
+  /**
+   * Loops until `signal` aborts: book the next fire time, then catch up everything due
+   * so far, then sleep until the booked time. An error in a pass is logged and retried
+   * with backoff; it never ends the loop or loses the booked time.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    const { clock } = this.deps;
+    let failures = 0;
+    while (!signal.aborted) {
+      const now = clock.now();
+      const next = nextFireAfter(this.schedule.cron, this.schedule.timezone, now);
+      try {
+        await this.catchUp(now, signal);
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        const retryMs = Math.min(60_000, 500 * 2 ** Math.min(failures, 7));
+        this.log.error({ event: 'schedule_error', error: describeDbError(error), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
+        await clock.sleepUntil(new Date(clock.now().getTime() + retryMs), signal);
+        continue;
+      }
+      if (next === null) {
+        this.log.warn({ event: 'schedule_exhausted' }, 'the cron expression never fires again');
+        return;
+      }
+      await clock.sleepUntil(next, signal);
+    }
+  }
+
+  /** One pass: resume abandoned fan-outs, then plan and process every tick due up to `now`. */
+  async catchUp(now: Date, signal?: AbortSignal): Promise<void> {
+    const { db, claimedBy } = this.deps;
+    for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
+      if (signal?.aborted) return;
+      await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now);
+    }
+    const latest = await latestTick(db, this.schedule.name);
+    if (latest === null) {
+      await this.startFresh(now);
+      return;
+    }
+    let from = latest.scheduledAt;
+    // Ticks too old for any catch-up are recorded page by page, however long the outage.
+    const horizon = new Date(now.getTime() - Math.max(this.toleranceMs, this.schedule.catchUp.windowMs));
+    for (;;) {
+      const old = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, horizon, SKIP_PAGE);
+      if (old.length === 0) break;
+      await this.recordSkipped(old.map((at) => ({ at, note: outsideNote(this.schedule.catchUp) })));
+      from = old[old.length - 1];
+      if (signal?.aborted) return;
+    }
+    const due = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, now);
+    if (due.length === 0) return;
+    const plan = planDueTicks(due, now, this.schedule.catchUp, this.toleranceMs);
+    await this.recordSkipped(plan.skip);
+    for (const tick of plan.enqueue) {
+      if (signal?.aborted) return;
+      await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now);
+    }
+  }
+
+  /**
+   * No ledger row yet: the schedule starts fresh instead of backfilling its history.
+   * Its latest past fire time is processed if it is on time, else recorded as skipped,
+   * so the ledger has an anchor from which later outages are caught up.
+   */
+  private async startFresh(now: Date): Promise<void> {
+    const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, now);
+    if (anchor === null) return;
+    if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
+      await this.fanOut(anchor, false, null, now);
+    } else {
+      await this.recordSkipped([{ at: anchor, note: 'before the schedule was first started' }]);
+    }
+  }
+
+  private async recordSkipped(ticks: Array<{ at: Date; note: string }>): Promise<void> {
+    if (ticks.length === 0) return;
+    const rows = ticks.map((t) => ({
+      scheduledAt: t.at,
+      periodKey: periodKey(this.schedule.period, t.at, this.schedule.timezone),
+      note: t.note,
+    }));
+    const recorded = await recordSkippedTicks(this.deps.db, this.schedule.name, rows);
+    if (recorded > 0) {
+      this.log.warn(
+        {
+          event: 'schedule_ticks_skipped',
+          count: recorded,
+          first: ticks[0].at.toISOString(),
+          last: ticks[ticks.length - 1].at.toISOString(),
+          note: ticks[ticks.length - 1].note,
+        },
+        'ticks recorded as skipped',
+      );
+    }
+  }
+
+  /** Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it. */
+  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date): Promise<void> {
+    const { db, claimedBy } = this.deps;
+    const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
+    const id = await claimTickFanout(db, {
+      scheduleName: this.schedule.name,
+      scheduledAt,
+      periodKey: periodKey(this.schedule.period, scheduledAt, this.schedule.timezone),
+      caughtUp: late,
+      note,
+      claimedBy,
+      leaseMs,
+    });
+    if (id === null) return; // another daemon owns this tick
+    const startedAt = performance.now();
+    const result = await enqueueTick(db, this.schedule, scheduledAt, async () => {
+      if (!(await renewTickIfOwned(db, id, claimedBy, leaseMs))) {
+        throw new TickTakenOverError(`tick ${scheduledAt.toISOString()} was taken over by another daemon`);
+      }
+    });
+    const finished = await finishTickIfOwned(db, id, claimedBy, result);
+    if (!finished) throw new TickTakenOverError(`tick ${scheduledAt.toISOString()} was taken over by another daemon`);
+    this.log.info(
+      {
+        event: 'schedule_tick',
+        scheduled_at: scheduledAt.toISOString(),
+        period_key: result.periodKey,
+        enqueued: result.inserted,
+        existing: result.existing,
+        caught_up: late,
+        lateness_ms: now.getTime() - scheduledAt.getTime(),
+        fanout_ms: Math.round(performance.now() - startedAt),
+      },
+      'schedule tick enqueued',
+    );
+    if (result.inserted > 0) this.deps.onEnqueued?.();
+  }
+}
