@@ -7,11 +7,13 @@ import { startCommand } from './cli/commands/start.ts';
 import { tickCommand } from './cli/commands/tick.ts';
 import { schedulesCommand } from './cli/commands/schedules.ts';
 import { importCrontabCommand } from './cli/commands/importCrontab.ts';
+import { deadCommand } from './cli/commands/dead.ts';
+import { statsCommand } from './cli/commands/stats.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

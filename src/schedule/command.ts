@@ -247,15 +247,11 @@ function abortedError(reason: unknown): Error {
  * init) the group never looks empty and the full grace passes before a harmless SIGKILL.
  */
 async function killGroup(pid: number, exited: Promise<Exit>, log: Logger): Promise<void> {
-  let shellGone = false;
-  void exited.then(() => (shellGone = true), () => {});
   signalGroup(pid, 'SIGTERM');
   const deadline = Date.now() + KILL_GRACE_MS;
-  while (Date.now() < deadline) {
-    if (shellGone && !groupAlive(pid)) return;
-    // The flag's reaction was registered first, so it is set by the time this await resumes.
-    await within(exited, Math.min(GROUP_POLL_MS, Math.max(0, deadline - Date.now())));
-  }
+  // The shell usually dies of the SIGTERM at once; until it is reaped the group is never empty.
+  await within(exited, KILL_GRACE_MS);
+  while (groupAlive(pid) && Date.now() < deadline) await delay(Math.min(GROUP_POLL_MS, deadline - Date.now()));
   if (!groupAlive(pid)) return;
   log.warn({ event: 'command_sigkill', command_pid: pid, grace_ms: KILL_GRACE_MS }, 'command still running after SIGTERM; sending SIGKILL to its process group');
   signalGroup(pid, 'SIGKILL');
@@ -399,6 +395,10 @@ class ByteTail {
     this.chunks = [kept];
     this.size = kept.length;
   }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
 /** `promise`'s value, or undefined after `ms`; the timer is cleared either way so it never holds the process. */
