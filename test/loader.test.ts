@@ -1,0 +1,84 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadSchedulesDir } from '../src/schedule/loader.ts';
+import { TaskRegistry } from '../src/tasks/registry.ts';
+import { runCli, REPO_ROOT } from './support/cli.ts';
+
+// Inside the repo, so `import ... from 'cronq'` resolves for the CLI as it does for users.
+const root = join(REPO_ROOT, 'test', '.tmp');
+mkdirSync(root, { recursive: true });
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function folder(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(root, 'schedules-'));
+  dirs.push(dir);
+  for (const [name, source] of Object.entries(files)) writeFileSync(join(dir, name), source);
+  return dir;
+}
+
+const good = (name: string, extra = '') =>
+  `import { defineSchedule } from 'cronq';\nexport default defineSchedule({ name: '${name}', cron: '0 2 * * *', handle() {}${extra} });\n`;
+
+async function loadError(files: Record<string, string>): Promise<string> {
+  const dir = folder(files);
+  try {
+    await loadSchedulesDir(dir, new TaskRegistry());
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error('expected the folder to be refused');
+}
+
+describe('loading schedule files', () => {
+  it('registers every task and schedule a folder exports', async () => {
+    const dir = folder({
+      'a.ts': good('alpha'),
+      'b.ts': `import { defineTask } from 'cronq';\nexport const t = defineTask({ name: 'beta', handle() {} });\n`,
+      '_shared.ts': 'export const helper = 1;\n',
+      'types.d.ts': 'export {};\n',
+    });
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(dir, registry);
+    expect(registry.list().map((t) => t.name).sort()).toEqual(['alpha', 'beta']);
+    expect(registry.schedules().map((s) => s.name)).toEqual(['alpha']);
+  });
+
+  it.each([
+    ['an invalid cron', { 'bad.ts': good('x').replace("'0 2 * * *'", "'61 * * * *'") }, /bad\.ts: schedule 'x': invalid cron '61 \* \* \* \*'/],
+    ['an unknown time zone', { 'tz.ts': good('x', ", timezone: 'Mars/Olympus'") }, /tz\.ts: schedule 'x': unknown time zone 'Mars\/Olympus'/],
+    ['a bad period', { 'p.ts': good('x', ", period: 'fortnight'") }, /p\.ts: schedule 'x': period must be one of minute, hour, day, week, month, year, tick/],
+    ['both handle and command', { 'both.ts': good('x', ", command: 'true'") }, /both\.ts: schedule 'x': give exactly one of handle and command/],
+    [
+      'neither handle nor command',
+      { 'none.ts': `import { defineSchedule } from 'cronq';\nexport default defineSchedule({ name: 'x', cron: '* * * * *' } as any);\n` },
+      /none\.ts: schedule 'x': give exactly one of handle and command/,
+    ],
+    ['a module that throws on import', { 'boom.ts': "throw new Error('config missing');\n" }, /boom\.ts: config missing/],
+    ['maxAttempts out of range', { 'm.ts': good('x', ', maxAttempts: 0') }, /m\.ts: schedule 'x': maxAttempts must be a whole number from 1 to 1000/],
+    ['a catch-up cap out of range', { 'c.ts': good('x', ", catchUp: { mode: 'all', max: -1 }") }, /c\.ts: schedule 'x': catchUp\.max must be/],
+    ['a bad catch-up window', { 'w.ts': good('x', ", catchUp: { window: 'forever' }") }, /w\.ts: schedule 'x': catchUp\.window: 'forever' is not a duration/],
+    ['a bad name', { 'n.ts': good('has space') }, /n\.ts: schedule name must be 1-64 letters/],
+    ['a file exporting nothing usable', { 'empty.ts': 'export const x = 1;\n' }, /empty\.ts: exports no task or schedule/],
+  ])('refuses %s, naming the file and the problem', async (_what, files, message) => {
+    expect(await loadError(files)).toMatch(message);
+  });
+
+  it('refuses a name used twice, naming both files', async () => {
+    const message = await loadError({ 'one.ts': good('dup'), 'two.ts': good('dup') });
+    expect(message).toMatch(/duplicate name 'dup': defined in .*one\.ts and in .*two\.ts/);
+  });
+
+  it('refuses a missing folder given explicitly', async () => {
+    await expect(loadSchedulesDir(join(root, 'nope'), new TaskRegistry())).rejects.toThrow(/does not exist/);
+  });
+
+  it('cronq start refuses a bad schedule file with one line and exit 64', async () => {
+    const dir = folder({ 'bad.ts': good('x').replace("'0 2 * * *'", "'not a cron'") });
+    const r = await runCli(['start', '--schedules', dir], { DATABASE_URL: 'mysql://root@127.0.0.1:1/unused' });
+    expect(r.code).toBe(64);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/bad\.ts: schedule 'x': invalid cron 'not a cron'/);
+  });
+});
