@@ -1,5 +1,7 @@
 import type { DaemonConfig } from './config.ts';
 import { createCronq, type Cronq } from './cronq.ts';
+import { assertSchemaCurrent } from './db/migrate.ts';
+import { ping } from './db/client.ts';
 import type { Logger } from './logger.ts';
 
 /**
@@ -37,6 +39,10 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   try {
     const registry = await cronq.ready();
     if (config.migrate) await cronq.migrate();
+    else {
+      await ping(cronq.database);
+      await assertSchemaCurrent(cronq.database);
+    }
     await cronq.start();
     log.info(
       { event: 'daemon_started', database: cronq.database.target.masked, tasks: registry.list().map((t) => t.name) },

@@ -96,6 +96,18 @@ describe('cronq start', () => {
     expect(letters).toEqual([{ job_key: 'report:2026-11', kind: 'fails', failure_reason: 'Error: the report server said 503', reviewed_at: null }]);
   });
 
+  it('with --no-migrate, refuses an unmigrated database with one line naming the fix', async () => {
+    const name = `${t.name}_empty`;
+    await t.sql(`CREATE DATABASE \`${name}\``);
+    try {
+      const r = await runCli(['start', '--no-migrate'], { ...env, DATABASE_URL: t.url.replace(/\/[^/]+$/, `/${name}`) });
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toMatch(/^cronq: the database schema is not up to date \(\d+ migrations pending\): run 'cronq migrate'/);
+    } finally {
+      await t.sql(`DROP DATABASE \`${name}\``);
+    }
+  });
+
   it('refuses bad flags with one line and exit 64, before touching the database', async () => {
     for (const args of [['--concurrency', '0'], ['--grace', 'soon'], ['--queues', 'a,,b'], ['--bogus']]) {
       const r = await runCli(['start', ...args], env);

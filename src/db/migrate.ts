@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { migrate as drizzleMigrate } from 'drizzle-orm/mysql2/migrator';
 import mysql from 'mysql2/promise';
 import { TIMEOUTS, unreachable, type Database } from './client.ts';
@@ -53,3 +54,34 @@ export async function applyMigrations(database: Database): Promise<void> {
   }
 }
 
+
+/** The schema is older than this code: `cronq migrate` has not been run. */
+export class SchemaBehindError extends Error {
+  override name = 'SchemaBehindError';
+}
+
+/**
+ * How many committed migrations the database has not applied yet. Reads only
+ * (SELECT on drizzle's bookkeeping table), so a least-privilege user can ask.
+ */
+export async function pendingMigrations(database: Database): Promise<number> {
+  const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+  let lastApplied = 0;
+  try {
+    const [rows] = await database.pool.query('SELECT MAX(created_at) AS last FROM `__drizzle_migrations`');
+    lastApplied = Number((rows as Array<{ last: number | null }>)[0]?.last ?? 0);
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ER_NO_SUCH_TABLE') throw error;
+  }
+  return migrations.filter((m) => m.folderMillis > lastApplied).length;
+}
+
+/** Refuses to run on a schema older than this code, naming the fix. */
+export async function assertSchemaCurrent(database: Database): Promise<void> {
+  const pending = await pendingMigrations(database);
+  if (pending > 0) {
+    throw new SchemaBehindError(
+      `the database schema is not up to date (${pending} migration${pending === 1 ? '' : 's'} pending): run 'cronq migrate' with an administrative DATABASE_URL or MIGRATION_DATABASE_URL`,
+    );
+  }
+}
