@@ -62,12 +62,23 @@ export interface CommandSpec {
   cwd?: string;
 }
 
+/** cronq's own credentials: a command gets them only if its schedule's `env` sets them. */
+const WITHHELD_ENV = ['DATABASE_URL', 'MIGRATION_DATABASE_URL'];
+
+/** The daemon's environment minus cronq's own credentials. */
+function inheritedEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of WITHHELD_ENV) delete env[name];
+  return env;
+}
+
 /**
  * Builds the handler that runs `spec.command` once per attempt. Validates the spec at once and
  * throws a UsageError for a bad one, so a schedule file is refused at start, not at first run.
  *
  * Per attempt:
- * - The environment is the daemon's, plus `spec.env`, plus the job: CRONQ_JOB_ID, CRONQ_JOB_KEY,
+ * - The environment is the daemon's (without DATABASE_URL and MIGRATION_DATABASE_URL, cronq's
+ *   own credentials), plus `spec.env`, plus the job: CRONQ_JOB_ID, CRONQ_JOB_KEY,
  *   CRONQ_KIND, CRONQ_QUEUE, CRONQ_PERIOD_KEY and CRONQ_SCHEDULED_AT (ISO UTC; both '' for ad-hoc
  *   jobs), CRONQ_ATTEMPT, CRONQ_MAX_ATTEMPTS and CRONQ_PAYLOAD (the payload as JSON).
  * - Exit 0 resolves. Any other exit rejects with `command exited with code N: <stderr tail>`
@@ -162,7 +173,7 @@ function start(spec: CommandSpec, job: Job): ChildProcess {
     return spawn(COMMAND_SHELL, ['-c', spec.command], {
       detached: true,
       cwd: spec.cwd,
-      env: { ...process.env, ...spec.env, ...jobEnv(job) },
+      env: { ...inheritedEnv(), ...spec.env, ...jobEnv(job) },
       stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
   } catch (error) {
@@ -241,10 +252,11 @@ function abortedError(reason: unknown): Error {
  * KILL_GRACE_MS. Kept going after the shell exits, because a background child that ignores
  * SIGTERM is still in the group. Then waits (bounded) for the shell to be reaped.
  *
- * The group id is safe to reuse while we poll: Linux never hands out a pid that is still some
+ * Polling the group id is safe from reuse: Linux never hands out a pid that is still some
  * live process's group id, and the shell (our child) is not reaped before 'exit' fires.
- * Zombies count as members, so where PID 1 does not reap orphans (a container without an
- * init) the group never looks empty and the full grace passes before a harmless SIGKILL.
+ * Zombies still count as members, so where PID 1 reaps orphans late or never (a container
+ * without a proper init) the group looks alive until then, and at worst the full grace
+ * passes before a harmless SIGKILL.
  */
 async function killGroup(pid: number, exited: Promise<Exit>, log: Logger): Promise<void> {
   signalGroup(pid, 'SIGTERM');

@@ -117,14 +117,17 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
   const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, `${what}: timeout`);
   if (timeoutMs !== null && timeoutMs < 1) throw new UsageError(`${what}: timeout must be positive`);
   const base = validateJobOptions(options, what);
-  const inner: Handler = hasCommand
-    ? commandHandler({ command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd })
-    : (options.handle as Handler);
+  // A command enforces its own timeout: it kills the process group before failing.
+  const handle: Handler = hasCommand
+    ? commandHandler({ command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd, timeoutMs: timeoutMs ?? undefined })
+    : timeoutMs === null
+      ? (options.handle as Handler)
+      : withTimeout(options.handle as Handler, timeoutMs);
   return {
     [TASK_BRAND]: true,
     [SCHEDULE_BRAND]: true,
     name,
-    handle: timeoutMs === null ? inner : withTimeout(inner, timeoutMs),
+    handle,
     ...base,
     cron: options.cron,
     timezone,
