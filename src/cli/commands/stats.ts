@@ -6,7 +6,7 @@ import { renderTable } from '../textTable.ts';
 /** `cronq stats [--json]`: jobs per queue and status, oldest waiting job, dead letters to review. */
 export const statsCommand: Command = {
   name: 'stats',
-  summary: 'jobs per queue and status, how long the oldest ready job has waited, dead letters to review',
+  summary: 'jobs per queue and status, the oldest waiting job, dead letters to review',
   help: `Usage: cronq stats [--json]
 
 Prints, per queue, how many jobs are ready, reserved, done and dead, and how long

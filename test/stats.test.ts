@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { age, statsText } from '../src/cli/commands/stats.ts';
+import { collectStats } from '../src/queue/statsStore.ts';
+import { runCli } from './support/cli.ts';
+import { runMain } from './support/runMain.ts';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+
+let t: TestDatabase;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t.drop();
+});
+beforeEach(async () => {
+  await t.sql('DELETE FROM cronq_jobs');
+  await t.sql('DELETE FROM cronq_dead_letters');
+});
+
+let seq = 0;
+/** Inserts `count` jobs; `availableIn` is seconds from now by the database clock (negative: in the past). */
+async function jobs(queue: string, status: string, count: number, availableIn = 0): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    await t.sql(
+      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, available_at)
+       VALUES (?, 'k', ?, '{}', ?, UTC_TIMESTAMP(6) + INTERVAL ? SECOND)`,
+      [queue, `j${seq++}`, status, availableIn],
+    );
+  }
+}
+
+async function deadLetters(count: number, reviewed: boolean): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    await t.sql(
+      `INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts, reviewed_at)
+       VALUES (1, 'default', 'k', ?, '{}', 'Error: x', 1, ${reviewed ? 'UTC_TIMESTAMP(6)' : 'NULL'})`,
+      [`d${seq++}`],
+    );
+  }
+}
+
+describe('collectStats', () => {
+  it('counts jobs per queue and status, and dead letters awaiting review', async () => {
+    await jobs('default', 'ready', 3, -120);
+    await jobs('default', 'ready', 1, -5);
+    await jobs('default', 'reserved', 2);
+    await jobs('default', 'done', 5);
+    await jobs('default', 'dead', 1);
+    await jobs('mail', 'done', 2);
+    await jobs('night', 'ready', 2, 3600);
+    await deadLetters(4, false);
+    await deadLetters(2, true);
+
+    const stats = await collectStats(t.database.db);
+    expect(stats.deadLetters).toEqual({ awaitingReview: 4 });
+    expect(stats.queues.map((q) => q.queue)).toEqual(['default', 'mail', 'night']);
+    const [byDefault, mail, night] = stats.queues;
+    expect(byDefault).toMatchObject({ queue: 'default', ready: 4, reserved: 2, done: 5, dead: 1 });
+    // Ages come from the database clock: the oldest runnable job became available 120 s ago.
+    expect(byDefault.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(120);
+    expect(byDefault.oldestReadyAgeSeconds).toBeLessThan(130);
+    expect(mail).toEqual({ queue: 'mail', ready: 0, reserved: 0, done: 2, dead: 0, oldestReadyAgeSeconds: null });
+    // Ready but scheduled for later: counted as ready, but nothing is waiting.
+    expect(night).toEqual({ queue: 'night', ready: 2, reserved: 0, done: 0, dead: 0, oldestReadyAgeSeconds: null });
+  });
+
+  it('ignores future jobs when a queue has both waiting and scheduled ones', async () => {
+    await jobs('q', 'ready', 1, 7200);
+    await jobs('q', 'ready', 1, -30);
+    const [q] = (await collectStats(t.database.db)).queues;
+    expect(q.ready).toBe(2);
+    expect(q.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(30);
+    expect(q.oldestReadyAgeSeconds).toBeLessThan(40);
+  });
+
+  it('reports no queues and zero dead letters on an empty database', async () => {
+    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0 } });
+  });
+});
+
+describe('stats text', () => {
+  it('renders a table of queues and the dead-letter count', () => {
+    const text = statsText({
+      queues: [
+        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, oldestReadyAgeSeconds: 192.5 },
+        { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, oldestReadyAgeSeconds: null },
+      ],
+      deadLetters: { awaitingReview: 2 },
+    });
+    expect(text).toBe(
+      [
+        'QUEUE    READY  RESERVED  DONE  DEAD  OLDEST READY',
+        'default     12         3  1500     2        3m 12s',
+        'night        0         0     7     0             -',
+        '',
+        'dead letters awaiting review: 2',
+      ].join('\n'),
+    );
+  });
+
+  it('prints ages coarsely', () => {
+    expect([age(null), age(0.42), age(42), age(192), age(5 * 3600 + 120), age(2 * 86_400 + 3 * 3600)]).toEqual([
+      '-',
+      '0.4s',
+      '42s',
+      '3m 12s',
+      '5h 02m',
+      '2d 03h',
+    ]);
+  });
+});
+
+describe('cronq stats (CLI)', () => {
+  it('prints the same numbers as JSON and as a table', async () => {
+    await jobs('default', 'ready', 2, -60);
+    await jobs('default', 'dead', 1);
+    await deadLetters(1, false);
+    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: '' };
+    const json = await runCli(['stats', '--json'], env);
+    expect(json).toMatchObject({ code: 0, stderr: '' });
+    const stats = JSON.parse(json.stdout);
+    expect(stats).toEqual({
+      queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, oldestReadyAgeSeconds: expect.any(Number) }],
+      deadLetters: { awaitingReview: 1 },
+    });
+    expect(stats.queues[0].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(60);
+    const text = await runCli(['stats'], env);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^QUEUE\s+READY\s+RESERVED\s+DONE\s+DEAD\s+OLDEST READY\ndefault\s+2\s+0\s+0\s+1\s+1m 0\ds\n\ndead letters awaiting review: 1\n$/);
+  });
+
+  it('refuses an unknown flag with one line and exit 64', async () => {
+    const bad = await runMain(['stats', '--verbose'], { DATABASE_URL: t.url });
+    expect(bad).toEqual({ code: 64, stdout: '', stderr: "cronq stats: Unknown option '--verbose' (see cronq stats --help)\n" });
+  });
+});
