@@ -1,4 +1,5 @@
 import { maskUrl } from './db/url.ts';
+import { driverError } from './db/client.ts';
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
@@ -55,7 +56,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 
 function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const debug = env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace';
-  const message = maskUrl(error instanceof Error ? error.message : String(error));
+  // Drizzle wraps driver errors in a message carrying the SQL and its parameters
+  // (payloads included): show the driver's own error instead.
+  const shown = driverError(error);
+  const code = (shown as { code?: unknown })?.code;
+  const text = shown instanceof Error ? shown.message : String(shown);
+  const message = maskUrl(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);
   process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
   if (debug && error instanceof Error && error.stack) process.stderr.write(`${maskUrl(error.stack)}\n`);
   if (error instanceof UsageError) return EXIT_USAGE;
