@@ -99,8 +99,24 @@ export function unreachable(target: DatabaseTarget, error: unknown): DatabaseUnr
   );
 }
 
+/**
+ * The mysql2 error under drizzle's wrapper: drizzle rethrows every failed statement as a
+ * DrizzleQueryError whose message is the SQL and its params and whose `cause` holds the
+ * driver's error (with `code`, `errno`, `fatal`). Errors without a cause come back as they are.
+ */
+export function driverError(error: unknown): unknown {
+  let e = error;
+  for (let depth = 0; depth < 5; depth++) {
+    const next = (e as { code?: unknown; cause?: unknown } | null)?.code === undefined ? (e as { cause?: unknown } | null)?.cause : undefined;
+    if (next === undefined || next === null) break;
+    e = next;
+  }
+  return e;
+}
+
 /** True for errors that mean the connection or server is gone, not that a statement was wrong. */
 export function isConnectionError(error: unknown): boolean {
+  error = driverError(error);
   const code = (error as { code?: string })?.code ?? '';
   return (
     /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|PROTOCOL_CONNECTION_LOST|PROTOCOL_SEQUENCE_TIMEOUT|ER_CON_COUNT_ERROR|ER_SERVER_SHUTDOWN|ER_CONNECTION_KILLED|ER_QUERY_INTERRUPTED)$/.test(code) ||

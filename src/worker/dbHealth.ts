@@ -1,4 +1,4 @@
-import { isConnectionError } from '../db/client.ts';
+import { driverError, isConnectionError } from '../db/client.ts';
 import { maskUrl } from '../db/url.ts';
 import type { Logger } from '../logger.ts';
 
@@ -43,8 +43,8 @@ export class DbHealth {
   }
 }
 
-/** One line about a database error: its code and message, any URL password masked. */
+/** One line about a database error: the driver's code and message (not drizzle's SQL and params), any URL password masked. */
 export function describeDbError(error: unknown): string {
-  const e = error as { code?: string; message?: string };
+  const e = driverError(error) as { code?: string; message?: string };
   return maskUrl([e?.code, e?.message ?? String(error)].filter(Boolean).join(': ')).slice(0, 500);
 }
