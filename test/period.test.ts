@@ -153,7 +153,9 @@ describe('isValidTimeZone', () => {
 
 describe('validateCron', () => {
   it('accepts 5-field, 6-field and nickname expressions', () => {
-    for (const expr of ['15 6 * * *', '*/5 * * * *', '0 9 * * MON-FRI', '30 15 6 * * *', '@hourly', '@daily', '@weekly', '@monthly', '@yearly', '@annually', '@midnight', '@DAILY']) {
+    const accepted = ['15 6 * * *', '*/5 * * * *', '0 9 * * MON-FRI', '30 15 6 * * *'];
+    const nicknames = ['@hourly', '@daily', '@weekly', '@monthly', '@yearly', '@annually', '@midnight', '@DAILY'];
+    for (const expr of [...accepted, ...nicknames]) {
       expect(validateCron(expr, BERLIN), expr).toBeNull();
     }
   });
@@ -190,6 +192,13 @@ describe('validateCron', () => {
     expect(() => nextFireAfter('61 * * * *', 'UTC', now)).toThrow(new UsageError("invalid cron expression '61 * * * *': Invalid value for minute: 61"));
     expect(() => fireTimesBetween('* * * * *', 'Mars/Olympus', now, now)).toThrow(new UsageError("unknown time zone 'Mars/Olympus'"));
     expect(() => latestFireAtOrBefore('0 0 30 2 *', 'UTC', now)).toThrow(UsageError);
+  });
+
+  it('makes the fire-time functions throw RangeError for an invalid Date', () => {
+    const invalid = new Date(Number.NaN);
+    expect(() => nextFireAfter('* * * * *', 'UTC', invalid)).toThrow(RangeError);
+    expect(() => fireTimesBetween('* * * * *', 'UTC', invalid, new Date())).toThrow(RangeError);
+    expect(() => latestFireAtOrBefore('* * * * *', 'UTC', invalid)).toThrow(RangeError);
   });
 });
 
@@ -430,7 +439,8 @@ describe('latestFireAtOrBefore', () => {
 describe('agrees with croner 11 converting time zones itself (fixedTimeRule no-wildcard)', () => {
   // The module walks croner's wall clock and applies the DST rules itself, for speed; croner's own
   // zone-aware enumeration is the reference. Dense expressions are compared around the transitions.
-  const zones = [BERLIN, NEW_YORK, AUCKLAND, 'Australia/Lord_Howe', 'America/Santiago', 'Africa/Casablanca', 'Asia/Kolkata'];
+  // Lord Howe shifts by half an hour, Santiago at midnight, Casablanca around Ramadan.
+  const zones = [BERLIN, NEW_YORK, AUCKLAND, 'Australia/Lord_Howe', 'America/Santiago', 'Africa/Casablanca'];
   const croner = (expr: string, tz: string) => new Cron(expr, { timezone: tz, paused: true, fixedTimeRule: 'no-wildcard' });
   const cronerBetween = (expr: string, tz: string, from: Date, to: Date): string[] => {
     const job = croner(expr, tz);
@@ -442,7 +452,7 @@ describe('agrees with croner 11 converting time zones itself (fixedTimeRule no-w
   it.each(zones)('%s: daily and listed times over a year', (tz) => {
     const from = at('2025-12-31T00:00:00Z');
     const to = at('2027-01-02T00:00:00Z');
-    for (const expr of ['30 2 * * *', '0 0 * * *', '30 2,14 * * *', '0 1-3 * * 1-5', '59 23 * * *', '@weekly']) {
+    for (const expr of ['30 2 * * *', '0 0 * * *', '30 2,14 * * *', '0 1-3 * * 1-5', '59 23 * * *']) {
       expect(isos(fireTimesBetween(expr, tz, from, to)), expr).toEqual(cronerBetween(expr, tz, from, to));
     }
   });
@@ -453,18 +463,29 @@ describe('agrees with croner 11 converting time zones itself (fixedTimeRule no-w
     for (let ms = Date.UTC(2026, 0, 1); ms < Date.UTC(2027, 0, 1); ms += HOUR) {
       if (offsetAt(ms) !== offsetAt(ms + HOUR)) transitions.push(ms);
     }
-    if (tz !== 'Asia/Kolkata') expect(transitions.length).toBeGreaterThanOrEqual(2);
+    expect(transitions.length).toBeGreaterThanOrEqual(2);
     for (const t of transitions) {
       const from = new Date(t - DAY);
       const to = new Date(t + DAY);
       for (const expr of ['0 * * * *', '*/15 * * * *', '*/30 2 * * *', '0,30 0-3 * * *']) {
-        expect(isos(fireTimesBetween(expr, tz, from, to)), `${expr} near ${new Date(t).toISOString()}`).toEqual(cronerBetween(expr, tz, from, to));
+        const label = `${expr} near ${new Date(t).toISOString()}`;
+        expect(isos(fireTimesBetween(expr, tz, from, to)), label).toEqual(cronerBetween(expr, tz, from, to));
       }
     }
   });
 
   it.each(zones)('%s: latest fire matches croner previousRuns at awkward instants', (tz) => {
-    const instants = ['2026-03-29T00:59:59Z', '2026-03-29T01:00:00Z', '2026-10-25T00:45:00Z', '2026-10-25T01:30:00Z', '2026-11-01T06:15:00Z', '2026-04-04T14:00:00Z', '2026-09-26T14:00:00Z', '2026-06-15T12:34:56Z'];
+    // Next to the Berlin, New York and Auckland transitions, plus an ordinary moment.
+    const instants = [
+      '2026-03-29T00:59:59Z',
+      '2026-03-29T01:00:00Z',
+      '2026-10-25T00:45:00Z',
+      '2026-10-25T01:30:00Z',
+      '2026-11-01T06:15:00Z',
+      '2026-04-04T14:00:00Z',
+      '2026-09-26T14:00:00Z',
+      '2026-06-15T12:34:56Z',
+    ];
     for (const expr of ['30 2 * * *', '0 * * * *', '*/30 2 * * *', '15 1-3 * * *']) {
       for (const iso of instants) {
         const expected = croner(expr, tz).previousRuns(1, new Date(at(iso).getTime() + 1))[0] ?? null;

@@ -6,7 +6,7 @@
  * so a Date's UTC fields are local fields and no DST exists there); this module turns wall times
  * into instants itself. Croner can do that conversion too (its `timezone` option), but it costs
  * ~75 µs a fire, so a year of hourly fires takes ~650 ms; the wall walk plus cached offset
- * transitions takes a tenth of that. The DST rules below are croner 11's own rules (verified in
+ * transitions takes about a tenth of that. The DST rules below are croner 11's own rules (verified in
  * test/period.test.ts, which checks this module against croner's zone-aware enumeration):
  *
  * - A *fixed-time* expression (seconds, minutes and hours without `*`, `?` or `/`, so lists and
@@ -129,8 +129,7 @@ const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
  */
 export function periodKey(period: Period, instant: Date, timezone: string): string {
   const formatter = requireFormatter(timezone);
-  const ms = instant.getTime();
-  if (Number.isNaN(ms)) throw new RangeError('periodKey: invalid Date');
+  const ms = msOf(instant, 'periodKey');
   if (period === 'tick') return new Date(ms - mod(ms, 1000)).toISOString().replace('.000Z', 'Z');
   const f = localFields(formatter, ms);
   const date = `${pad(f.year, 4)}-${pad(f.month)}-${pad(f.day)}`;
@@ -219,7 +218,11 @@ function monthStart(index: number): number {
 }
 
 /** Transitions in (start of month, start of next month]. */
-function monthTransitions(timezone: string, formatter: Intl.DateTimeFormat, index: number): Transition[] {
+function monthTransitions(
+  timezone: string,
+  formatter: Intl.DateTimeFormat,
+  index: number,
+): Transition[] {
   let zone = transitionCache.get(timezone);
   if (!zone) transitionCache.set(timezone, (zone = new Map()));
   const cached = zone.get(index);
@@ -257,7 +260,12 @@ function monthTransitions(timezone: string, formatter: Intl.DateTimeFormat, inde
 }
 
 /** The first transition in (from, to], or null. */
-function firstTransitionIn(timezone: string, formatter: Intl.DateTimeFormat, from: number, to: number): Transition | null {
+function firstTransitionIn(
+  timezone: string,
+  formatter: Intl.DateTimeFormat,
+  from: number,
+  to: number,
+): Transition | null {
   for (let index = monthIndex(from); from < to && monthStart(index) < to; index++) {
     for (const t of monthTransitions(timezone, formatter, index)) {
       if (t.at > from && t.at <= to) return t;
@@ -267,7 +275,12 @@ function firstTransitionIn(timezone: string, formatter: Intl.DateTimeFormat, fro
 }
 
 /** The last transition in (from, to], or null. */
-function lastTransitionIn(timezone: string, formatter: Intl.DateTimeFormat, from: number, to: number): Transition | null {
+function lastTransitionIn(
+  timezone: string,
+  formatter: Intl.DateTimeFormat,
+  from: number,
+  to: number,
+): Transition | null {
   let last: Transition | null = null;
   for (let index = monthIndex(from); monthStart(index) < to; index++) {
     for (const t of monthTransitions(timezone, formatter, index)) {
@@ -327,7 +340,17 @@ function compileUncached(expr: string): CompiledCron | string {
   }
 }
 
-function requireCron(expr: string, timezone: string): { cron: CompiledCron; formatter: Intl.DateTimeFormat } {
+/** Milliseconds of a Date argument; an invalid Date would otherwise read as "no fires". */
+function msOf(date: Date, what: string): number {
+  const ms = date.getTime();
+  if (Number.isNaN(ms)) throw new RangeError(`${what}: invalid Date`);
+  return ms;
+}
+
+function requireCron(
+  expr: string,
+  timezone: string,
+): { cron: CompiledCron; formatter: Intl.DateTimeFormat } {
   const formatter = requireFormatter(timezone);
   const cron = compile(expr);
   if (typeof cron === 'string') throw new UsageError(cron);
@@ -351,7 +374,14 @@ export function validateCron(expr: string, timezone: string): string | null {
  * wall-clock matches and turns each into an instant with the offset in force, stopping at every
  * offset transition on the way to apply the DST rules in the header comment.
  */
-function collect(timezone: string, formatter: Intl.DateTimeFormat, cron: CompiledCron, fromMs: number, toMs: number, limit: number): number[] {
+function collect(
+  timezone: string,
+  formatter: Intl.DateTimeFormat,
+  cron: CompiledCron,
+  fromMs: number,
+  toMs: number,
+  limit: number,
+): number[] {
   const fires: number[] = [];
   if (!(limit > 0) || !(fromMs < toMs)) return fires;
 
@@ -377,7 +407,8 @@ function collect(timezone: string, formatter: Intl.DateTimeFormat, cron: Compile
     const wall = cron.walker.nextRun(new Date(cursor + offset));
     if (wall === null) return fires;
     const at = wall.getTime() - offset;
-    const transition = firstTransitionIn(timezone, formatter, Math.max(cursor, scannedTo), Math.min(at, toMs));
+    const horizon = Math.min(at, toMs);
+    const transition = firstTransitionIn(timezone, formatter, Math.max(cursor, scannedTo), horizon);
     if (transition) {
       // The candidate was computed with a stale offset: resume from the transition.
       scannedTo = transition.at;
@@ -385,8 +416,10 @@ function collect(timezone: string, formatter: Intl.DateTimeFormat, cron: Compile
         if (cron.fixedTime && gapHasFire(cron, transition) && emit(transition.at)) return fires;
         cursor = transition.at - 1;
       } else {
-        // Overlap: wall times in [at + after, at + before) come round a second time.
-        cursor = cron.fixedTime ? transition.at + transition.before - transition.after - 1 : transition.at - 1;
+        // Overlap: the wall times just before the change come round again for
+        // (before - after); a fixed-time job already fired in the first pass and skips them.
+        const repeat = transition.before - transition.after;
+        cursor = cron.fixedTime ? transition.at + repeat - 1 : transition.at - 1;
       }
       offset = transition.after;
       continue;
@@ -407,11 +440,12 @@ function gapHasFire(cron: CompiledCron, gap: Transition): boolean {
 
 /**
  * The first fire instant strictly after `after`, or null if none before croner's year-3000
- * horizon. Throws UsageError for anything validateCron rejects.
+ * horizon. Throws UsageError for anything validateCron rejects, RangeError for an invalid Date
+ * (so do the other fire-time functions).
  */
 export function nextFireAfter(expr: string, timezone: string, after: Date): Date | null {
   const { cron, formatter } = requireCron(expr, timezone);
-  const [first] = collect(timezone, formatter, cron, after.getTime(), Number.POSITIVE_INFINITY, 1);
+  const [first] = collect(timezone, formatter, cron, msOf(after, 'nextFireAfter'), Number.POSITIVE_INFINITY, 1);
   return first === undefined ? null : new Date(first);
 }
 
@@ -429,7 +463,9 @@ export function fireTimesBetween(
   limit = Number.POSITIVE_INFINITY,
 ): Date[] {
   const { cron, formatter } = requireCron(expr, timezone);
-  return collect(timezone, formatter, cron, fromExclusive.getTime(), toInclusive.getTime(), limit).map((ms) => new Date(ms));
+  const fromMs = msOf(fromExclusive, 'fireTimesBetween');
+  const toMs = msOf(toInclusive, 'fireTimesBetween');
+  return collect(timezone, formatter, cron, fromMs, toMs, limit).map((ms) => new Date(ms));
 }
 
 /**
@@ -446,7 +482,7 @@ export const LATEST_FIRE_LOOKBACK_MS = 8 * 366 * DAY_MS;
  */
 export function latestFireAtOrBefore(expr: string, timezone: string, at: Date): Date | null {
   const { cron, formatter } = requireCron(expr, timezone);
-  const atMs = at.getTime();
+  const atMs = msOf(at, 'latestFireAtOrBefore');
   const floor = atMs - LATEST_FIRE_LOOKBACK_MS;
   let hi = atMs;
   for (let span = MINUTE_MS; hi > floor; span *= 8) {
