@@ -75,7 +75,35 @@ describe('collectStats', () => {
   });
 
   it('reports no queues and zero dead letters on an empty database', async () => {
-    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0 } });
+    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0 }, schedules: [] });
+  });
+});
+
+describe('schedule stats', () => {
+  it("reports each schedule's latest tick and how late its latest enqueued tick started", async () => {
+    await t.sql(
+      `INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, caught_up, started_at, finished_at) VALUES
+        ('report', '2026-11-01 02:00:00', '2026-11-01', 'enqueued', FALSE, '2026-11-01 02:00:00.040', '2026-11-01 02:00:00.090'),
+        ('report', '2026-11-02 02:00:00', '2026-11-02', 'enqueued', FALSE, '2026-11-02 02:00:00.012', NULL),
+        ('hourly', '2026-11-02 01:00:00', '2026-11-02T01', 'enqueued', TRUE, '2026-11-02 01:05:00', '2026-11-02 01:05:01'),
+        ('hourly', '2026-11-02 02:00:00', '2026-11-02T02', 'skipped', TRUE, '2026-11-02 03:00:00', '2026-11-02 03:00:00')`,
+    );
+    try {
+      expect((await collectStats(t.database.db)).schedules).toEqual([
+        {
+          schedule: 'hourly',
+          lastTick: { scheduledAt: '2026-11-02T02:00:00.000Z', periodKey: '2026-11-02T02', outcome: 'skipped', caughtUp: true, finishedAt: '2026-11-02T03:00:00.000Z' },
+          latenessMs: 300_000,
+        },
+        {
+          schedule: 'report',
+          lastTick: { scheduledAt: '2026-11-02T02:00:00.000Z', periodKey: '2026-11-02', outcome: 'enqueued', caughtUp: false, finishedAt: null },
+          latenessMs: 12,
+        },
+      ]);
+    } finally {
+      await t.sql('DELETE FROM cronq_schedule_ticks');
+    }
   });
 });
 
@@ -87,6 +115,7 @@ describe('stats text', () => {
         { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, oldestReadyAgeSeconds: null },
       ],
       deadLetters: { awaitingReview: 2 },
+      schedules: [],
     });
     expect(text).toBe(
       [
@@ -123,6 +152,7 @@ describe('cronq stats (CLI)', () => {
     expect(stats).toEqual({
       queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, oldestReadyAgeSeconds: expect.any(Number) }],
       deadLetters: { awaitingReview: 1 },
+      schedules: [],
     });
     expect(stats.queues[0].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(60);
     const text = await runCli(['stats'], env);

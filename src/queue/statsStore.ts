@@ -27,6 +27,26 @@ export interface Stats {
   /** Every queue that has at least one job row, by name. */
   queues: QueueStats[];
   deadLetters: DeadLetterStats;
+  /** Every schedule with at least one tick ledger row, by name. */
+  schedules: ScheduleStats[];
+}
+
+/** A schedule's latest tick ledger row. */
+export interface ScheduleStats {
+  schedule: string;
+  lastTick: {
+    scheduledAt: string;
+    periodKey: string;
+    outcome: 'enqueued' | 'skipped';
+    caughtUp: boolean;
+    /** Null while the fan-out is still running (or was abandoned and awaits takeover). */
+    finishedAt: string | null;
+  };
+  /**
+   * Milliseconds between the latest enqueued tick's instant and the moment a daemon
+   * started its fan-out: how late the scheduler was. Null if no tick was enqueued yet.
+   */
+  latenessMs: number | null;
 }
 
 /** Dead letters as a whole. */
@@ -67,6 +87,40 @@ export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> 
 }
 
 /**
+ * Each schedule's latest ledger row and the lateness of its latest enqueued tick. Both
+ * lookups are MAX(scheduled_at) per schedule on the unique (schedule_name, scheduled_at)
+ * index.
+ */
+export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
+  const latest = rows<{ schedule_name: string; scheduled_at: string; period_key: string; outcome: 'enqueued' | 'skipped'; caught_up: number; finished_at: string | null }>(
+    await exec.execute(sql`SELECT t.schedule_name, t.scheduled_at, t.period_key, t.outcome, t.caught_up, t.finished_at
+      FROM cronq_schedule_ticks t
+      JOIN (SELECT schedule_name, MAX(scheduled_at) AS at FROM cronq_schedule_ticks GROUP BY schedule_name) m
+        ON m.schedule_name = t.schedule_name AND m.at = t.scheduled_at
+      ORDER BY t.schedule_name`),
+  );
+  const lateness = rows<{ schedule_name: string; lateness_us: number | string }>(
+    await exec.execute(sql`SELECT t.schedule_name, TIMESTAMPDIFF(MICROSECOND, t.scheduled_at, t.started_at) AS lateness_us
+      FROM cronq_schedule_ticks t
+      JOIN (SELECT schedule_name, MAX(scheduled_at) AS at FROM cronq_schedule_ticks WHERE outcome = 'enqueued' GROUP BY schedule_name) m
+        ON m.schedule_name = t.schedule_name AND m.at = t.scheduled_at`),
+  );
+  const latenessBy = new Map(lateness.map((r) => [r.schedule_name, Math.round(Number(r.lateness_us) / 1000)]));
+  const iso = (v: string) => `${v.replace(' ', 'T').slice(0, 23)}Z`;
+  return latest.map((r) => ({
+    schedule: r.schedule_name,
+    lastTick: {
+      scheduledAt: iso(r.scheduled_at),
+      periodKey: r.period_key,
+      outcome: r.outcome,
+      caughtUp: Boolean(r.caught_up),
+      finishedAt: r.finished_at === null ? null : iso(r.finished_at),
+    },
+    latenessMs: latenessBy.get(r.schedule_name) ?? null,
+  }));
+}
+
+/**
  * Collects every stats section (for `cronq stats`, metrics exporters, health pages).
  * Sections are separate statements, each consistent in itself; they may be a few
  * milliseconds apart. Works on the pool-backed db or inside a transaction.
@@ -74,5 +128,6 @@ export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> 
 export async function collectStats(db: Executor): Promise<Stats> {
   const queues = await queueStats(db);
   const deadLetters = await deadLetterStats(db);
-  return { queues, deadLetters };
+  const schedules = await scheduleStats(db);
+  return { queues, deadLetters, schedules };
 }

@@ -12,12 +12,15 @@ export const statsCommand: Command = {
 Prints, per queue, how many jobs are ready, reserved, done and dead, and how long
 the oldest ready job has been waiting (since its available_at, by the database
 clock; jobs scheduled for later are not waiting). Then how many dead letters
-await review ('cronq dead list').
+await review ('cronq dead list'), and each schedule's last tick with how late
+its last enqueued tick started.
 
   --json   one JSON object:
            { "queues": [{ "queue", "ready", "reserved", "done", "dead",
                           "oldestReadyAgeSeconds" (null when nothing waits) }],
-             "deadLetters": { "awaitingReview" } }
+             "deadLetters": { "awaitingReview" },
+             "schedules": [{ "schedule", "lastTick": { "scheduledAt", "periodKey",
+                             "outcome", "caughtUp", "finishedAt" }, "latenessMs" }] }
            More keys may be added; ignore the ones you do not know.
 
 ${COMMON_HELP}`,
@@ -55,7 +58,18 @@ export function statsText(stats: Stats): string {
           ],
           stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), age(q.oldestReadyAgeSeconds)]),
         );
-  return `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}`;
+  const text = `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}`;
+  if (stats.schedules.length === 0) return text;
+  const schedules = renderTable(
+    [{ header: 'SCHEDULE' }, { header: 'LAST TICK' }, { header: 'OUTCOME' }, { header: 'LATENESS', align: 'right' }],
+    stats.schedules.map((s) => [
+      s.schedule,
+      s.lastTick.scheduledAt,
+      `${s.lastTick.outcome}${s.lastTick.outcome === 'enqueued' && s.lastTick.finishedAt === null ? ' (fan-out running)' : ''}`,
+      s.latenessMs === null ? '-' : `${s.latenessMs} ms`,
+    ]),
+  );
+  return `${text}\n\n${schedules}`;
 }
 
 /** 0.4s, 42s, 3m 12s, 5h 02m, 2d 03h: coarse enough to read at a glance. */
