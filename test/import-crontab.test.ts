@@ -1,0 +1,79 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadSchedulesDir } from '../src/schedule/loader.ts';
+import { TaskRegistry } from '../src/tasks/registry.ts';
+import { isSchedule } from '../src/schedule/define.ts';
+import { REPO_ROOT } from './support/cli.ts';
+import { runMain } from './support/runMain.ts';
+
+const root = join(REPO_ROOT, 'test', '.tmp');
+mkdirSync(root, { recursive: true });
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function workdir(crontab: string) {
+  const dir = mkdtempSync(join(root, 'crontab-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'crontab'), crontab);
+  return { file: join(dir, 'crontab'), out: join(dir, 'schedules') };
+}
+
+const CRONTAB = `# nightly jobs
+SHELL=/bin/sh
+MAILTO=ops@example.com
+CRON_TZ=Europe/Berlin
+30 2 * * * php /srv/app/bin/report.php --daily >> /var/log/report.log 2>&1
+*/15 * * * 1-5 /usr/local/bin/sync-inventory
+@weekly cd /srv/app && ./bin/cleanup % weekly run
+`;
+
+describe('cronq import-crontab', () => {
+  it('writes one command schedule per line that the loader accepts, keeping command, zone and environment', async () => {
+    const { file, out } = workdir(CRONTAB);
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(3);
+    expect(r.stdout).toMatch(/^wrote .*\.ts$/m);
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(out, registry);
+    const schedules = registry.schedules();
+    expect(schedules).toHaveLength(3);
+    expect(schedules.every(isSchedule)).toBe(true);
+    const report = schedules.find((s) => s.command?.includes('report.php'))!;
+    expect(report).toMatchObject({
+      cron: '30 2 * * *',
+      timezone: 'Europe/Berlin',
+      period: 'tick',
+      command: 'php /srv/app/bin/report.php --daily >> /var/log/report.log 2>&1',
+    });
+    expect(report.catchUp).toEqual({ mode: 'latest', windowMs: 86_400_000, max: 1000 });
+    const source = readdirSync(out).map((f) => f).join(' ');
+    expect(source).toMatch(/\.ts/);
+  });
+
+  it('refuses @reboot and a bad line with their line numbers, writes nothing, and exits 64', async () => {
+    const { file, out } = workdir(`${CRONTAB}@reboot /usr/bin/warmup\n61 * * * * /bin/true\n`);
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toMatch(/crontab:8: @reboot has no cronq equivalent/);
+    expect(r.stderr).toMatch(/crontab:9: .61 \* \* \* \*. is not a valid cron expression/);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('with --skip-invalid writes the good lines and reports the others', async () => {
+    const { file, out } = workdir(`${CRONTAB}@reboot /usr/bin/warmup\n`);
+    const r = await runMain(['import-crontab', file, '--out', out, '--skip-invalid']);
+    expect(r.code).toBe(0);
+    expect(readdirSync(out)).toHaveLength(3);
+    expect(r.stderr).toMatch(/skipped .*crontab:8: @reboot/);
+  });
+
+  it('refuses an unknown --timezone and a missing file with one line, exit 64', async () => {
+    const { file, out } = workdir(CRONTAB);
+    expect((await runMain(['import-crontab', file, '--out', out, '--timezone', 'Nowhere/City'])).code).toBe(64);
+    const missing = await runMain(['import-crontab', join(root, 'no-such-crontab')]);
+    expect(missing.code).toBe(64);
+    expect(missing.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
