@@ -5,6 +5,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { commandHandler, KILL_GRACE_MS, STDERR_TAIL_BYTES, type CommandSpec } from '../src/schedule/command.ts';
 import type { Job, JobContext } from '../src/tasks/job.ts';
+import { isGone } from './support/process.ts';
 import { EventLog, eventually } from './support/events.ts';
 
 // No database: the handler is called directly, as JobRun would call it.
@@ -58,19 +59,6 @@ function run(spec: CommandSpec, job = fakeJob(), ctx = context()): Promise<unkno
 }
 
 /** Where PID 1 does not reap orphans (a container without an init), a killed orphan stays a zombie: dead all the same. */
-function isGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
-  } catch {
-    return true;
-  }
-}
-
 async function firstStdoutLine(log: EventLog): Promise<string> {
   const [event] = await log.waitFor('command_output', 1, 10_000, (e) => e.stream === 'stdout');
   return event.line;
