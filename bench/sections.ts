@@ -1,5 +1,10 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
+
+const CRONQ_BIN = fileURLToPath(new URL('../bin/cronq.js', import.meta.url));
+const BENCH_SCHEDULES = fileURLToPath(new URL('./schedules', import.meta.url));
 
 export interface BenchResult {
   label: string;
@@ -162,4 +167,51 @@ const pickup: BenchSection = {
   },
 };
 
-export const sections: BenchSection[] = [baseline, drain, enqueue, pickup];
+/**
+ * 20,000 pre-enqueued no-op jobs drained by `cronq start` processes (concurrency 16 each,
+ * LOG_LEVEL=warn) against one database: one process, then two. Timed from the first claim
+ * (so process start-up is left out) to the last job done, polling the database every 20 ms.
+ */
+const daemons: BenchSection = {
+  name: 'daemons',
+  async run(context) {
+    const total = 20_000;
+    const rates: number[] = [];
+    for (const processes of [1, 2]) {
+      await truncateJobs(context.url);
+      const cronq = createCronq({ databaseUrl: context.url });
+      await cronq.enqueueMany(Array.from({ length: total }, (_, i) => ({ kind: 'noop', key: `daemons:${processes}:${i}` })));
+      await cronq.stop();
+      const conn = await mysql.createConnection(context.url);
+      const count = async (where: string) => Number(((await conn.query(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE ${where}`)) as any)[0][0].n);
+      const children = Array.from({ length: processes }, () =>
+        spawn(process.execPath, [CRONQ_BIN, 'start', '--no-migrate', '--concurrency', '16', '--schedules', BENCH_SCHEDULES], {
+          env: { ...process.env, DATABASE_URL: context.url, LOG_LEVEL: 'warn' },
+          stdio: ['ignore', 'inherit', 'inherit'],
+        }),
+      );
+      const exited = children.map((child) => new Promise((resolve) => child.once('exit', resolve)));
+      const poll = () => new Promise((r) => setTimeout(r, 20));
+      try {
+        while ((await count("status <> 'ready'")) === 0) await poll();
+        const started = performance.now();
+        while ((await count("status = 'done'")) < total) await poll();
+        rates.push(total / ((performance.now() - started) / 1000));
+      } finally {
+        for (const child of children) child.kill('SIGTERM');
+        await Promise.all(exited);
+        await conn.end();
+      }
+    }
+    for (const [i, rate] of rates.entries()) {
+      context.results.push({
+        label: `drain 20,000 no-op jobs, ${i + 1} cronq start process${i === 0 ? '' : 'es'} (concurrency 16${i === 0 ? '' : ' each'})`,
+        value: `${fmt(rate)} jobs/s`,
+        ratio: context.baseline ? rate / context.baseline : undefined,
+      });
+    }
+    context.results.push({ label: '2 processes vs 1', value: `${(rates[1] / rates[0]).toFixed(2)}× the drain rate` });
+  },
+};
+
+export const sections: BenchSection[] = [baseline, drain, enqueue, pickup, daemons];

@@ -10,11 +10,12 @@ import { schedulesCommand } from './cli/commands/schedules.ts';
 import { importCrontabCommand } from './cli/commands/importCrontab.ts';
 import { deadCommand } from './cli/commands/dead.ts';
 import { statsCommand } from './cli/commands/stats.ts';
+import { pruneCommand } from './cli/commands/prune.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, pruneCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

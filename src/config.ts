@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
+import { parseHttpAddress, type HttpAddress } from './http/address.ts';
+import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
 
 /** Settings every command shares, from the environment (flags override them). */
@@ -22,6 +24,10 @@ export interface DaemonConfig extends BaseConfig {
   workers: boolean;
   scheduler: boolean;
   postClaimPauseMs: number;
+  /** Where to serve /healthz and /metrics (--http); null: no HTTP server. */
+  http: HttpAddress | null;
+  /** Delete done jobs older than this in the background (--prune-done-older-than); null: never. */
+  pruneDoneOlderThanMs: number | null;
 }
 
 export const DAEMON_DEFAULTS = {
@@ -55,6 +61,16 @@ export function parseQueues(value: string | undefined): string[] {
   return value.split(',').map((q) => validateQueue(q.trim(), '--queues entry'));
 }
 
+/**
+ * Parses a retention duration, refusing one under MIN_RETENTION_MS (a bare `30` is 30 ms).
+ * Whether it covers the schedules is checked once they are loaded (checkRetention).
+ */
+export function parseRetention(value: string, flag: string): number {
+  const ms = parseDuration(value, flag);
+  if (ms < MIN_RETENTION_MS) throw new UsageError(`${flag} must be at least 1h (got '${value}'; durations read as 30d, 12h)`);
+  return ms;
+}
+
 /** Builds the daemon config; refuses bad values at start with one line naming them. */
 export function daemonConfig(
   env: NodeJS.ProcessEnv,
@@ -67,6 +83,8 @@ export function daemonConfig(
     'no-migrate'?: boolean;
     'no-workers'?: boolean;
     'no-scheduler'?: boolean;
+    http?: string;
+    'prune-done-older-than'?: string;
   },
 ): DaemonConfig {
   const base = baseConfig(env, flags);
@@ -81,6 +99,8 @@ export function daemonConfig(
     workers: !flags['no-workers'],
     scheduler: !flags['no-scheduler'],
     postClaimPauseMs: parseIntFlag(pause, 'CRONQ_FAULT_POST_CLAIM_PAUSE_MS', 0, 10_000),
+    http: flags.http === undefined ? null : parseHttpAddress(flags.http, '--http'),
+    pruneDoneOlderThanMs: flags['prune-done-older-than'] === undefined ? null : parseRetention(flags['prune-done-older-than'], '--prune-done-older-than'),
   };
   if (config.pollMs < 10 || config.pollMs > 60_000) throw new UsageError('--poll must be between 10ms and 60s');
   if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');

@@ -5,11 +5,14 @@ import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { silentLogger, type Logger } from './logger.ts';
+import { guardObserver, type Observer } from './observe.ts';
 import { enqueueRows, toJobRow, type EnqueueJob } from './queue/enqueue.ts';
+import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
 import { insertJobIfAbsent } from './queue/store.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
+import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
@@ -44,6 +47,16 @@ export interface CronqOptions {
   postClaimPauseMs?: number;
   /** `host:pid` by default. */
   lockedBy?: string;
+  /** Told what the engine does (claims, results, recoveries, ticks), e.g. for metrics. Default: nobody. */
+  observer?: Observer;
+  /**
+   * Delete done jobs (and tick-ledger rows) older than this in the background, from
+   * start() on (default: never). start() refuses (UsageError) a value under 1h or shorter
+   * than any loaded schedule's catch-up window plus one period (checkRetention).
+   */
+  pruneDoneOlderThan?: Duration;
+  /** How often that pruning runs (default 5m). */
+  pruneEvery?: Duration;
 }
 
 export interface Cronq {
@@ -67,7 +80,21 @@ export interface Cronq {
   /** Stops claiming, releases unstarted claims, gives running handlers `graceMs`, then closes the pool. */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
-  health(): { database: boolean; workers: boolean | null; lastClaimLoopAt: number | null; scheduler: boolean | null };
+  health(): CronqHealth;
+}
+
+/** What `health()` reports; null means that part does not run in this instance. */
+export interface CronqHealth {
+  /** False while the engine's database statements are failing (between db_unavailable and db_recovered). */
+  database: boolean;
+  /** When an engine statement last succeeded (epoch ms); only loops that run update it. */
+  databaseLastOkAt: number;
+  /** Workers started and not stopping. */
+  workers: boolean | null;
+  /** When the claim loop last went round (epoch ms); it does at least every poll interval. */
+  lastClaimLoopAt: number | null;
+  /** Scheduler started and not stopping. */
+  scheduler: boolean | null;
 }
 
 /**
@@ -84,6 +111,11 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     poolSize: Math.min(concurrency + 4, 50),
   });
   const healthTracker = new DbHealth(log);
+  const observer = guardObserver(options.observer, (method, error) =>
+    log.warn({ event: 'observer_error', method, error: String(error) }, 'observer threw; ignored'),
+  );
+  const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
+  let prune: Promise<void> | null = null;
   let pool: WorkerPool | null = null;
   let scheduler: Scheduler | null = null;
   const recoveryStop = new AbortController();
@@ -128,6 +160,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     async start() {
       const registry = await ready();
+      if (pruneMs !== null) checkRetention(pruneMs, registry.schedules(), 'pruneDoneOlderThan');
       await ping(database);
       if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
         scheduler = new Scheduler({
@@ -136,8 +169,13 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           log,
           schedules: registry.schedules(),
           onEnqueued: () => pool?.wake(),
+          observer,
         });
         scheduler.start();
+      }
+      if (pruneMs !== null && !prune) {
+        const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
+        prune = pruneLoop({ db: database.db, log, olderThanMs: pruneMs, everyMs }, recoveryStop.signal);
       }
       if (options.workers === false || pool) return;
       pool = new WorkerPool({
@@ -150,6 +188,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         pollMs: parseDuration(options.pollInterval ?? '200ms', 'pollInterval'),
         postClaimPauseMs: options.postClaimPauseMs,
         health: healthTracker,
+        observer,
       });
       pool.start();
       recovery = recoveryLoop(
@@ -160,6 +199,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),
           batchSize: RECOVERY_DEFAULTS.batchSize,
           maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
+          observer,
         },
         recoveryStop.signal,
       );
@@ -171,6 +211,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         const result = pool ? await pool.stop({ graceMs }) : { released: 0, abandoned: 0 };
         recoveryStop.abort();
         await recovery;
+        await prune;
         await database.close();
         return result;
       })();
@@ -180,6 +221,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     health() {
       return {
         database: healthTracker.healthy,
+        databaseLastOkAt: healthTracker.lastOkAt,
         workers: pool ? !pool.isStopping : null,
         lastClaimLoopAt: pool ? pool.lastLoopAt : null,
         scheduler: scheduler ? scheduler.running : null,

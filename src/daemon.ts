@@ -2,15 +2,29 @@ import type { DaemonConfig } from './config.ts';
 import { createCronq, type Cronq } from './cronq.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { ping } from './db/client.ts';
+import { HealthCheck } from './http/health.ts';
+import { CronqMetrics } from './http/metrics.ts';
+import { startHttpServer, type HttpServer } from './http/server.ts';
 import type { Logger } from './logger.ts';
+import { collectStats } from './queue/statsStore.ts';
+import { checkRetention } from './schedule/retention.ts';
 
 /**
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
  * SIGTERM or SIGINT. The first signal stops claiming, releases claimed-but-unstarted
  * jobs, gives running handlers the grace period and resolves with exit code 0; a
  * second signal exits at once with 1.
+ *
+ * With `config.http`, /healthz and /metrics are served from once the engine has
+ * started until it has stopped (closed last). With `config.pruneDoneOlderThanMs`, the
+ * retention is checked against the loaded schedules before migrating (UsageError: exit
+ * 64) and pruning runs in the background.
  */
 export async function runDaemon(config: DaemonConfig, log: Logger): Promise<number> {
+  // Created first so the engine reports to it from the start; it reads the database
+  // through `cronq` only when scraped.
+  const metrics = config.http ? new CronqMetrics({ collect: () => collectStats(cronq.database.db) }) : null;
+  let http: HttpServer | null = null;
   const cronq: Cronq = createCronq({
     databaseUrl: config.databaseUrl,
     schedulesDir: config.schedulesDir,
@@ -21,6 +35,8 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     workers: config.workers,
     scheduler: config.scheduler,
     postClaimPauseMs: config.postClaimPauseMs,
+    observer: metrics ?? undefined,
+    pruneDoneOlderThan: config.pruneDoneOlderThanMs ?? undefined,
   });
   let stopping: Promise<unknown> | null = null;
   let stopRequested!: () => void;
@@ -38,12 +54,21 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   process.on('SIGINT', onSignal);
   try {
     const registry = await cronq.ready();
+    if (config.pruneDoneOlderThanMs !== null) checkRetention(config.pruneDoneOlderThanMs, registry.schedules(), '--prune-done-older-than');
     if (config.migrate) await cronq.migrate();
     else {
       await ping(cronq.database);
       await assertSchemaCurrent(cronq.database);
     }
     await cronq.start();
+    if (config.http && metrics) {
+      const health = new HealthCheck({
+        health: () => cronq.health(),
+        ping: () => ping(cronq.database).then(() => true),
+        pollMs: config.pollMs,
+      });
+      http = await startHttpServer(config.http, { health: () => health.report(), metrics: () => metrics.scrape() }, log);
+    }
     log.info(
       { event: 'daemon_started', database: cronq.database.target.masked, tasks: registry.list().map((t) => t.name) },
       'cronq running',
@@ -55,6 +80,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     await cronq.stop({ graceMs: 0 }).catch(() => undefined);
     throw error;
   } finally {
+    await http?.close();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }

@@ -1,3 +1,4 @@
+import { DrizzleQueryError } from 'drizzle-orm';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql, { type Pool, type PoolOptions } from 'mysql2/promise';
 import { DatabaseUnreachableError } from '../errors.ts';
@@ -102,15 +103,11 @@ export function unreachable(target: DatabaseTarget, error: unknown): DatabaseUnr
 /**
  * The mysql2 error under drizzle's wrapper: drizzle rethrows every failed statement as a
  * DrizzleQueryError whose message is the SQL and its params and whose `cause` holds the
- * driver's error (with `code`, `errno`, `fatal`). Errors without a cause come back as they are.
+ * driver's error (with `code`, `errno`, `fatal`). Any other error comes back as it is.
  */
 export function driverError(error: unknown): unknown {
   let e = error;
-  for (let depth = 0; depth < 5; depth++) {
-    const next = (e as { code?: unknown; cause?: unknown } | null)?.code === undefined ? (e as { cause?: unknown } | null)?.cause : undefined;
-    if (next === undefined || next === null) break;
-    e = next;
-  }
+  while (e instanceof DrizzleQueryError && e.cause !== undefined && e.cause !== null) e = e.cause;
   return e;
 }
 

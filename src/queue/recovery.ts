@@ -1,5 +1,6 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import type { Observer } from '../observe.ts';
 import type { DbHealth } from '../worker/dbHealth.ts';
 import { sleep } from '../worker/wakeup.ts';
 import { recoverExpiredLeases } from './store.ts';
@@ -14,6 +15,8 @@ export interface RecoveryOptions {
   batchSize: number;
   /** Transactions per pass at most, so one pass stays short even after a mass expiry. */
   maxBatchesPerPass: number;
+  /** Told about every pass that recovered leases (default: nobody). */
+  observer?: Observer;
 }
 
 export const RECOVERY_DEFAULTS = { everyMs: 5_000, batchSize: 100, maxBatchesPerPass: 20 };
@@ -36,6 +39,7 @@ export async function recoverOnce(options: RecoveryOptions): Promise<{ returned:
       { event: 'leases_recovered', count: total.returned + total.dead, returned: total.returned, dead: total.dead },
       'expired leases recovered',
     );
+    options.observer?.leasesRecovered(total.returned, total.dead);
   }
   return total;
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import type { Observer } from '../observe.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { ScheduleTicker } from './ticker.ts';
@@ -13,6 +14,8 @@ export interface SchedulerOptions {
   schedules: Schedule[];
   toleranceMs?: number;
   onEnqueued?: () => void;
+  /** Told about every tick fanned out (default: nobody). */
+  observer?: Observer;
   /** Default host:pid:random. */
   claimedBy?: string;
 }
@@ -41,6 +44,7 @@ export class Scheduler {
           claimedBy,
           toleranceMs: options.toleranceMs,
           onEnqueued: options.onEnqueued,
+          observer: options.observer,
         }),
     );
   }

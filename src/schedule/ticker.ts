@@ -1,5 +1,6 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import type { Observer } from '../observe.ts';
 import { describeDbError } from '../worker/dbHealth.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
@@ -26,6 +27,8 @@ export interface TickerDeps {
   fanoutLeaseMs?: number;
   /** Called after a tick enqueued new jobs (wakes this process's workers). */
   onEnqueued?: () => void;
+  /** Told about every tick fanned out (default: nobody). */
+  observer?: Observer;
 }
 
 /** Ticks enumerated per page when recording a long outage's skipped ticks. */
@@ -188,6 +191,7 @@ export class ScheduleTicker {
       },
       'schedule tick enqueued',
     );
+    this.deps.observer?.tick(this.schedule.name, now.getTime() - scheduledAt.getTime(), result.inserted);
     if (result.inserted > 0) this.deps.onEnqueued?.();
   }
 }

@@ -1,3 +1,4 @@
+import { driverError } from '../db/client.ts';
 import { maskUrl } from '../db/url.ts';
 
 /**
@@ -10,9 +11,11 @@ export function isPermanent(error: unknown): boolean {
 
 /**
  * The text stored in last_error and failure_reason: `Name: message`, with URL
- * passwords masked. Never the payload, never a stack (paths and values leak there).
+ * passwords masked. Never the payload, never a stack (paths and values leak there), and
+ * for a failed statement the driver's error, not drizzle's wrapper (SQL plus parameters).
  */
 export function describeFailure(error: unknown): string {
+  error = driverError(error);
   if (error instanceof Error) {
     const name = error.name && error.name !== 'Error' ? `${error.name}: ` : 'Error: ';
     return maskUrl(`${name}${error.message}`);

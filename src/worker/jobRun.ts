@@ -1,6 +1,7 @@
 import type { Db } from '../db/client.ts';
-import { isConnectionError } from '../db/client.ts';
+import { driverError, isConnectionError } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import type { Observer } from '../observe.ts';
 import { retryDelayMs } from '../queue/backoff.ts';
 import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type ClaimedJob, type Lease } from '../queue/store.ts';
 import type { Task } from '../tasks/define.ts';
@@ -15,6 +16,8 @@ export interface JobRunDeps {
   log: Logger;
   completer: Completer;
   health: DbHealth;
+  /** Told about this run's result, lease loss or shutdown release. */
+  observer: Observer;
   leaseMs: number;
 }
 
@@ -122,7 +125,10 @@ export class JobRun {
     if (this.finished && !this.shutdownAborted) return false;
     try {
       const released = await releaseIfLeased(this.deps.db, this.lease, 'interrupted by shutdown; released for another worker');
-      if (released) this.log.info({ event: 'job_released_on_shutdown' }, 'running job interrupted by shutdown and released');
+      if (released) {
+        this.log.info({ event: 'job_released_on_shutdown' }, 'running job interrupted by shutdown and released');
+        this.deps.observer.shutdownReleased(1);
+      }
       return released;
     } catch (error) {
       this.deps.health.trouble(error, 'release');
@@ -190,6 +196,7 @@ export class JobRun {
     if (this.leaseLost) return;
     this.leaseLost = true;
     this.log.warn({ event: 'job_lease_lost', where }, 'lease lost; result discarded');
+    this.deps.observer.leaseLost(this.job.kind);
     this.abort.abort(new LeaseLostError('lease lost: another worker or recovery owns this job now'));
   }
 
@@ -209,6 +216,7 @@ export class JobRun {
     }
     if (done.value) {
       this.log.info({ event: 'job_completed', attempt: this.job.attempt, elapsed_ms: elapsed(startedAt) }, 'job completed');
+      this.deps.observer.jobCompleted(this.job.kind, (performance.now() - startedAt) / 1000);
     } else {
       this.markLeaseLost('complete');
     }
@@ -231,6 +239,7 @@ export class JobRun {
         { event: 'job_failed', attempt: this.job.attempt, retry_in_ms: outcome.retryInMs, error: message, elapsed_ms: elapsed(startedAt) },
         'job failed; will retry',
       );
+      this.deps.observer.jobFailed(this.job.kind, true);
     } else {
       this.log.warn(
         { event: 'job_failed', attempt: this.job.attempt, retry_in_ms: null, error: message, elapsed_ms: elapsed(startedAt) },
@@ -240,6 +249,8 @@ export class JobRun {
         { event: 'job_dead', attempt: this.job.attempt, permanent, error: message },
         'job is dead; see cronq_dead_letters',
       );
+      this.deps.observer.jobFailed(this.job.kind, false);
+      this.deps.observer.jobDead(this.job.kind);
     }
   }
 
@@ -283,6 +294,6 @@ function elapsed(startedAt: number): number {
 
 /** Connection loss and lock-wait/deadlock errors: the database's trouble, not the handler's. */
 function isDatabaseTrouble(error: unknown): boolean {
-  const code = (error as { code?: string })?.code ?? '';
+  const code = (driverError(error) as { code?: string })?.code ?? '';
   return isConnectionError(error) || code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
 }

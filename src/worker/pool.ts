@@ -1,5 +1,6 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import { noopObserver, type Observer } from '../observe.ts';
 import { claimReady, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
@@ -25,6 +26,8 @@ export interface WorkerPoolOptions {
   /** Test hook: pause right after a claim commits (CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
   postClaimPauseMs?: number;
   health?: DbHealth;
+  /** Told about claims, results and shutdown releases (default: nobody). */
+  observer?: Observer;
 }
 
 /** What `stop` reports. */
@@ -54,6 +57,7 @@ export class WorkerPool {
   private readonly wakeup = new Wakeup();
   private readonly completer: Completer;
   private readonly health: DbHealth;
+  private readonly observer: Observer;
   private readonly stopping = new AbortController();
   private loop: Promise<void> | null = null;
   private stopped: Promise<StopResult> | null = null;
@@ -68,6 +72,7 @@ export class WorkerPool {
   constructor(private readonly options: WorkerPoolOptions) {
     this.completer = new Completer(options.db);
     this.health = options.health ?? new DbHealth(options.log);
+    this.observer = options.observer ?? noopObserver;
   }
 
   start(): void {
@@ -141,6 +146,7 @@ export class WorkerPool {
         log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
         this.startRun(job);
       }
+      if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
       if (claimed.length < free) {
         // The queue looked drained from the cursors on: look from the front next time.
         this.cursors.clear();
@@ -156,6 +162,7 @@ export class WorkerPool {
       log: this.options.log,
       completer: this.completer,
       health: this.health,
+      observer: this.observer,
       leaseMs: this.leaseMsFor(job.kind),
     });
     this.running.add(run);
@@ -177,7 +184,10 @@ export class WorkerPool {
     const lease = { id: job.id, token: job.leaseToken };
     try {
       const released = await releaseIfLeased(this.options.db, lease, 'released during shutdown before processing');
-      if (released) this.released += 1;
+      if (released) {
+        this.released += 1;
+        this.observer.shutdownReleased(1);
+      }
       this.options.log.info(
         { event: released ? 'claim_released_on_shutdown' : 'claim_release_lost', job_id: job.id, kind: job.kind },
         released ? 'claimed job released on shutdown' : 'claimed job was no longer ours to release',

@@ -8,6 +8,7 @@ export const startCommand: Command = {
   summary: 'run the daemon: workers, lease recovery and the scheduler',
   help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--queues a,b] [--grace D] [--poll D]
                    [--no-migrate] [--no-scheduler] [--no-workers]
+                   [--http HOST:PORT] [--prune-done-older-than D]
 
 Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
 schedule files, applies pending migrations, then enqueues each schedule's ticks
@@ -25,6 +26,16 @@ enqueued once and each job runs once at a time.
                      an administrative MIGRATION_DATABASE_URL)
   --no-scheduler     run workers only: do not enqueue schedule ticks
   --no-workers       run the scheduler only: enqueue ticks, run no handlers
+  --http HOST:PORT   serve GET /healthz and GET /metrics (Prometheus) there, e.g.
+                     127.0.0.1:9464 or [::1]:9464; port 0 picks a free one (logged as
+                     http_listening). Off by default. /healthz answers 200 when the
+                     database, the claim loop and the scheduler are alive, else 503
+  --prune-done-older-than D
+                     every 5 minutes, delete done jobs finished more than D ago (and
+                     tick-ledger rows as old, except each schedule's latest), 500 rows
+                     per statement, as 'cronq prune' does. Off by default. Refused
+                     when D is under 1h or shorter than a schedule's catch-up window
+                     plus one period: done rows are what stop a key running twice
 
 Durations read as 100ms, 2s, 5m, 1h, 40d.
 On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
@@ -43,6 +54,8 @@ ${COMMON_HELP}`,
     'no-migrate': { type: 'boolean' },
     'no-scheduler': { type: 'boolean' },
     'no-workers': { type: 'boolean' },
+    http: { type: 'string' },
+    'prune-done-older-than': { type: 'string' },
   },
   positionals: { min: 0, max: 0, names: '' },
   async run({ values, env }) {

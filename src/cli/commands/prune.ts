@@ -1,0 +1,76 @@
+import { baseConfig, parseRetention } from '../../config.ts';
+import { PRUNE_DEFAULTS, pruneOnce } from '../../queue/prune.ts';
+import { loadSchedulesDir } from '../../schedule/loader.ts';
+import { checkRetention } from '../../schedule/retention.ts';
+import { TaskRegistry } from '../../tasks/registry.ts';
+import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
+import { openForCommand } from '../open.ts';
+
+const DEFAULT_RETENTION = '30d';
+
+/**
+ * `cronq prune [--done-older-than D] [--dry-run] [--json]`: deletes done jobs (and old
+ * tick-ledger rows) past the retention, in small batches; prints what it deleted, or
+ * with --dry-run what it would. Refuses (exit 64) a retention under 1h or shorter than a
+ * loaded schedule's catch-up window plus one period, having deleted nothing.
+ */
+export const pruneCommand: Command = {
+  name: 'prune',
+  summary: 'delete done jobs (and old tick-ledger rows) past a retention, in small batches',
+  help: `Usage: cronq prune [--done-older-than D] [--dry-run] [--json]
+
+Deletes jobs with status 'done' whose finished_at is more than D ago by the
+database clock (default ${DEFAULT_RETENTION}), ${PRUNE_DEFAULTS.batchSize} rows per DELETE with a short pause between,
+so no lock is held for long. Ready, reserved and dead jobs and every dead letter
+are never touched. Tick-ledger rows (cronq_schedule_ticks) finished more than
+D ago go too, except each schedule's latest row, where catch-up resumes, and any
+fan-out still in progress. Prints how many rows it deleted.
+
+A done job is the memory that its key ran: once pruned, the same key can be
+enqueued again. So D must be at least 1h and at least every schedule's catch-up
+window plus one period (for period 'tick': the longest gap between two fire times);
+a shorter D is refused naming the schedule. Only the schedules in the schedules
+folder are checked: prune with the folder your daemons run.
+
+  --done-older-than D   the retention (default ${DEFAULT_RETENTION}); durations read as 36h, 30d, 8w
+  --dry-run             count what would be deleted; delete nothing
+  --json                { "dryRun", "cutoff", "jobs", "ticks", "batches" }
+  --schedules DIR       the schedules to check D against (default ./schedules)
+
+'cronq start --prune-done-older-than D' runs the same pruning every 5 minutes.
+
+${COMMON_HELP}`,
+  options: {
+    ...COMMON_OPTIONS,
+    'done-older-than': { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    json: { type: 'boolean' },
+  },
+  positionals: { min: 0, max: 0, names: '' },
+  async run(args) {
+    const retentionMs = parseRetention((args.values['done-older-than'] as string | undefined) ?? DEFAULT_RETENTION, '--done-older-than');
+    const dryRun = args.values['dry-run'] === true;
+    // Refuse a too-short retention before touching the database.
+    const { schedulesDir } = baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
+    const schedules = new TaskRegistry();
+    if (schedulesDir) await loadSchedulesDir(schedulesDir, schedules);
+    checkRetention(retentionMs, schedules.schedules(), '--done-older-than');
+    const cronq = await openForCommand(args, { loadSchedules: false });
+    try {
+      const result = await pruneOnce(cronq.database.db, { olderThanMs: retentionMs, dryRun });
+      if (args.values.json) {
+        args.out(JSON.stringify({ ...result, cutoff: result.cutoff.toISOString() }));
+      } else {
+        const verb = dryRun ? 'would delete' : 'deleted';
+        const batches = dryRun ? '' : ` (${result.batches} ${result.batches === 1 ? 'batch' : 'batches'})`;
+        args.out(
+          `${verb} ${result.jobs} done ${result.jobs === 1 ? 'job' : 'jobs'} and ${result.ticks} tick ledger ${result.ticks === 1 ? 'row' : 'rows'} ` +
+            `finished before ${result.cutoff.toISOString()}${batches}`,
+        );
+      }
+      return 0;
+    } finally {
+      await cronq.stop();
+    }
+  },
+};

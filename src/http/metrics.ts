@@ -1,0 +1,238 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Observer } from '../observe.ts';
+import type { Stats } from '../queue/statsStore.ts';
+
+/** What one scrape answers: the Prometheus text and its content type. */
+export interface Scrape {
+  contentType: string;
+  body: string;
+}
+
+export interface MetricsOptions {
+  /**
+   * Reads the queue's state from the database (collectStats). Called at most once per
+   * scrape; concurrent scrapes share one call.
+   */
+  collect: () => Promise<Stats>;
+  /** A collect slower than this counts as the database being down (default 5s). */
+  collectTimeoutMs?: number;
+}
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const LATENESS_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 3600, 86_400];
+
+/**
+ * cronq's Prometheus metrics, on a registry of its own (never prom-client's global one),
+ * every name prefixed `cronq_`. As an Observer it counts what this process does (claims,
+ * results, recoveries, shutdown releases, ticks); at scrape time it adds the database's
+ * view (jobs by queue and status, oldest ready age, dead letters awaiting review, each
+ * schedule's latest tick) from
+ * one `collect` call. When that call fails or times out the scrape still answers: the
+ * counters as they are, `cronq_database_up 0`, and no database gauges (absent, not stale).
+ */
+export class CronqMetrics implements Observer {
+  readonly registry = new Registry();
+  private readonly claimed: Counter;
+  private readonly completed: Counter<'kind'>;
+  private readonly failed: Counter<'kind' | 'retry'>;
+  private readonly dead: Counter<'kind'>;
+  private readonly leasesLost: Counter<'kind'>;
+  private readonly leasesRecoveredTotal: Counter<'outcome'>;
+  private readonly released: Counter;
+  private readonly duration: Histogram<'kind'>;
+  private readonly ticks: Counter<'schedule'>;
+  private readonly tickEnqueued: Counter<'schedule'>;
+  private readonly tickLateness: Histogram<'schedule'>;
+  private readonly jobs: Gauge<'queue' | 'status'>;
+  private readonly oldestReady: Gauge<'queue'>;
+  private readonly deadLetters: Gauge;
+  private readonly lastTickAt: Gauge<'schedule'>;
+  private readonly lastTickLateness: Gauge<'schedule'>;
+  private readonly databaseUp: Gauge;
+  private refreshing: Promise<void> | null = null;
+
+  constructor(private readonly options: MetricsOptions) {
+    const registers = [this.registry];
+    this.claimed = new Counter({ name: 'cronq_jobs_claimed_total', help: 'Jobs claimed by this process.', registers });
+    this.completed = new Counter({
+      name: 'cronq_jobs_completed_total',
+      help: 'Jobs this process marked done, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.failed = new Counter({
+      name: 'cronq_jobs_failed_total',
+      help: 'Handler failures recorded by this process, by kind; retry="false" when the job went dead.',
+      labelNames: ['kind', 'retry'],
+      registers,
+    });
+    this.dead = new Counter({
+      name: 'cronq_jobs_dead_total',
+      help: 'Jobs this process moved to dead after a failure, by kind (lease-expiry deaths: cronq_leases_recovered_total{outcome="dead"}).',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.leasesLost = new Counter({
+      name: 'cronq_leases_lost_total',
+      help: 'Running jobs whose lease was lost and whose result was discarded, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.leasesRecoveredTotal = new Counter({
+      name: 'cronq_leases_recovered_total',
+      help: 'Expired leases recovered by this process: returned to ready, or dead with no attempts left.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.released = new Counter({
+      name: 'cronq_jobs_released_on_shutdown_total',
+      help: 'Jobs handed back (attempt restored) during shutdown.',
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'cronq_job_duration_seconds',
+      help: 'From the start of a run to its job being marked done, by kind.',
+      labelNames: ['kind'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.ticks = new Counter({
+      name: 'cronq_schedule_ticks_total',
+      help: 'Schedule ticks fanned out by this process, by schedule.',
+      labelNames: ['schedule'],
+      registers,
+    });
+    this.tickEnqueued = new Counter({
+      name: 'cronq_schedule_jobs_enqueued_total',
+      help: 'New jobs enqueued by schedule ticks of this process, by schedule.',
+      labelNames: ['schedule'],
+      registers,
+    });
+    this.tickLateness = new Histogram({
+      name: 'cronq_schedule_tick_lateness_seconds',
+      help: 'How long after its instant a tick was fanned out, by schedule (caught-up ticks are the long tail).',
+      labelNames: ['schedule'],
+      buckets: LATENESS_BUCKETS,
+      registers,
+    });
+    this.jobs = new Gauge({
+      name: 'cronq_jobs',
+      help: 'Jobs in the database by queue and status, as of this scrape.',
+      labelNames: ['queue', 'status'],
+      registers,
+    });
+    this.oldestReady = new Gauge({
+      name: 'cronq_queue_oldest_ready_age_seconds',
+      help: 'How long the oldest runnable ready job of each queue has waited (0 when none), as of this scrape.',
+      labelNames: ['queue'],
+      registers,
+    });
+    this.deadLetters = new Gauge({
+      name: 'cronq_dead_letters_awaiting_review',
+      help: 'Dead letters not yet reviewed, as of this scrape.',
+      registers,
+    });
+    this.lastTickAt = new Gauge({
+      name: 'cronq_schedule_last_tick_timestamp_seconds',
+      help: "The instant of each schedule's latest tick ledger row (enqueued or skipped), by any daemon, as of this scrape.",
+      labelNames: ['schedule'],
+      registers,
+    });
+    this.lastTickLateness = new Gauge({
+      name: 'cronq_schedule_last_tick_lateness_seconds',
+      help: "How late, by any daemon, each schedule's latest enqueued tick was fanned out, as of this scrape.",
+      labelNames: ['schedule'],
+      registers,
+    });
+    this.databaseUp = new Gauge({
+      name: 'cronq_database_up',
+      help: '1 when this scrape could read the queue state from the database, else 0.',
+      registers,
+    });
+    for (const outcome of ['returned', 'dead']) this.leasesRecoveredTotal.inc({ outcome }, 0);
+  }
+
+  jobClaimed(count: number): void {
+    this.claimed.inc(count);
+  }
+
+  jobCompleted(kind: string, seconds: number): void {
+    this.completed.inc({ kind });
+    this.duration.observe({ kind }, seconds);
+  }
+
+  jobFailed(kind: string, willRetry: boolean): void {
+    this.failed.inc({ kind, retry: String(willRetry) });
+  }
+
+  jobDead(kind: string): void {
+    this.dead.inc({ kind });
+  }
+
+  leaseLost(kind: string): void {
+    this.leasesLost.inc({ kind });
+  }
+
+  leasesRecovered(returned: number, dead: number): void {
+    if (returned > 0) this.leasesRecoveredTotal.inc({ outcome: 'returned' }, returned);
+    if (dead > 0) this.leasesRecoveredTotal.inc({ outcome: 'dead' }, dead);
+  }
+
+  shutdownReleased(count: number): void {
+    this.released.inc(count);
+  }
+
+  tick(schedule: string, latenessMs: number, enqueued: number): void {
+    this.ticks.inc({ schedule });
+    this.tickEnqueued.inc({ schedule }, enqueued);
+    this.tickLateness.observe({ schedule }, Math.max(0, latenessMs) / 1000);
+  }
+
+  /** Reads the database once (shared with concurrent scrapes) and renders every metric. Never rejects for a database error. */
+  async scrape(): Promise<Scrape> {
+    this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
+    await this.refreshing;
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private async refresh(): Promise<void> {
+    let stats: Stats | null = null;
+    try {
+      stats = await withTimeout(this.options.collect(), this.options.collectTimeoutMs ?? 5_000);
+    } catch {
+      stats = null;
+    }
+    this.jobs.reset();
+    this.oldestReady.reset();
+    this.lastTickAt.reset();
+    this.lastTickLateness.reset();
+    this.deadLetters.remove({}); // absent, not 0, when unknown
+    this.databaseUp.set(stats ? 1 : 0);
+    if (!stats) return;
+    for (const q of stats.queues) {
+      for (const status of ['ready', 'reserved', 'done', 'dead'] as const) this.jobs.set({ queue: q.queue, status }, q[status]);
+      this.oldestReady.set({ queue: q.queue }, q.oldestReadyAgeSeconds ?? 0);
+    }
+    this.deadLetters.set(stats.deadLetters.awaitingReview);
+    for (const s of stats.schedules ?? []) {
+      this.lastTickAt.set({ schedule: s.schedule }, Date.parse(s.lastTick.scheduledAt) / 1000);
+      if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
+    }
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,89 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../logger.ts';
+import { formatAddress, type HttpAddress } from './address.ts';
+import type { HealthReport } from './health.ts';
+import type { Scrape } from './metrics.ts';
+
+/** What the server serves: each called once per request. */
+export interface HttpEndpoints {
+  health(): Promise<HealthReport>;
+  metrics(): Promise<Scrape>;
+}
+
+/** A listening server. */
+export interface HttpServer {
+  host: string;
+  /** The port bound (the chosen one when 0 was asked for). */
+  port: number;
+  /** Stops listening and drops open connections; resolves once closed. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /healthz` (200 with the HealthReport as JSON when its status is 'ok',
+ * else 503 with the same shape) and `GET /metrics` (Prometheus text, the registry's
+ * content type); HEAD too; 405 for other methods on those paths, 404 for other paths.
+ * Resolves once listening, after logging `http_listening` with host and port; rejects
+ * with a one-line error (e.g. the address is in use) when it cannot listen.
+ */
+export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
+  const server = createServer((req, res) => {
+    void respond(req, res, endpoints).catch((error) => {
+      log.warn({ event: 'http_error', path: req.url, error: String(error) }, 'http request failed');
+      if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', req.method === 'HEAD');
+      else res.destroy();
+    });
+  });
+  server.requestTimeout = 15_000;
+  server.headersTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) =>
+      reject(new Error(`cannot listen on ${formatAddress(address)} for --http: ${error.code ?? error.message}`, { cause: error }));
+    server.once('error', onError);
+    server.listen(address.port, address.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info({ event: 'http_listening', host: address.host, port, paths: ['/healthz', '/metrics'] }, 'health and metrics served');
+  let closed: Promise<void> | null = null;
+  return {
+    host: address.host,
+    port,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}
+
+async function respond(req: IncomingMessage, res: ServerResponse, endpoints: HttpEndpoints): Promise<void> {
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  if (path !== '/healthz' && path !== '/metrics') {
+    send(res, 404, 'text/plain; charset=utf-8', 'not found: try /healthz or /metrics\n', req.method === 'HEAD');
+    return;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('Allow', 'GET, HEAD');
+    send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n', false);
+    return;
+  }
+  const head = req.method === 'HEAD';
+  if (path === '/healthz') {
+    const report = await endpoints.health();
+    send(res, report.status === 'ok' ? 200 : 503, 'application/json; charset=utf-8', `${JSON.stringify(report)}\n`, head);
+  } else {
+    const scrape = await endpoints.metrics();
+    send(res, 200, scrape.contentType, scrape.body, head);
+  }
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string, head: boolean): void {
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+  res.end(head ? undefined : body);
+}

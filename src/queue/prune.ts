@@ -1,0 +1,140 @@
+import type { Db } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import { describeDbError } from '../worker/dbHealth.ts';
+import { sleep } from '../worker/wakeup.ts';
+import {
+  countPrunable,
+  cutoffBefore,
+  deletePrunable,
+  findPrunable,
+  scanStart,
+  windowEnd,
+  type DbTime,
+  type PruneTarget,
+} from './pruneStore.ts';
+
+export interface PruneOptions {
+  /** Done jobs finished, and tick rows finished, more than this long ago (database clock) go. */
+  olderThanMs: number;
+  /** Count what would go; delete nothing. */
+  dryRun?: boolean;
+  /** Rows per DELETE (default 500). */
+  batchSize?: number;
+  /** Pause after each DELETE, so replicas and other writers keep up (default 20 ms). */
+  pauseMs?: number;
+  /** Rows of primary key looked at per candidate search (default 10,000). */
+  scanSpan?: number;
+  /** Ends a pass early, between batches. */
+  signal?: AbortSignal;
+}
+
+/** What one pass did (or, dry, would do). */
+export interface PruneResult {
+  /** The cutoff instant, by the database clock. */
+  cutoff: Date;
+  /** Done jobs deleted (dry run: that would be). */
+  jobs: number;
+  /** Tick-ledger rows deleted (dry run: that would be). */
+  ticks: number;
+  /** DELETE statements run. */
+  batches: number;
+  dryRun: boolean;
+}
+
+export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, everyMs: 5 * 60_000 };
+
+/**
+ * One retention pass: deletes `done` jobs whose finished_at is older than the cutoff,
+ * and finished tick-ledger rows older than it except each schedule's latest, in
+ * batches of `batchSize` rows per autocommit DELETE with a pause between batches.
+ * Never touches ready, reserved or dead jobs, dead letters, unfinished ticks or a
+ * schedule's latest tick. The caller checks the retention against the schedules first
+ * (checkRetention). Safe to run in several processes at once: a row deleted by one is
+ * simply not counted by the other.
+ */
+export async function pruneOnce(db: Db, options: PruneOptions): Promise<PruneResult> {
+  const cutoff = await cutoffBefore(db, options.olderThanMs);
+  const result: PruneResult = { cutoff: fromDbTime(cutoff), jobs: 0, ticks: 0, batches: 0, dryRun: options.dryRun === true };
+  if (options.dryRun) {
+    result.jobs = await countPrunable(db, 'doneJobs', cutoff);
+    result.ticks = await countPrunable(db, 'ticks', cutoff);
+    return result;
+  }
+  for (const target of ['doneJobs', 'ticks'] as const) {
+    const { deleted, batches } = await pruneTable(db, target, cutoff, options);
+    if (target === 'doneJobs') result.jobs = deleted;
+    else result.ticks = deleted;
+    result.batches += batches;
+  }
+  return result;
+}
+
+async function pruneTable(db: Db, target: PruneTarget, cutoff: DbTime, options: PruneOptions): Promise<{ deleted: number; batches: number }> {
+  const batchSize = options.batchSize ?? PRUNE_DEFAULTS.batchSize;
+  const pauseMs = options.pauseMs ?? PRUNE_DEFAULTS.pauseMs;
+  const span = Math.max(batchSize, options.scanSpan ?? PRUNE_DEFAULTS.scanSpan);
+  let deleted = 0;
+  let batches = 0;
+  let pending: number[] = [];
+  const flush = async () => {
+    deleted += await deletePrunable(db, target, pending, cutoff);
+    batches += 1;
+    pending = [];
+    await sleep(pauseMs, options.signal);
+  };
+  let after = await scanStart(db, target);
+  while (after !== null && !options.signal?.aborted) {
+    const through = await windowEnd(db, target, after, span);
+    if (through === null) break;
+    const limit = batchSize - pending.length;
+    const ids = await findPrunable(db, target, { cutoff, afterId: after, throughId: through, limit });
+    pending.push(...ids);
+    // A full batch may have left candidates in this window: go on from its last id.
+    after = ids.length === limit ? ids[ids.length - 1] : through;
+    if (pending.length >= batchSize) await flush();
+  }
+  if (pending.length > 0) await flush();
+  return { deleted, batches };
+}
+
+export interface PruneLoopOptions extends PruneOptions {
+  db: Db;
+  log: Logger;
+  /** Time between passes (default 5 min); each wait is jittered by ±10%. */
+  everyMs?: number;
+}
+
+/**
+ * Runs `pruneOnce` now and then every `everyMs` until `signal` aborts, logging
+ * `pruned` when a pass deleted anything and `prune_failed` (then carrying on) when one
+ * failed. Never throws.
+ */
+export async function pruneLoop(options: PruneLoopOptions, signal: AbortSignal): Promise<void> {
+  const everyMs = options.everyMs ?? PRUNE_DEFAULTS.everyMs;
+  while (!signal.aborted) {
+    try {
+      const started = performance.now();
+      const result = await pruneOnce(options.db, { ...options, dryRun: false, signal });
+      if (result.jobs + result.ticks > 0) {
+        options.log.info(
+          {
+            event: 'pruned',
+            jobs: result.jobs,
+            ticks: result.ticks,
+            batches: result.batches,
+            cutoff: result.cutoff.toISOString(),
+            elapsed_ms: Math.round(performance.now() - started),
+          },
+          'old done jobs and tick rows pruned',
+        );
+      }
+    } catch (error) {
+      options.log.warn({ event: 'prune_failed', error: describeDbError(error) }, 'pruning failed; trying again next time');
+    }
+    await sleep(Math.round(everyMs * (0.9 + Math.random() * 0.2)), signal);
+  }
+}
+
+function fromDbTime(value: DbTime): Date {
+  return new Date(`${value.replace(' ', 'T').slice(0, 23)}Z`);
+}

@@ -1,0 +1,68 @@
+import { formatDuration } from '../duration.ts';
+import { UsageError } from '../errors.ts';
+import type { Schedule } from './define.ts';
+import { fireTimesBetween, periodLengthMs } from './period.ts';
+import { DEFAULT_LATE_TOLERANCE_MS } from './plan.ts';
+
+/** No retention below this is accepted, schedules or not (`--done-older-than 30` is 30 ms). */
+export const MIN_RETENTION_MS = 3_600_000;
+
+/** How many upcoming fire times are sampled for a `tick` schedule's longest gap. */
+const GAP_SAMPLE = 32;
+
+/** Why a schedule needs done rows kept as long as it does. */
+export interface RetentionNeed {
+  /** How late a tick can still be enqueued: the catch-up window, at least the lateness tolerance. */
+  windowMs: number;
+  /** One period: periodLengthMs, or for `tick` the longest gap between consecutive fire times. */
+  periodMs: number;
+  /** windowMs + periodMs. */
+  totalMs: number;
+}
+
+/**
+ * How long a schedule's done jobs must be kept so that no period is ever enqueued twice.
+ *
+ * A period's jobs finish after its first tick; its last tick is enqueued at most one
+ * period after that, and caught up at most one window after its instant. A done row
+ * kept for window + period therefore outlives every tick that could enqueue its key
+ * again. For `tick` schedules the key is the instant itself and the window alone would
+ * do; the longest gap between consecutive fire times (sampled over the next 32) is
+ * added anyway as that schedule's "period", so a retention that covers it reads the
+ * same for every schedule. A catch-up that is off still enqueues ticks up to the 60 s
+ * lateness tolerance late, so the window is never less than that.
+ */
+export function retentionNeed(schedule: Schedule, now = new Date()): RetentionNeed {
+  const windowMs = Math.max(DEFAULT_LATE_TOLERANCE_MS, schedule.catchUp.mode === 'off' ? 0 : schedule.catchUp.windowMs);
+  const periodMs = schedule.period === 'tick' ? longestGapMs(schedule, now) : periodLengthMs(schedule.period);
+  return { windowMs, periodMs, totalMs: windowMs + periodMs };
+}
+
+function longestGapMs(schedule: Schedule, now: Date): number {
+  const fires = fireTimesBetween(schedule.cron, schedule.timezone, now, new Date(8.64e15), GAP_SAMPLE + 1);
+  let longest = 0;
+  for (let i = 1; i < fires.length; i++) longest = Math.max(longest, fires[i].getTime() - fires[i - 1].getTime());
+  return longest;
+}
+
+/**
+ * Throws a one-line UsageError when `retentionMs` is under MIN_RETENTION_MS or shorter
+ * than any schedule's retentionNeed, naming `flag`, the schedule and the minimum (in
+ * whole days, rounded up). Returns nothing when every schedule is covered.
+ */
+export function checkRetention(retentionMs: number, schedules: Schedule[], flag: string, now = new Date()): void {
+  const given = formatDuration(retentionMs);
+  if (retentionMs < MIN_RETENTION_MS) {
+    throw new UsageError(`${flag} ${given} is below the minimum of ${formatDuration(MIN_RETENTION_MS)}`);
+  }
+  for (const schedule of schedules) {
+    const need = retentionNeed(schedule, now);
+    if (retentionMs >= need.totalMs) continue;
+    const days = Math.ceil(need.totalMs / 86_400_000);
+    throw new UsageError(
+      `${flag} ${given} is shorter than schedule '${schedule.name}' needs: its catch-up window ` +
+        `(${formatDuration(need.windowMs)}) plus one ${schedule.period === 'tick' ? 'gap between ticks' : schedule.period} ` +
+        `(${formatDuration(need.periodMs)}); a pruned done job could be enqueued again. Use at least ${days}d`,
+    );
+  }
+}
