@@ -1,6 +1,6 @@
 import { DrizzleQueryError } from 'drizzle-orm';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
-import mysql, { type Pool, type PoolOptions } from 'mysql2/promise';
+import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
 import { DatabaseUnreachableError } from '../errors.ts';
 import * as schema from './schema.ts';
 import { parseDatabaseUrl, type DatabaseTarget } from './url.ts';
@@ -20,6 +20,10 @@ export const TIMEOUTS = {
 
 export interface Database {
   db: Db;
+  /**
+   * The pool; its statements carry no client-side timeout (migrations may be long).
+   * `db` runs every statement with `queryTimeoutMs`.
+   */
   pool: Pool;
   target: DatabaseTarget;
   close(): Promise<void>;
@@ -27,6 +31,12 @@ export interface Database {
 
 export interface ConnectOptions {
   poolSize?: number;
+  /**
+   * Client-side bound on each statement run through `db` (default TIMEOUTS.queryMs).
+   * A statement still unanswered then fails and its connection is destroyed, so a
+   * network that silently drops packets costs seconds, not TCP's ~15 minutes.
+   */
+  queryTimeoutMs?: number;
 }
 
 /**
@@ -39,20 +49,84 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
   const pool = mysql.createPool(poolOptions(target, options.poolSize ?? 10));
   // The 'connection' event fires on the callback-style connection before it is handed
   // out, and statements queue in order, so these run before any caller's statement.
+  // A failure here needs no handling of its own (the connection's next statement fails
+  // the same way), but it must have a callback: an unhandled 'error' would crash.
+  const ignore = () => undefined;
   pool.pool.on('connection', (conn) => {
-    conn.query(`SET SESSION time_zone = '+00:00'`);
-    conn.query(`SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`);
+    conn.query(`SET SESSION time_zone = '+00:00'`, ignore);
+    conn.query(`SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`, ignore);
     conn.query(
       `SET SESSION innodb_lock_wait_timeout = ${TIMEOUTS.innodbLockWaitS}, SESSION lock_wait_timeout = ${TIMEOUTS.metadataLockWaitS}`,
+      ignore,
     );
   });
-  const db = drizzle(pool, { schema, mode: 'default' });
+  const db = drizzle(withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs), { schema, mode: 'default' });
   return {
     db,
     pool,
     target,
     close: () => pool.end(),
   };
+}
+
+/**
+ * The pool as drizzle sees it: every `query`/`execute`, on the pool or on a connection
+ * taken from it for a transaction, gets mysql2's `timeout` option, and a connection
+ * whose statement timed out is destroyed (mysql2 only fails the statement: the
+ * connection would stay in the pool with an unanswered command, and `end()` would wait
+ * for it forever).
+ */
+function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
+  const timed = (q: unknown) => (typeof q === 'string' ? { sql: q, timeout: timeoutMs } : { timeout: timeoutMs, ...(q as object) });
+  const isTimeout = (error: unknown) => (error as { code?: string })?.code === 'PROTOCOL_SEQUENCE_TIMEOUT';
+
+  function guard(conn: PoolConnection): PoolConnection {
+    let destroyed = false;
+    const run = (method: 'query' | 'execute') => async (q: unknown, ...rest: unknown[]) => {
+      try {
+        return await (conn[method] as (...args: unknown[]) => Promise<unknown>)(timed(q), ...rest);
+      } catch (error) {
+        if (isTimeout(error) && !destroyed) {
+          destroyed = true;
+          conn.destroy();
+        }
+        throw error;
+      }
+    };
+    const overrides: Record<string | symbol, unknown> = {
+      query: run('query'),
+      execute: run('execute'),
+      release: () => destroyed || conn.release(),
+    };
+    return new Proxy(conn, {
+      get(target, property) {
+        if (property in overrides) return overrides[property];
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
+
+  const onConnection = (method: 'query' | 'execute') => async (...args: unknown[]) => {
+    const conn = guard(await pool.getConnection());
+    try {
+      return await (conn[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+    } finally {
+      conn.release();
+    }
+  };
+  const overrides: Record<string | symbol, unknown> = {
+    query: onConnection('query'),
+    execute: onConnection('execute'),
+    getConnection: async () => guard(await pool.getConnection()),
+  };
+  return new Proxy(pool, {
+    get(target, property) {
+      if (property in overrides) return overrides[property];
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 function poolOptions(target: DatabaseTarget, size: number): PoolOptions {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
+import { drizzle } from 'drizzle-orm/mysql2';
 import { migrate as drizzleMigrate } from 'drizzle-orm/mysql2/migrator';
 import mysql from 'mysql2/promise';
 import { isConnectionError, TIMEOUTS, unreachable, type Database } from './client.ts';
@@ -45,7 +46,8 @@ export async function applyMigrations(database: Database): Promise<void> {
     const [rows] = await conn.query(`SELECT GET_LOCK('cronq_migrate', 60) AS got`);
     if ((rows as Array<{ got: number }>)[0]?.got !== 1) throw new Error('timed out waiting for another cronq to finish migrating');
     try {
-      await drizzleMigrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER });
+      // On the untimed pool: a migration's ALTER may legitimately run for minutes.
+      await drizzleMigrate(drizzle(database.pool), { migrationsFolder: MIGRATIONS_FOLDER });
     } finally {
       await conn.query(`SELECT RELEASE_LOCK('cronq_migrate')`);
     }
