@@ -2,41 +2,13 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
+import { fanout, tickPrecision } from './scheduleSections.ts';
+import { fmt, percentile, truncateJobs, type BenchContext, type BenchSection } from './util.ts';
+
+export type { BenchContext, BenchResult, BenchSection } from './util.ts';
 
 const CRONQ_BIN = fileURLToPath(new URL('../bin/cronq.js', import.meta.url));
 const BENCH_SCHEDULES = fileURLToPath(new URL('./schedules', import.meta.url));
-
-export interface BenchResult {
-  label: string;
-  value: string;
-  ratio?: number;
-  target?: string;
-}
-
-export interface BenchContext {
-  url: string;
-  /** Raw commits/s of the baseline section, once it ran. */
-  baseline: number | null;
-  results: BenchResult[];
-}
-
-export interface BenchSection {
-  name: string;
-  run(context: BenchContext): Promise<void>;
-}
-
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-export function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-async function truncateJobs(url: string): Promise<void> {
-  const conn = await mysql.createConnection(url);
-  await conn.query('TRUNCATE cronq_jobs');
-  await conn.query('TRUNCATE cronq_dead_letters');
-  await conn.end();
-}
 
 /** Autocommit single-row UPDATE by primary key from 4 connections for ~8 s: what one durable commit costs here. */
 const baseline: BenchSection = {
@@ -214,4 +186,4 @@ const daemons: BenchSection = {
   },
 };
 
-export const sections: BenchSection[] = [baseline, drain, enqueue, pickup, daemons];
+export const sections: BenchSection[] = [baseline, drain, enqueue, pickup, daemons, fanout, tickPrecision];

@@ -60,12 +60,16 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   };
 }
 
+/** Below this many rows a batch goes straight to the INSERT, without reading existing keys first. */
+const PRECHECK_MIN_ROWS = 10;
+
 /** Rows per INSERT statement when enqueueing many. */
 export const ENQUEUE_BATCH_SIZE = 1000;
 
 /**
- * Streams rows into the queue in batches of `batchSize`: each batch first reads which
- * of its keys exist (a cheap unique-index read, so repeating a fan-out writes nothing),
+ * Streams rows into the queue in batches of `batchSize`: each batch of ten rows or more
+ * first reads which of its keys exist (a cheap unique-index read, so repeating a fan-out
+ * writes nothing),
  * then inserts the rest in one statement whose ON DUPLICATE KEY clause absorbs keys
  * that appeared meanwhile. Holds one batch in memory at a time. `afterBatch` runs after
  * each batch (a fan-out renews its tick lease there).
@@ -80,7 +84,8 @@ export async function enqueueRows(
   let total = 0;
   let batch: NewJobRow[] = [];
   const flush = async () => {
-    const present = await existingKeys(exec, batch.map((r) => r.key));
+    // For a handful of rows the read costs as much as it saves.
+    const present = batch.length < PRECHECK_MIN_ROWS ? new Set<string>() : await existingKeys(exec, batch.map((r) => r.key));
     const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
     inserted += await insertJobsIfAbsent(exec, fresh);
     total += batch.length;

@@ -30,7 +30,7 @@ export class Scheduler {
   private readonly abort = new AbortController();
   private loops: Promise<void>[] = [];
   readonly tickers: ScheduleTicker[];
-  /** Last time any loop finished a pass, for health checks. */
+  /** When start() ran (host clock), or null before. */
   startedAt: number | null = null;
 
   constructor(private readonly options: SchedulerOptions) {

@@ -34,6 +34,7 @@ export interface TickerDeps {
 /** Ticks enumerated per page when recording a long outage's skipped ticks. */
 const SKIP_PAGE = 10_000;
 const FANOUT_LEASE_MS = 60_000;
+const RESUME_CHECK_MS = 5_000;
 
 /** Thrown when another daemon took a tick's fan-out over (ours was presumed dead). */
 export class TickTakenOverError extends Error {
@@ -49,6 +50,8 @@ export class TickTakenOverError extends Error {
 export class ScheduleTicker {
   private readonly log: Logger;
   private readonly toleranceMs: number;
+  /** performance.now() of the last look for abandoned fan-outs; a failed pass resets it. */
+  private resumeCheckedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly schedule: Schedule,
@@ -74,6 +77,7 @@ export class ScheduleTicker {
         failures = 0;
       } catch (error) {
         failures += 1;
+        this.resumeCheckedAt = Number.NEGATIVE_INFINITY; // our own unfinished tick is resumable
         const retryMs = Math.min(60_000, 500 * 2 ** Math.min(failures, 7));
         this.log.error({ event: 'schedule_error', error: describeDbError(error), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
         await clock.sleepUntil(new Date(clock.now().getTime() + retryMs), signal);
@@ -90,9 +94,14 @@ export class ScheduleTicker {
   /** One pass: resume abandoned fan-outs, then plan and process every tick due up to `now`. */
   async catchUp(now: Date, signal?: AbortSignal): Promise<void> {
     const { db, claimedBy } = this.deps;
-    for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
-      if (signal?.aborted) return;
-      await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now);
+    // Abandoned fan-outs only appear when a lease (a minute, by default) runs out: looking
+    // every few seconds of real time is enough, and keeps a pass to the statements it needs.
+    if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
+      for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
+        if (signal?.aborted) return;
+        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now);
+      }
+      this.resumeCheckedAt = performance.now();
     }
     const latest = await latestTick(db, this.schedule.name);
     if (latest === null) {
@@ -101,7 +110,8 @@ export class ScheduleTicker {
     }
     let from = latest.scheduledAt;
     // Ticks too old for any catch-up are recorded page by page, however long the outage.
-    const horizon = new Date(now.getTime() - Math.max(this.toleranceMs, this.schedule.catchUp.windowMs));
+    // Strictly older than the bound: a tick exactly toleranceMs (or a window) late is planned below.
+    const horizon = new Date(now.getTime() - Math.max(this.toleranceMs, this.schedule.catchUp.windowMs) - 1);
     for (;;) {
       const old = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, horizon, SKIP_PAGE);
       if (old.length === 0) break;
@@ -171,10 +181,13 @@ export class ScheduleTicker {
     });
     if (id === null) return; // another daemon owns this tick
     const startedAt = performance.now();
+    let renewedAt = startedAt;
     const result = await enqueueTick(db, this.schedule, scheduledAt, async () => {
+      if (performance.now() - renewedAt < leaseMs / 3) return; // a short fan-out needs no renewal
       if (!(await renewTickIfOwned(db, id, claimedBy, leaseMs))) {
         throw new TickTakenOverError(`tick ${scheduledAt.toISOString()} was taken over by another daemon`);
       }
+      renewedAt = performance.now();
     });
     const finished = await finishTickIfOwned(db, id, claimedBy, result);
     if (!finished) throw new TickTakenOverError(`tick ${scheduledAt.toISOString()} was taken over by another daemon`);
