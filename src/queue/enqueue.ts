@@ -67,9 +67,9 @@ const PRECHECK_MIN_ROWS = 10;
 export const ENQUEUE_BATCH_SIZE = 1000;
 
 /**
- * Streams rows into the queue in batches of `batchSize`: each batch of ten rows or more
+ * Streams rows into the queue in batches of `batchSize`: a batch of ten rows or more
  * first reads which of its keys exist (a cheap unique-index read, so repeating a fan-out
- * writes nothing),
+ * writes nothing) until a batch finds none,
  * then inserts the rest in one statement whose ON DUPLICATE KEY clause absorbs keys
  * that appeared meanwhile. Holds one batch in memory at a time. `afterBatch` runs after
  * each batch (a fan-out renews its tick lease there).
@@ -83,9 +83,14 @@ export async function enqueueRows(
   let inserted = 0;
   let total = 0;
   let batch: NewJobRow[] = [];
+  let lastBatchHadExisting = true;
   const flush = async () => {
-    // For a handful of rows the read costs as much as it saves.
-    const present = batch.length < PRECHECK_MIN_ROWS ? new Set<string>() : await existingKeys(exec, batch.map((r) => r.key));
+    // Read which keys exist only while that pays: for a handful of rows the read costs as
+    // much as it saves, and once a batch found none (a fresh fan-out, or a resumed one past
+    // where it stopped) the rest are new too; ON DUPLICATE KEY absorbs any straggler.
+    const check = batch.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
+    const present = check ? await existingKeys(exec, batch.map((r) => r.key)) : new Set<string>();
+    lastBatchHadExisting = present.size > 0;
     const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
     inserted += await insertJobsIfAbsent(exec, fresh);
     total += batch.length;

@@ -10,8 +10,9 @@
  *   A stale worker can therefore never finish, fail, renew or release a job.
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
+import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 
@@ -83,6 +84,11 @@ export function newLeaseToken(): string {
   return randomBytes(16).toString('hex');
 }
 
+/** The token of row `id` in the claim whose secret is `secret`: MD5(secret:id), as the claim's SQL computes it. */
+export function leaseTokenFor(secret: string, id: number): string {
+  return createHash('md5').update(`${secret}:${id}`).digest('hex');
+}
+
 function interval(ms: number): SQL {
   return sql`INTERVAL ${Math.max(0, Math.round(ms * 1000))} MICROSECOND`;
 }
@@ -92,16 +98,35 @@ export function truncateError(text: string, max = LAST_ERROR_MAX): string {
   return text.length <= max ? text : `${text.slice(0, max - 15)}… [truncated]`;
 }
 
-function insertValues(row: NewJobRow): SQL {
-  const availableAt = row.runAt ? sql`${toDbTime(row.runAt)}` : NOW;
-  return sql`(${row.queue}, ${row.kind}, ${row.key}, ${row.payloadJson}, ${row.maxAttempts}, ${availableAt}, ${
-    row.scheduleName ?? null
-  }, ${row.periodKey ?? null}, ${row.scheduledAt ? toDbTime(row.scheduledAt) : null}, ${NOW}, ${NOW})`;
+const NOW_RAW = mysqlRaw('UTC_TIMESTAMP(6)');
+
+function insertValues(row: NewJobRow): unknown[] {
+  return [
+    row.queue,
+    row.kind,
+    row.key,
+    row.payloadJson,
+    row.maxAttempts,
+    row.runAt ? toDbTime(row.runAt) : NOW_RAW,
+    row.scheduleName ?? null,
+    row.periodKey ?? null,
+    row.scheduledAt ? toDbTime(row.scheduledAt) : null,
+    NOW_RAW,
+    NOW_RAW,
+  ];
 }
 
-const INSERT_COLUMNS = sql.raw(
-  'INSERT INTO cronq_jobs (queue, kind, job_key, payload, max_attempts, available_at, schedule_name, period_key, scheduled_at, created_at, updated_at) VALUES ',
-);
+const INSERT_JOBS =
+  'INSERT INTO cronq_jobs (queue, kind, job_key, payload, max_attempts, available_at, schedule_name, period_key, scheduled_at, created_at, updated_at) VALUES ?';
+
+/**
+ * Bulk statements are escaped by mysql2's own formatter (what the driver does to any
+ * parameterised query) and handed to drizzle as finished SQL: building a thousand-row
+ * statement chunk by chunk through drizzle's template costs more than running it.
+ */
+function formatted(statement: string, values: unknown[]): SQL {
+  return sql.raw(mysqlFormat(statement, values as Parameters<typeof mysqlFormat>[1]));
+}
 
 /**
  * Inserts one job unless its key exists; either way returns the row's id.
@@ -110,9 +135,7 @@ const INSERT_COLUMNS = sql.raw(
  * Runs on `exec`, so inside a caller's transaction it commits or rolls back with it.
  */
 export async function insertJobIfAbsent(exec: Executor, row: NewJobRow): Promise<{ id: number; created: boolean }> {
-  const result = await exec.execute(
-    sql`${INSERT_COLUMNS}${insertValues(row)} ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
-  );
+  const result = await exec.execute(formatted(`${INSERT_JOBS} ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`, [[insertValues(row)]]));
   const { affectedRows, insertId } = header(result);
   return { id: Number(insertId), created: affectedRows === 1 };
 }
@@ -123,16 +146,14 @@ export async function insertJobIfAbsent(exec: Executor, row: NewJobRow): Promise
  */
 export async function insertJobsIfAbsent(exec: Executor, batch: NewJobRow[]): Promise<number> {
   if (batch.length === 0) return 0;
-  const result = await exec.execute(
-    sql`${INSERT_COLUMNS}${sql.join(batch.map(insertValues), sql`, `)} ON DUPLICATE KEY UPDATE id = id`,
-  );
+  const result = await exec.execute(formatted(`${INSERT_JOBS} ON DUPLICATE KEY UPDATE id = id`, [batch.map(insertValues)]));
   return header(result).affectedRows;
 }
 
 /** Which of `keys` already exist (a cheap read that lets a repeated fan-out skip its inserts). */
 export async function existingKeys(exec: Executor, keys: string[]): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  const result = await exec.execute(sql`SELECT job_key FROM cronq_jobs WHERE job_key IN ${keys}`);
+  const result = await exec.execute(formatted('SELECT job_key FROM cronq_jobs WHERE job_key IN (?)', [keys]));
   return new Set(rows<{ job_key: string }>(result).map((r) => r.job_key));
 }
 
@@ -173,7 +194,6 @@ type ClaimRow = {
   schedule_name: string | null;
   period_key: string | null;
   scheduled_at: string | null;
-  available_at: string;
 };
 
 function claimSelect(queue: string | null, limit: number, cursor: ClaimCursor | undefined): SQL {
@@ -181,8 +201,10 @@ function claimSelect(queue: string | null, limit: number, cursor: ClaimCursor | 
   const after = cursor
     ? sql`((available_at = ${cursor.availableAt} AND id > ${cursor.id}) OR available_at > ${cursor.availableAt}) AND `
     : sql``;
-  return sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
-      schedule_name, period_key, scheduled_at, available_at
+  // Only columns of the claim index: a covering read is a range scan from the cursor.
+  // Asked for more columns, the optimizer reads every 'ready' entry from the front
+  // (ref on status), delete-marked ones included, and gets slower as a drain goes on.
+  return sql`SELECT id, available_at
     FROM cronq_jobs
     WHERE ${byQueue}status = 'ready' AND ${after}available_at <= ${NOW}
     ORDER BY available_at, id
@@ -203,35 +225,37 @@ function claimSelect(queue: string | null, limit: number, cursor: ClaimCursor | 
 export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
   if (request.limit <= 0) return [];
   return db.transaction(async (tx) => {
-    const picked: ClaimRow[] = [];
+    const lockedIds: number[] = [];
     const queues: Array<string | null> = request.queues.length === 0 ? [null] : rotate(request.queues, rotation);
     for (const queue of queues) {
-      const want = request.limit - picked.length;
+      const want = request.limit - lockedIds.length;
       if (want <= 0) break;
-      const got = rows<ClaimRow>(await tx.execute(claimSelect(queue, want, request.cursors?.get(queue ?? ''))));
-      picked.push(...got);
+      const got = rows<{ id: number; available_at: string }>(await tx.execute(claimSelect(queue, want, request.cursors?.get(queue ?? ''))));
+      lockedIds.push(...got.map((r) => Number(r.id)));
       const last = got.at(-1);
       if (last) request.cursors?.set(queue ?? '', { availableAt: last.available_at, id: Number(last.id) });
       else request.cursors?.delete(queue ?? '');
     }
-    if (picked.length === 0) return [];
-    const claimed = picked.map((row) => ({
-      row,
-      token: newLeaseToken(),
-      leaseMs: request.leaseMsFor(row.kind),
-    }));
-    const ids = claimed.map((c) => c.row.id);
-    const tokenCase = sql.join(claimed.map((c) => sql`WHEN ${c.row.id} THEN ${c.token}`), sql` `);
-    const leaseCase = sql.join(
-      claimed.map((c) => sql`WHEN ${c.row.id} THEN ${NOW} + ${interval(c.leaseMs)}`),
-      sql` `,
+    if (lockedIds.length === 0) return [];
+    // The rows are locked: read them whole by primary key.
+    const picked = rows<ClaimRow>(
+      await tx.execute(sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
+          schedule_name, period_key, scheduled_at
+        FROM cronq_jobs WHERE id IN ${lockedIds} ORDER BY available_at, id`),
     );
-    await tx.execute(sql`UPDATE cronq_jobs
-      SET status = 'reserved', attempts = attempts + 1,
-          lease_token = CASE id ${tokenCase} END,
-          lease_until = CASE id ${leaseCase} END,
-          locked_by = ${request.lockedBy}, updated_at = ${NOW}
-      WHERE id IN ${ids}`);
+    // One random secret per claim; each row's token is MD5(secret:id), computed alike
+    // here and in SQL: unpredictable, distinct per row, and one short UPDATE per lease
+    // length instead of a CASE per row.
+    const secret = newLeaseToken();
+    const claimed = picked.map((row) => ({ row, token: leaseTokenFor(secret, Number(row.id)), leaseMs: request.leaseMsFor(row.kind) }));
+    const byLease = new Map<number, number[]>();
+    for (const c of claimed) byLease.set(c.leaseMs, [...(byLease.get(c.leaseMs) ?? []), Number(c.row.id)]);
+    for (const [leaseMs, ids] of byLease) {
+      await tx.execute(sql`UPDATE cronq_jobs
+        SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(${secret}, ':', id)),
+            lease_until = ${NOW} + ${interval(leaseMs)}, locked_by = ${request.lockedBy}, updated_at = ${NOW}
+        WHERE id IN ${ids}`);
+    }
     return claimed.map(({ row, token }) => ({
       id: Number(row.id),
       queue: row.queue,
@@ -268,15 +292,15 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
   if (leases.length === 0) return new Set();
   const sorted = [...leases].sort((a, b) => a.id - b.id); // one lock order: no deadlocks between batches
   const ids = sorted.map((l) => l.id);
-  const tokenCase = sql.join(sorted.map((l) => sql`WHEN ${l.id} THEN ${l.token}`), sql` `);
+  // Tokens are 128-bit and unique, so "token in the batch's set" is the per-row check.
+  const tokens = sorted.map((l) => l.token);
   const result = await db.execute(sql`UPDATE cronq_jobs
     SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
-    WHERE id IN ${ids} AND status = 'reserved' AND lease_until > ${NOW}
-      AND lease_token = CASE id ${tokenCase} END`);
+    WHERE id IN ${ids} AND status = 'reserved' AND lease_until > ${NOW} AND lease_token IN ${tokens}`);
   if (header(result).affectedRows === sorted.length) return new Set(ids);
   // Some leases were lost: done rows keep their token, so ask which ones were ours.
   const done = await db.execute(sql`SELECT id FROM cronq_jobs
-    WHERE id IN ${ids} AND status = 'done' AND lease_token = CASE id ${tokenCase} END`);
+    WHERE id IN ${ids} AND status = 'done' AND lease_token IN ${tokens}`);
   return new Set(rows<{ id: number }>(done).map((r) => Number(r.id)));
 }
 

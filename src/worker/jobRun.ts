@@ -42,7 +42,7 @@ type Outcome = { ok: true } | { ok: false; error: unknown };
 export class JobRun {
   private readonly abort = new AbortController();
   private readonly lease: Lease;
-  private readonly log: Logger;
+  private childLog: Logger | null = null;
   private leaseLost = false;
   private shutdownAborted = false;
   private finished = false;
@@ -64,10 +64,15 @@ export class JobRun {
     private readonly deps: JobRunDeps,
   ) {
     this.lease = { id: job.id, token: job.leaseToken };
-    this.log = deps.log.child({ job_id: job.id, kind: job.kind });
     this.leaseDeadline = Date.now() + deps.leaseMs;
     this.settled = new Promise((resolve) => (this.resolveSettled = resolve));
     this.handlerDone = new Promise((resolve) => (this.resolveHandlerDone = resolve));
+  }
+
+  /** A child logger carrying job_id and kind, made on first use (most jobs log once). */
+  private get log(): Logger {
+    this.childLog ??= this.deps.log.child({ job_id: this.job.id, kind: this.job.kind });
+    return this.childLog;
   }
 
   /** Runs the job to a final write. Never rejects. */
@@ -148,9 +153,12 @@ export class JobRun {
       periodKey: this.job.periodKey,
       scheduledAt: this.job.scheduledAt,
     };
+    const run = this;
     const ctx = {
       signal: this.abort.signal,
-      log: this.log,
+      get log() {
+        return run.log;
+      },
       effect: (fn: Effect) => {
         if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
         effects.push(fn);
