@@ -197,19 +197,18 @@ type ClaimRow = {
 };
 
 function claimSelect(queue: string | null, limit: number, cursor: ClaimCursor | undefined): SQL {
-  const byQueue = queue === null ? sql`` : sql`queue = ${queue} AND `;
-  const after = cursor
-    ? sql`((available_at = ${cursor.availableAt} AND id > ${cursor.id}) OR available_at > ${cursor.availableAt}) AND `
-    : sql``;
+  const byQueue = queue === null ? '' : 'queue = ? AND ';
+  const after = cursor ? '((available_at = ? AND id > ?) OR available_at > ?) AND ' : '';
+  const values = [...(queue === null ? [] : [queue]), ...(cursor ? [cursor.availableAt, cursor.id, cursor.availableAt] : []), limit];
   // Only columns of the claim index: a covering read is a range scan from the cursor.
   // Asked for more columns, the optimizer reads every 'ready' entry from the front
   // (ref on status), delete-marked ones included, and gets slower as a drain goes on.
-  return sql`SELECT id, available_at
-    FROM cronq_jobs
-    WHERE ${byQueue}status = 'ready' AND ${after}available_at <= ${NOW}
-    ORDER BY available_at, id
-    LIMIT ${limit}
-    FOR UPDATE SKIP LOCKED`;
+  return formatted(
+    `SELECT id, available_at FROM cronq_jobs
+    WHERE ${byQueue}status = 'ready' AND ${after}available_at <= UTC_TIMESTAMP(6)
+    ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    values,
+  );
 }
 
 /**
@@ -239,9 +238,14 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
     if (lockedIds.length === 0) return [];
     // The rows are locked: read them whole by primary key.
     const picked = rows<ClaimRow>(
-      await tx.execute(sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
-          schedule_name, period_key, scheduled_at
-        FROM cronq_jobs WHERE id IN ${lockedIds} ORDER BY available_at, id`),
+      await tx.execute(
+        formatted(
+          `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
+            schedule_name, period_key, scheduled_at
+          FROM cronq_jobs WHERE id IN (?) ORDER BY available_at, id`,
+          [lockedIds],
+        ),
+      ),
     );
     // One random secret per claim; each row's token is MD5(secret:id), computed alike
     // here and in SQL: unpredictable, distinct per row, and one short UPDATE per lease
@@ -251,10 +255,15 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
     const byLease = new Map<number, number[]>();
     for (const c of claimed) byLease.set(c.leaseMs, [...(byLease.get(c.leaseMs) ?? []), Number(c.row.id)]);
     for (const [leaseMs, ids] of byLease) {
-      await tx.execute(sql`UPDATE cronq_jobs
-        SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(${secret}, ':', id)),
-            lease_until = ${NOW} + ${interval(leaseMs)}, locked_by = ${request.lockedBy}, updated_at = ${NOW}
-        WHERE id IN ${ids}`);
+      await tx.execute(
+        formatted(
+          `UPDATE cronq_jobs
+          SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
+              lease_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, locked_by = ?, updated_at = UTC_TIMESTAMP(6)
+          WHERE id IN (?)`,
+          [secret, Math.round(leaseMs * 1000), request.lockedBy, ids],
+        ),
+      );
     }
     return claimed.map(({ row, token }) => ({
       id: Number(row.id),
@@ -294,9 +303,14 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
   const ids = sorted.map((l) => l.id);
   // Tokens are 128-bit and unique, so "token in the batch's set" is the per-row check.
   const tokens = sorted.map((l) => l.token);
-  const result = await db.execute(sql`UPDATE cronq_jobs
-    SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
-    WHERE id IN ${ids} AND status = 'reserved' AND lease_until > ${NOW} AND lease_token IN ${tokens}`);
+  const result = await db.execute(
+    formatted(
+      `UPDATE cronq_jobs
+      SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+      WHERE id IN (?) AND status = 'reserved' AND lease_until > UTC_TIMESTAMP(6) AND lease_token IN (?)`,
+      [ids, tokens],
+    ),
+  );
   if (header(result).affectedRows === sorted.length) return new Set(ids);
   // Some leases were lost: done rows keep their token, so ask which ones were ours.
   const done = await db.execute(sql`SELECT id FROM cronq_jobs
