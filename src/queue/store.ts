@@ -196,19 +196,37 @@ type ClaimRow = {
   scheduled_at: string | null;
 };
 
-function claimSelect(queue: string | null, limit: number, cursor: ClaimCursor | undefined): SQL {
+/**
+ * The claim's locking read, covering the claim index only: a range scan, never the
+ * `ref` on status that the optimizer picks for wider reads or an OR of two ranges, which
+ * would walk every 'ready' entry from the front, delete-marked ones included.
+ * `after` continues a cursor: exactly `available_at = cursor AND id > cursor.id`, or
+ * `available_at > cursor`, each its own precise range.
+ */
+function claimSelect(queue: string | null, limit: number, after: 'same-instant' | 'later' | null, cursor?: ClaimCursor): SQL {
   const byQueue = queue === null ? '' : 'queue = ? AND ';
-  const after = cursor ? '((available_at = ? AND id > ?) OR available_at > ?) AND ' : '';
-  const values = [...(queue === null ? [] : [queue]), ...(cursor ? [cursor.availableAt, cursor.id, cursor.availableAt] : []), limit];
-  // Only columns of the claim index: a covering read is a range scan from the cursor.
-  // Asked for more columns, the optimizer reads every 'ready' entry from the front
-  // (ref on status), delete-marked ones included, and gets slower as a drain goes on.
+  const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
+  const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
   return formatted(
     `SELECT id, available_at FROM cronq_jobs
-    WHERE ${byQueue}status = 'ready' AND ${after}available_at <= UTC_TIMESTAMP(6)
+    WHERE ${byQueue}status = 'ready' AND ${from}available_at <= UTC_TIMESTAMP(6)
     ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
-    values,
+    [...(queue === null ? [] : [queue]), ...fromValues, limit],
   );
+}
+
+/** Locks up to `limit` ready rows of one queue (or all), oldest first, from the cursor on. */
+async function lockReady(
+  tx: Executor,
+  queue: string | null,
+  limit: number,
+  cursor: ClaimCursor | undefined,
+): Promise<Array<{ id: number; available_at: string }>> {
+  type Locked = { id: number; available_at: string };
+  if (!cursor) return rows<Locked>(await tx.execute(claimSelect(queue, limit, null)));
+  const same = rows<Locked>(await tx.execute(claimSelect(queue, limit, 'same-instant', cursor)));
+  if (same.length === limit) return same;
+  return [...same, ...rows<Locked>(await tx.execute(claimSelect(queue, limit - same.length, 'later', cursor)))];
 }
 
 /**
@@ -229,7 +247,7 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
     for (const queue of queues) {
       const want = request.limit - lockedIds.length;
       if (want <= 0) break;
-      const got = rows<{ id: number; available_at: string }>(await tx.execute(claimSelect(queue, want, request.cursors?.get(queue ?? ''))));
+      const got = await lockReady(tx, queue, want, request.cursors?.get(queue ?? ''));
       lockedIds.push(...got.map((r) => Number(r.id)));
       const last = got.at(-1);
       if (last) request.cursors?.set(queue ?? '', { availableAt: last.available_at, id: Number(last.id) });
