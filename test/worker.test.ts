@@ -156,6 +156,30 @@ describe('worker', () => {
     expect(letter.failure_reason).toMatch(/unknown kind 'nobody-handles-this'/);
   });
 
+  it("sends a job whose payload its task's parse rejects to the dead letters without running it", async () => {
+    let ran = false;
+    const c = await start([
+      defineTask({
+        name: 'typed',
+        maxAttempts: 5,
+        parse(payload) {
+          const userId = (payload as { userId?: unknown }).userId;
+          if (!Number.isInteger(userId)) throw new TypeError('userId must be an integer');
+          return { userId: userId as number };
+        },
+        handle: () => void (ran = true),
+      }),
+    ]);
+    await c.enqueue({ kind: 'typed', key: 'typed:bad', payload: { userId: 'forty-two' } });
+    await log.waitFor('job_dead');
+    expect(ran).toBe(false);
+    const [letter] = await t.sql('SELECT failure_reason, attempts FROM cronq_dead_letters');
+    expect(letter).toEqual({ failure_reason: 'PermanentError: payload rejected by parse: userId must be an integer', attempts: 1 });
+    await c.enqueue({ kind: 'typed', key: 'typed:good', payload: { userId: 42 } });
+    await log.waitFor('job_completed');
+    expect(ran).toBe(true);
+  });
+
   it('a failing effect rolls back done and counts as a failed attempt', async () => {
     const c = await start([
       defineTask({

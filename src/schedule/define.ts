@@ -1,6 +1,6 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
-import { TASK_BRAND, validateJobOptions, validateName, type Task, type TaskOptions } from '../tasks/define.ts';
+import { TASK_BRAND, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
 import type { Handler } from '../tasks/job.ts';
 import { commandHandler } from './command.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
@@ -128,6 +128,7 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
     [SCHEDULE_BRAND]: true,
     name,
     handle,
+    parse: validateParse(options.parse, what),
     ...base,
     cron: options.cron,
     timezone,

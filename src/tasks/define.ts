@@ -27,6 +27,11 @@ export interface TaskOptions<P = any> {
   backoff?: { base?: Duration; max?: Duration };
   /** How long a claim holds the job before recovery may take it back; renewed while the handler runs. */
   lease?: Duration;
+  /**
+   * Checks and converts the stored payload before the handler sees it (a schema's
+   * `parse`, say). If it throws, the payload is unparseable: the job goes dead at once.
+   */
+  parse?: (payload: unknown) => P;
 }
 
 /** A validated task: what the worker runs for jobs of kind `name`. */
@@ -34,6 +39,8 @@ export interface Task {
   readonly [TASK_BRAND]: true;
   name: string;
   handle: Handler;
+  /** Payload check run before the handler; a throw is a permanent failure. */
+  parse: ((payload: unknown) => unknown) | null;
   queue: string;
   maxAttempts: number;
   backoff: Backoff;
@@ -52,8 +59,16 @@ export function defineTask<P = any>(options: TaskOptions<P>): Task {
     [TASK_BRAND]: true,
     name,
     handle: options.handle as Handler,
+    parse: validateParse(options.parse, `task '${name}'`),
     ...validateJobOptions(options, `task '${name}'`),
   };
+}
+
+/** Validates the optional payload parser. */
+export function validateParse(parse: unknown, what: string): ((payload: unknown) => unknown) | null {
+  if (parse === undefined) return null;
+  if (typeof parse !== 'function') throw new UsageError(`${what}: parse must be a function (payload) => payload`);
+  return parse as (payload: unknown) => unknown;
 }
 
 /** Validates a task or schedule name. */

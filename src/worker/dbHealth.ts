@@ -6,10 +6,15 @@ import type { Logger } from '../logger.ts';
  * Tracks whether the database answers, so an outage is logged once (`db_unavailable`)
  * and its end once (`db_recovered`) instead of once per failed statement, and hands
  * out a jittered, growing delay for loops to back off with meanwhile.
+ *
+ * Only connection errors make an outage. A statement the server refused (a lock wait,
+ * a constraint) while it answers is logged as `db_error`, at most once a minute per
+ * place, and backed off from without declaring the database down.
  */
 export class DbHealth {
   private failingSince: number | null = null;
   private failures = 0;
+  private readonly statementErrorLoggedAt = new Map<string, number>();
   lastOkAt = Date.now();
 
   constructor(private readonly log: Logger) {}
@@ -28,19 +33,35 @@ export class DbHealth {
 
   /** Records a failed statement in `where`; returns how long the caller should back off. */
   trouble(error: unknown, where: string): number {
+    if (!isConnectionError(error)) return this.statementError(error, where);
     this.failures += 1;
     if (this.failingSince === null) {
       this.failingSince = Date.now();
       this.log.warn(
-        { event: 'db_unavailable', where, error: describeDbError(error), connection: isConnectionError(error) },
+        { event: 'db_unavailable', where, error: describeDbError(error) },
         'database error; backing off',
       );
     } else {
       this.log.debug({ event: 'db_error', where, error: describeDbError(error) }, 'database still failing');
     }
-    const ceiling = Math.min(5_000, 100 * 2 ** Math.min(this.failures, 10));
-    return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    return jittered(Math.min(5_000, 100 * 2 ** Math.min(this.failures, 10)));
   }
+
+  private statementError(error: unknown, where: string): number {
+    const now = Date.now();
+    if (now - (this.statementErrorLoggedAt.get(where) ?? 0) >= STATEMENT_ERROR_LOG_EVERY_MS) {
+      this.statementErrorLoggedAt.set(where, now);
+      this.log.warn({ event: 'db_error', where, error: describeDbError(error) }, 'database refused a statement; backing off');
+    }
+    return jittered(1_000);
+  }
+}
+
+const STATEMENT_ERROR_LOG_EVERY_MS = 60_000;
+
+/** Uniform in [ceiling/2, ceiling]. */
+function jittered(ceilingMs: number): number {
+  return Math.round(ceilingMs / 2 + (Math.random() * ceilingMs) / 2);
 }
 
 /** One line about a database error: the driver's code and message (not drizzle's SQL and params), any URL password masked. */

@@ -90,6 +90,14 @@ export class JobRun {
         await this.fail(new PermanentFailure('payload is not valid JSON'), startedAt);
         return;
       }
+      if (this.task.parse) {
+        try {
+          payload = this.task.parse(payload);
+        } catch (error) {
+          await this.fail(new PermanentFailure(`payload rejected by parse: ${(error as Error)?.message ?? String(error)}`), startedAt);
+          return;
+        }
+      }
       const effects: Effect[] = [];
       const outcome = await this.runHandler(payload, effects);
       if (this.leaseLost) return; // result discarded; job_lease_lost already logged
