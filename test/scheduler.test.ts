@@ -1,25 +1,15 @@
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defineSchedule, type ScheduleOptions } from '../src/index.ts';
 import { claimTickFanout } from '../src/schedule/ledger.ts';
 import { planDueTicks } from '../src/schedule/plan.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { systemClock } from '../src/schedule/clock.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
-let t: TestDatabase;
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks'] });
 const silent = pino({ level: 'silent' });
 
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t.drop();
-});
-beforeEach(async () => {
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_schedule_ticks');
-});
 
 const at = (iso: string) => new Date(iso);
 

@@ -1,22 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { age, statsText } from '../src/cli/commands/stats.ts';
 import { collectStats } from '../src/queue/statsStore.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
-let t: TestDatabase;
-
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t.drop();
-});
-beforeEach(async () => {
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
-});
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 
 let seq = 0;
 /** Inserts `count` jobs; `availableIn` is seconds from now by the database clock (negative: in the past). */

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   claimReady,
   completeIfLeased,
@@ -14,18 +14,10 @@ import {
   type NewJobRow,
 } from '../src/queue/store.ts';
 import { connect } from '../src/db/client.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t.drop();
-});
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 beforeEach(async () => {
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
   await t.sql('CREATE TABLE IF NOT EXISTS effects (job_key VARCHAR(255) PRIMARY KEY)');
   await t.sql('DELETE FROM effects');
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { connect, type Database } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 
@@ -39,5 +39,40 @@ export async function createTestDatabase(prefix = 'cronq_test'): Promise<TestDat
       await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await admin.end();
     },
+  };
+}
+
+/**
+ * Gives the calling test file its own migrated database: created before its first test,
+ * dropped after its last, with `emptyBeforeEach` tables emptied before every test. The
+ * returned handle forwards to that database (usable inside tests and hooks only).
+ */
+export function useTestDatabase(options: { emptyBeforeEach?: string[] } = {}): TestDatabase {
+  let current: TestDatabase | undefined;
+  const db = () => {
+    if (!current) throw new Error('the test database exists only inside tests and hooks');
+    return current;
+  };
+  beforeAll(async () => {
+    current = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await current?.drop();
+  });
+  beforeEach(async () => {
+    for (const table of options.emptyBeforeEach ?? []) await db().sql(`DELETE FROM \`${table}\``);
+  });
+  return {
+    get url() {
+      return db().url;
+    },
+    get name() {
+      return db().name;
+    },
+    get database() {
+      return db().database;
+    },
+    sql: (statement, params) => db().sql(statement, params),
+    drop: () => db().drop(),
   };
 }
