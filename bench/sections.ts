@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
 import { fanout, tickPrecision } from './scheduleSections.ts';
-import { fmt, percentile, truncateJobs, type BenchContext, type BenchSection } from './util.ts';
+import { fmt, percentile, truncateJobs, type BenchSection } from './util.ts';
 
 export type { BenchContext, BenchResult, BenchSection } from './util.ts';
 
