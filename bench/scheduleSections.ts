@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createCronq, defineSchedule } from '../src/index.ts';
 import { enqueueTick } from '../src/schedule/fanout.ts';
+import { fireTimesBetween } from '../src/schedule/period.ts';
 import { fmt, percentile, truncateJobs, type BenchSection } from './util.ts';
 
 const ENTITIES = 100_000;
@@ -95,5 +96,23 @@ export const tickPrecision: BenchSection = {
       value: `lateness p50 ${percentile(sorted, 50)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted[sorted.length - 1]} ms`,
       target: 'p99 ≤ 50 ms',
     });
+  },
+};
+
+/** A year of hourly fire times in Europe/Berlin (8,760, through both DST changes): best of five. */
+export const periods: BenchSection = {
+  name: 'periods',
+  async run(context) {
+    const from = new Date('2026-01-01T00:00:00Z');
+    const to = new Date('2027-01-01T00:00:00Z');
+    fireTimesBetween('0 * * * *', 'Asia/Tokyo', from, new Date('2026-01-03T00:00:00Z')); // warm up
+    let best = Number.POSITIVE_INFINITY;
+    let count = 0;
+    for (let run = 0; run < 5; run++) {
+      const started = performance.now();
+      count = fireTimesBetween('0 * * * *', 'Europe/Berlin', from, to).length;
+      best = Math.min(best, performance.now() - started);
+    }
+    context.results.push({ label: `a year of hourly fire times (${fmt(count)})`, value: `${best.toFixed(1)} ms`, target: '< 200 ms' });
   },
 };

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
-import { fanout, tickPrecision } from './scheduleSections.ts';
+import { fanout, periods, tickPrecision } from './scheduleSections.ts';
 import { fmt, percentile, truncateJobs, type BenchSection } from './util.ts';
 
 export type { BenchContext, BenchResult, BenchSection } from './util.ts';
@@ -186,4 +186,4 @@ const daemons: BenchSection = {
   },
 };
 
-export const sections: BenchSection[] = [baseline, drain, enqueue, pickup, daemons, fanout, tickPrecision];
+export const sections: BenchSection[] = [baseline, drain, enqueue, pickup, daemons, fanout, tickPrecision, periods];

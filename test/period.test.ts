@@ -276,22 +276,12 @@ describe('fireTimesBetween', () => {
     }
   });
 
-  it('lists a year of hourly fires, every real hour once, in well under 200 ms', () => {
-    const from = at('2026-01-01T00:00:00Z');
-    const to = at('2027-01-01T00:00:00Z');
-    fireTimesBetween('0 * * * *', 'Asia/Tokyo', from, at('2026-01-03T00:00:00Z')); // warm up the JIT
-    let fires: Date[] = [];
-    let best = Number.POSITIVE_INFINITY;
-    // Best of three: the budget is for the code, not for whatever else shares the machine.
-    for (let run = 0; run < 3; run++) {
-      const started = performance.now();
-      fires = fireTimesBetween('0 * * * *', BERLIN, from, to);
-      best = Math.min(best, performance.now() - started);
-    }
+  it('lists a year of hourly fires, every real hour once', () => {
+    // How fast is a figure for `npm run bench` (section 'periods'), not an assertion here.
+    const fires = fireTimesBetween('0 * * * *', BERLIN, at('2026-01-01T00:00:00Z'), at('2027-01-01T00:00:00Z'));
     expect(fires).toHaveLength(8760);
     expect(fires[0].toISOString()).toBe('2026-01-01T01:00:00.000Z');
     for (let i = 1; i < fires.length; i++) expect(fires[i].getTime() - fires[i - 1].getTime()).toBe(HOUR);
-    expect(best).toBeLessThan(200);
   });
 });
 
