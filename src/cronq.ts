@@ -21,6 +21,9 @@ import { WorkerPool, type StopResult } from './worker/pool.ts';
 
 export type { EnqueueJob };
 
+/** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
+export const ENQUEUE_PARALLEL = 2;
+
 export interface CronqOptions {
   /** Default: DATABASE_URL, else mysql://root@127.0.0.1:3306/cronq. */
   databaseUrl?: string;
@@ -153,7 +156,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     async enqueueMany(jobs, { tx } = {}) {
-      const result = await enqueueRows(tx ?? database.db, rowsOf(jobs, await ready()));
+      const result = await enqueueRows(tx ?? database.db, rowsOf(jobs, await ready()), { parallel: tx ? 1 : ENQUEUE_PARALLEL });
       if (result.inserted > 0 && !tx) pool?.wake();
       return result;
     },

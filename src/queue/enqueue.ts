@@ -2,7 +2,7 @@ import { UsageError } from '../errors.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
-import type { Executor } from '../db/client.ts';
+import { driverError, type Executor } from '../db/client.ts';
 import { existingKeys, insertJobsIfAbsent, type NewJobRow } from './store.ts';
 
 /** A job to enqueue, as callers write it. */
@@ -71,36 +71,71 @@ export const ENQUEUE_BATCH_SIZE = 1000;
  * first reads which of its keys exist (a cheap unique-index read, so repeating a fan-out
  * writes nothing) until a batch finds none,
  * then inserts the rest in one statement whose ON DUPLICATE KEY clause absorbs keys
- * that appeared meanwhile. Holds one batch in memory at a time. `afterBatch` runs after
+ * that appeared meanwhile. Holds at most two batches in memory: one being written, one
+ * being gathered. `afterBatch` runs after
  * each batch (a fan-out renews its tick lease there).
  */
 export async function enqueueRows(
   exec: Executor,
   rows: AsyncIterable<NewJobRow> | Iterable<NewJobRow>,
-  options: { batchSize?: number; afterBatch?: () => Promise<void> } = {},
+  options: { batchSize?: number; afterBatch?: () => Promise<void>; parallel?: number } = {},
 ): Promise<{ inserted: number; existing: number }> {
   const batchSize = options.batchSize ?? ENQUEUE_BATCH_SIZE;
   let inserted = 0;
   let total = 0;
   let batch: NewJobRow[] = [];
   let lastBatchHadExisting = true;
-  const flush = async () => {
+  const write = async (rows: NewJobRow[]) => {
     // Read which keys exist only while that pays: for a handful of rows the read costs as
     // much as it saves, and once a batch found none (a fresh fan-out, or a resumed one past
     // where it stopped) the rest are new too; ON DUPLICATE KEY absorbs any straggler.
-    const check = batch.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
-    const present = check ? await existingKeys(exec, batch.map((r) => r.key)) : new Set<string>();
+    const check = rows.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
+    const present = check ? await existingKeys(exec, rows.map((r) => r.key)) : new Set<string>();
     lastBatchHadExisting = present.size > 0;
-    const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
-    inserted += await insertJobsIfAbsent(exec, fresh);
-    total += batch.length;
-    batch = [];
+    const fresh = present.size === 0 ? rows : rows.filter((r) => !present.has(r.key));
+    const added = await insertJobsIfAbsent(exec, fresh); // not `inserted += await`: writes overlap
+    inserted += added;
+    total += rows.length;
     await options.afterBatch?.();
+  };
+  // Batches are written while the next is gathered, so producing rows (the caller's
+  // generator) and the database's work overlap; at most `parallel` writes in flight,
+  // each on its own pooled connection. Pass 1 (the default) inside a transaction.
+  const parallel = Math.max(1, options.parallel ?? 1);
+  const writing: Promise<void>[] = [];
+  const flush = async () => {
+    if (writing.length >= parallel) await writing.shift();
+    const current = batch;
+    // Only outside a caller's transaction (parallel > 1): a deadlock there rolls back the
+    // caller's whole transaction, which a retry must not paper over.
+    const pending = parallel > 1 ? withDeadlockRetry(() => write(current)) : write(current);
+    pending.catch(() => undefined); // awaited (and rethrown) below
+    writing.push(pending);
+    batch = [];
   };
   for await (const row of rows) {
     batch.push(row);
     if (batch.length >= batchSize) await flush();
   }
   if (batch.length > 0) await flush();
+  // Every write settles before we return, and the first failure is the one reported.
+  const settled = await Promise.allSettled(writing);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
   return { inserted, existing: total - inserted };
+}
+
+/**
+ * Two batch INSERTs in flight can deadlock on the unique key when a key repeats across
+ * them; InnoDB then rolls one back whole, so running it again is safe.
+ */
+async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      const code = (driverError(error) as { code?: string })?.code;
+      if (attempt >= attempts || (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT')) throw error;
+    }
+  }
 }
