@@ -152,6 +152,21 @@ describe('claim', () => {
     expect(byQueue[0].key).toBe('cronq_jobs_claim_queue');
     expect(String(byQueue[0].Extra ?? '')).not.toMatch(/filesort/i);
   });
+
+  it('continues a claim from its cursor by two exact ranges of the claim index, even with claimed rows behind it', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`plan-${i}`)));
+    await claim(100); // leaves claimed rows (and their index history) in front of the cursor
+    const [{ at, id }] = await t.sql("SELECT DATE_FORMAT(available_at, '%Y-%m-%d %H:%i:%s.%f') AS at, id FROM cronq_jobs WHERE status = 'reserved' ORDER BY available_at DESC, id DESC LIMIT 1");
+    for (const cursor of [`available_at = '${at}' AND id > ${id}`, `available_at > '${at}'`]) {
+      const [plan] = await t.sql(
+        `EXPLAIN SELECT id, available_at FROM cronq_jobs WHERE status = 'ready' AND ${cursor} AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 16 FOR UPDATE SKIP LOCKED`,
+      );
+      expect(plan.key, cursor).toBe('cronq_jobs_claim');
+      expect(plan.type, cursor).toBe('range');
+      expect(String(plan.Extra ?? ''), cursor).toMatch(/Using index/);
+      expect(String(plan.Extra ?? ''), cursor).not.toMatch(/filesort/i);
+    }
+  });
 });
 
 describe('fencing', () => {
