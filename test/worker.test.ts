@@ -180,6 +180,28 @@ describe('worker', () => {
     expect(ran).toBe(true);
   });
 
+  it('skips a job the database refuses to reserve, naming it, and goes on claiming the others', async () => {
+    // A trigger stands in for what can make an UPDATE of one row fail every time (on
+    // MariaDB, a payload breaking the JSON CHECK constraint, written with checks off).
+    await t.sql(
+      "CREATE TRIGGER poison_guard BEFORE UPDATE ON cronq_jobs FOR EACH ROW BEGIN IF OLD.job_key = 'poison' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'this row cannot be reserved'; END IF; END",
+    );
+    try {
+      await t.sql("INSERT INTO cronq_jobs (kind, job_key, payload, available_at) VALUES ('steady', 'poison', '{}', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)");
+      const [{ id: poisonId }] = await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'poison'");
+      const c = await start([defineTask({ name: 'steady', handle: () => undefined })], { concurrency: 8 });
+      await c.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ kind: 'steady', key: `steady:${i}` })));
+      await log.waitFor('job_completed', 20);
+      const [unclaimable] = await log.waitFor('job_unclaimable');
+      expect(unclaimable.job_id).toBe(poisonId);
+      expect(unclaimable.error).toMatch(/this row cannot be reserved/);
+      const [poison] = await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'poison'");
+      expect(poison).toEqual({ status: 'ready', attempts: 0 });
+    } finally {
+      await t.sql('DROP TRIGGER IF EXISTS poison_guard');
+    }
+  });
+
   it('a failing effect rolls back done and counts as a failed attempt', async () => {
     const c = await start([
       defineTask({

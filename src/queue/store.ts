@@ -13,7 +13,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
-import type { Db, Executor } from '../db/client.ts';
+import { isConnectionError, type Db, type Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 
 const NOW = sql`UTC_TIMESTAMP(6)`;
@@ -177,6 +177,8 @@ export interface ClaimRequest {
    * is only found by a claim without one, so callers must drop cursors regularly.
    */
   cursors?: Map<string, ClaimCursor>;
+  /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
+  excludeIds?: ReadonlySet<number>;
   limit: number;
   /** Lease length for a job of this kind. */
   leaseMsFor: (kind: string) => number;
@@ -203,15 +205,22 @@ type ClaimRow = {
  * `after` continues a cursor: exactly `available_at = cursor AND id > cursor.id`, or
  * `available_at > cursor`, each its own precise range.
  */
-function claimSelect(queue: string | null, limit: number, after: 'same-instant' | 'later' | null, cursor?: ClaimCursor): SQL {
+function claimSelect(
+  queue: string | null,
+  limit: number,
+  after: 'same-instant' | 'later' | null,
+  cursor: ClaimCursor | undefined,
+  exclude: readonly number[],
+): SQL {
   const byQueue = queue === null ? '' : 'queue = ? AND ';
+  const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
   const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
   const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
   return formatted(
     `SELECT id, available_at FROM cronq_jobs
-    WHERE ${byQueue}status = 'ready' AND ${from}available_at <= UTC_TIMESTAMP(6)
+    WHERE ${byQueue}status = 'ready' AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
     ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
-    [...(queue === null ? [] : [queue]), ...fromValues, limit],
+    [...(queue === null ? [] : [queue]), ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit],
   );
 }
 
@@ -221,12 +230,39 @@ async function lockReady(
   queue: string | null,
   limit: number,
   cursor: ClaimCursor | undefined,
+  exclude: readonly number[],
 ): Promise<Array<{ id: number; available_at: string }>> {
   type Locked = { id: number; available_at: string };
-  if (!cursor) return rows<Locked>(await tx.execute(claimSelect(queue, limit, null)));
-  const same = rows<Locked>(await tx.execute(claimSelect(queue, limit, 'same-instant', cursor)));
+  if (!cursor) return rows<Locked>(await tx.execute(claimSelect(queue, limit, null, undefined, exclude)));
+  const same = rows<Locked>(await tx.execute(claimSelect(queue, limit, 'same-instant', cursor, exclude)));
   if (same.length === limit) return same;
-  return [...same, ...rows<Locked>(await tx.execute(claimSelect(queue, limit - same.length, 'later', cursor)))];
+  return [...same, ...rows<Locked>(await tx.execute(claimSelect(queue, limit - same.length, 'later', cursor, exclude)))];
+}
+
+/** Runs a claim's reserving UPDATE, turning a refusal that is not about the connection into ClaimUpdateError. */
+async function reserve(ids: number[], update: () => Promise<unknown>): Promise<void> {
+  try {
+    await update();
+  } catch (error) {
+    if (isConnectionError(error)) throw error;
+    throw new ClaimUpdateError(ids, error);
+  }
+}
+
+/**
+ * The database refused to reserve rows it had just locked for a claim: not a connection
+ * problem, but something about those rows (on MariaDB, a payload that breaks the JSON
+ * CHECK constraint, written with the checks off; or a trigger). `ids` are the rows of
+ * the failed claim, so a caller can narrow it down and stop claiming the culprit.
+ */
+export class ClaimUpdateError extends Error {
+  override name = 'ClaimUpdateError';
+  constructor(
+    readonly ids: number[],
+    cause: unknown,
+  ) {
+    super(`reserving jobs ${ids.join(', ')} failed`, { cause });
+  }
 }
 
 /**
@@ -241,17 +277,18 @@ async function lockReady(
  */
 export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
   if (request.limit <= 0) return [];
-  return db.transaction(async (tx) => {
+  // Cursors move only once the claim has committed: a failed claim leaves its rows to be found again.
+  const moved = new Map<string, ClaimCursor | null>();
+  const jobs = await db.transaction(async (tx) => {
     const lockedIds: number[] = [];
     const queues: Array<string | null> = request.queues.length === 0 ? [null] : rotate(request.queues, rotation);
     for (const queue of queues) {
       const want = request.limit - lockedIds.length;
       if (want <= 0) break;
-      const got = await lockReady(tx, queue, want, request.cursors?.get(queue ?? ''));
+      const got = await lockReady(tx, queue, want, request.cursors?.get(queue ?? ''), [...(request.excludeIds ?? [])]);
       lockedIds.push(...got.map((r) => Number(r.id)));
       const last = got.at(-1);
-      if (last) request.cursors?.set(queue ?? '', { availableAt: last.available_at, id: Number(last.id) });
-      else request.cursors?.delete(queue ?? '');
+      moved.set(queue ?? '', last ? { availableAt: last.available_at, id: Number(last.id) } : null);
     }
     if (lockedIds.length === 0) return [];
     // The rows are locked: read them whole by primary key.
@@ -273,13 +310,15 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
     const byLease = new Map<number, number[]>();
     for (const c of claimed) byLease.set(c.leaseMs, [...(byLease.get(c.leaseMs) ?? []), Number(c.row.id)]);
     for (const [leaseMs, ids] of byLease) {
-      await tx.execute(
-        formatted(
-          `UPDATE cronq_jobs
-          SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
-              lease_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, locked_by = ?, updated_at = UTC_TIMESTAMP(6)
-          WHERE id IN (?)`,
-          [secret, Math.round(leaseMs * 1000), request.lockedBy, ids],
+      await reserve(ids, () =>
+        tx.execute(
+          formatted(
+            `UPDATE cronq_jobs
+            SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
+                lease_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, locked_by = ?, updated_at = UTC_TIMESTAMP(6)
+            WHERE id IN (?)`,
+            [secret, Math.round(leaseMs * 1000), request.lockedBy, ids],
+          ),
         ),
       );
     }
@@ -297,6 +336,11 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
       leaseToken: token,
     }));
   });
+  for (const [queue, cursor] of moved) {
+    if (cursor) request.cursors?.set(queue, cursor);
+    else request.cursors?.delete(queue);
+  }
+  return jobs;
 }
 
 function rotate<T>(items: T[], by: number): T[] {

@@ -1,15 +1,16 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import { noopObserver, type Observer } from '../observe.ts';
-import { claimReady, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
+import { ClaimUpdateError, claimReady, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
-import { DbHealth } from './dbHealth.ts';
+import { DbHealth, describeDbError } from './dbHealth.ts';
 import { JobRun } from './jobRun.ts';
 import { sleep, Wakeup } from './wakeup.ts';
 
 const CURSOR_MAX_AGE_MS = 1_000;
+const MAX_UNCLAIMABLE = 1_000;
 
 export interface WorkerPoolOptions {
   db: Db;
@@ -62,6 +63,10 @@ export class WorkerPool {
   private loop: Promise<void> | null = null;
   private stopped: Promise<StopResult> | null = null;
   private rotation = 0;
+  /** Rows the database refused to reserve (ClaimUpdateError), never claimed again here. */
+  private readonly unclaimable = new Set<number>();
+  /** Claims left to make one row at a time while narrowing down a refused row. */
+  private isolating = 0;
   /** Claim cursors (see ClaimRequest.cursors), dropped on every short claim and at least each second. */
   private readonly cursors = new Map<string, ClaimCursor>();
   private cursorsSetAt = 0;
@@ -121,15 +126,21 @@ export class WorkerPool {
           this.options.db,
           {
             queues: this.options.queues,
-            limit: free,
+            limit: this.isolating > 0 ? 1 : free,
             leaseMsFor: (kind) => this.leaseMsFor(kind),
             lockedBy: this.options.lockedBy,
             cursors: this.cursors,
+            excludeIds: this.unclaimable,
           },
           this.rotation++,
         );
         this.health.ok();
+        if (this.isolating > 0) this.isolating -= 1;
       } catch (error) {
+        if (error instanceof ClaimUpdateError) {
+          this.narrowDown(error);
+          continue;
+        }
         await sleep(this.health.trouble(error, 'claim'), this.stopping.signal);
         continue;
       }
@@ -153,6 +164,25 @@ export class WorkerPool {
         await this.wakeup.wait(this.options.pollMs);
       }
     }
+  }
+
+  /**
+   * A claim whose rows could not be reserved: claim one row at a time until the row that
+   * fails is alone, then never claim it again in this process (it stays 'ready' for a
+   * person to repair: see the log line). The other rows go on being claimed meanwhile.
+   */
+  private narrowDown(error: ClaimUpdateError): void {
+    if (error.ids.length === 1) {
+      const [id] = error.ids;
+      if (this.unclaimable.size < MAX_UNCLAIMABLE) this.unclaimable.add(id);
+      this.options.log.error(
+        { event: 'job_unclaimable', job_id: id, error: describeDbError(error.cause) },
+        'the database refuses to reserve this job; it is skipped until repaired (and this daemon restarted)',
+      );
+      this.isolating = 0;
+      return;
+    }
+    this.isolating = error.ids.length;
   }
 
   private startRun(job: ClaimedJob): void {
