@@ -1,28 +1,26 @@
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from './support/db.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 import { eventually } from './support/events.ts';
 
 const SCHEDULES = 'test/fixtures/schedules-daemon';
-let t: TestDatabase;
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 let env: Record<string, string>;
 let daemons: DaemonProcess[] = [];
 
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
+// Registered after useTestDatabase, so (hooks unwind as a stack) it runs before the drop.
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
-  await t.drop();
 });
-beforeEach(async () => {
+// A test's daemons are gone before the next test empties the tables.
+afterEach(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
   daemons = [];
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
+});
+beforeEach(async () => {
   const trace = join(mkdtempSync(join(tmpdir(), 'cronq-')), 'trace');
   env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: SCHEDULES, CRONQ_TEST_TRACE: trace, LOG_LEVEL: 'info' };
 });

@@ -1,6 +1,6 @@
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CronqHealth } from '../src/cronq.ts';
 import { UsageError } from '../src/errors.ts';
 import { parseHttpAddress } from '../src/http/address.ts';
@@ -10,26 +10,24 @@ import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { Stats } from '../src/queue/statsStore.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
-let t: TestDatabase;
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 let env: Record<string, string>;
 let daemons: DaemonProcess[] = [];
 const servers: HttpServer[] = [];
 
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
+// Registered after useTestDatabase, so (hooks unwind as a stack) it runs before the drop.
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
   await Promise.all(servers.map((s) => s.close()));
-  await t.drop();
 });
-beforeEach(async () => {
+// A test's daemons are gone before the next test empties the tables.
+afterEach(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
   daemons = [];
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
+});
+beforeEach(async () => {
   env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon', LOG_LEVEL: 'info' };
 });
 

@@ -14,7 +14,7 @@ class BlackholeProxy {
   blackhole = false;
   port = 0;
 
-  constructor(private readonly target: { host: string; port: number }) {
+  constructor(target: { host: string; port: number }) {
     this.server = createServer((client) => {
       const upstream = tcpConnect(target.port, target.host);
       this.sockets.add(client).add(upstream);

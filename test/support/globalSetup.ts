@@ -1,5 +1,5 @@
-import mysql from 'mysql2/promise';
 import type { TestProject } from 'vitest/node';
+import { answers } from './answers.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -35,12 +35,3 @@ export default async function setup(project: TestProject) {
   };
 }
 
-async function answers(url: string): Promise<boolean> {
-  try {
-    const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
-    await conn.end();
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import mysql from 'mysql2/promise';
+import { answers } from './answers.ts';
 
 /**
  * A throwaway MariaDB (or MySQL) server owned by one test file, which it may stop,
@@ -94,7 +94,7 @@ export class PrivateServer {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`private server exited during start (code ${child.exitCode}):\n${this.stderr}`);
-      if (await answers(this.url)) return;
+      if (await answers(this.url, 1_000)) return;
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
         throw new Error(`private server did not accept a login within ${timeoutMs} ms:\n${this.stderr}`);
@@ -158,15 +158,6 @@ export function findServerBinary(): Binary | null {
   return { server, flavour: 'mysql' };
 }
 
-async function answers(url: string): Promise<boolean> {
-  try {
-    const conn = await mysql.createConnection({ uri: url, connectTimeout: 1_000 });
-    await conn.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
