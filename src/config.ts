@@ -17,6 +17,8 @@ export interface BaseConfig {
 /** What `cronq start` runs with. */
 export interface DaemonConfig extends BaseConfig {
   concurrency: number;
+  /** Most jobs claimed ahead of free slots while handlers are fast (--prefetch). */
+  prefetch: number;
   queues: string[];
   graceMs: number;
   pollMs: number;
@@ -32,6 +34,7 @@ export interface DaemonConfig extends BaseConfig {
 
 export const DAEMON_DEFAULTS = {
   concurrency: 10,
+  prefetch: 1000,
   graceMs: 10_000,
   pollMs: 200,
 };
@@ -77,6 +80,7 @@ export function daemonConfig(
   flags: {
     schedules?: string;
     concurrency?: string;
+    prefetch?: string;
     queues?: string;
     grace?: string;
     poll?: string;
@@ -92,6 +96,7 @@ export function daemonConfig(
   const config: DaemonConfig = {
     ...base,
     concurrency: flags.concurrency === undefined ? DAEMON_DEFAULTS.concurrency : parseIntFlag(flags.concurrency, '--concurrency', 1, 1000),
+    prefetch: flags.prefetch === undefined ? DAEMON_DEFAULTS.prefetch : parseIntFlag(flags.prefetch, '--prefetch', 0, 10_000),
     queues: parseQueues(flags.queues),
     graceMs: flags.grace === undefined ? DAEMON_DEFAULTS.graceMs : parseDuration(flags.grace, '--grace'),
     pollMs: flags.poll === undefined ? DAEMON_DEFAULTS.pollMs : parseDuration(flags.poll, '--poll'),

@@ -23,6 +23,8 @@ export type { EnqueueJob };
 
 /** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
 export const ENQUEUE_PARALLEL = 2;
+/** Default ceiling of jobs claimed ahead of free worker slots (see CronqOptions.prefetch). */
+export const DEFAULT_PREFETCH = 1000;
 
 export interface CronqOptions {
   /** Default: DATABASE_URL, else mysql://root@127.0.0.1:3306/cronq. */
@@ -33,6 +35,12 @@ export interface CronqOptions {
   schedulesDir?: string | null;
   /** Handlers running at once (default 10). */
   concurrency?: number;
+  /**
+   * Most jobs claimed ahead of free slots (0–10000, default 1000). The read-ahead is
+   * what handlers use up in about two claim round trips, so slow handlers get none and
+   * no-op ones the most; 0 claims only for free slots. See WorkerPool.
+   */
+  prefetch?: number;
   /** Queues to claim from (default: all). */
   queues?: string[];
   logger?: Logger;
@@ -110,6 +118,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) {
     throw new UsageError(`concurrency must be a whole number from 1 to 1000 (got ${concurrency})`);
   }
+  const prefetch = options.prefetch ?? DEFAULT_PREFETCH;
+  if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) {
+    throw new UsageError(`prefetch must be a whole number from 0 to 10000 (got ${prefetch})`);
+  }
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
     poolSize: Math.min(concurrency + 4, 50),
   });
@@ -151,7 +163,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     async enqueue(job, { tx } = {}) {
       const row = toJobRow(job, await ready());
       const result = await insertJobIfAbsent(tx ?? database.db, row);
-      if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake();
+      if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue);
       return result;
     },
 
@@ -186,6 +198,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         tasks: registry,
         log,
         concurrency,
+        prefetch,
         queues: options.queues ?? [],
         lockedBy: options.lockedBy ?? `${hostname()}:${process.pid}`,
         pollMs: parseDuration(options.pollInterval ?? '200ms', 'pollInterval'),

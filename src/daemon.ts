@@ -29,6 +29,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     databaseUrl: config.databaseUrl,
     schedulesDir: config.schedulesDir,
     concurrency: config.concurrency,
+    prefetch: config.prefetch,
     queues: config.queues,
     logger: log,
     pollInterval: config.pollMs,

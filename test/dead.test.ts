@@ -65,7 +65,7 @@ async function crafted(o: Crafted): Promise<{ jobId: number; letterId: number }>
 /** A job that really died: enqueued, claimed, failed permanently through the store. */
 async function diedForReal(key: string, error: string): Promise<{ jobId: number; letterId: number }> {
   await insertJobIfAbsent(db(), { queue: 'default', kind: 'report', key, payloadJson: JSON.stringify({ month: '2026-11' }), maxAttempts: 3, runAt: null });
-  const [job] = await claimReady(db(), { queues: [], limit: 1, leaseMsFor: () => 30_000, lockedBy: 'test:1' });
+  const [job] = await claimReady(db(), { queues: ['default'], limit: 1, leaseMsFor: () => 30_000, lockedBy: 'test:1' });
   expect(await failIfLeased(db(), { id: job.id, token: job.leaseToken }, { error, permanent: true, retryInMs: 0 })).toEqual({ status: 'dead' });
   const [letter] = await t.sql('SELECT id FROM cronq_dead_letters WHERE job_id = ?', [job.id]);
   return { jobId: job.id, letterId: letter.id };
@@ -190,7 +190,7 @@ describe('requeue and discard by id', () => {
     const letter = await letterRow(letterId);
     expect(letter.resolution).toBe('requeued: upstream fixed');
     expect(letter.reviewed_at).toBeInstanceOf(Date);
-    const [claimed] = await claimReady(db(), { queues: [], limit: 5, leaseMsFor: () => 30_000, lockedBy: 'test:2' });
+    const [claimed] = await claimReady(db(), { queues: ['default'], limit: 5, leaseMsFor: () => 30_000, lockedBy: 'test:2' });
     expect(claimed).toMatchObject({ id: jobId, key: 'requeue:1', attempt: 1 });
     expect(await t.sql('SELECT id FROM cronq_jobs WHERE job_key = ?', ['requeue:1'])).toHaveLength(1);
   });

@@ -82,7 +82,7 @@ describe.skipIf(skip)(
         const d = daemon;
         const pid = d.child.pid!;
         await d.waitFor('worker_started');
-        const outages: Array<{ kind: string; cpuMs: number; wallMs: number; dbErrors: number }> = [];
+        const outages: Array<{ kind: string; cpuMs: number; wallMs: number; dbErrors: number; where?: Record<string, number> }> = [];
 
         async function outage(kind: 'stop' | 'crash', n: number): Promise<void> {
           const errorsBefore = d.events('db_error').length;
@@ -99,6 +99,10 @@ describe.skipIf(skip)(
             wallMs: Date.now() - downAt,
             dbErrors: d.events('db_error').length - errorsBefore,
           });
+          // Where the failed statements came from, for the assertion messages below.
+          const byWhere: Record<string, number> = {};
+          for (const e of d.events('db_error').slice(errorsBefore)) byWhere[e.where] = (byWhere[e.where] ?? 0) + 1;
+          outages.at(-1)!.where = byWhere;
           expect(d.child.exitCode, `the daemon exited during the ${kind} outage:\n${d.stderr}`).toBeNull();
           await server.start();
           await d.waitFor('db_recovered', n, 20_000);

@@ -11,10 +11,10 @@ import {
   releaseIfLeased,
   renewIfLeased,
   type ClaimedJob,
-  type NewJobRow,
 } from '../src/queue/store.ts';
 import { connect } from '../src/db/client.ts';
 import { useTestDatabase } from './support/db.ts';
+import { claimJobs, jobRow } from './support/jobs.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 beforeEach(async () => {
@@ -22,18 +22,8 @@ beforeEach(async () => {
   await t.sql('DELETE FROM effects');
 });
 
-const row = (key: string, extra: Partial<NewJobRow> = {}): NewJobRow => ({
-  queue: 'default',
-  kind: 'test',
-  key,
-  payloadJson: JSON.stringify({ key }),
-  maxAttempts: 3,
-  runAt: null,
-  ...extra,
-});
-
-const claim = (limit: number, lockedBy = 'test:1', queues: string[] = []) =>
-  claimReady(t.database.db, { queues, limit, leaseMsFor: () => 30_000, lockedBy });
+const row = jobRow;
+const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database.db, limit, lockedBy, queues);
 
 const lease = (job: ClaimedJob) => ({ id: job.id, token: job.leaseToken });
 
@@ -96,7 +86,7 @@ describe('claim', () => {
       await Promise.all(
         stores.map(async (store, s) => {
           for (;;) {
-            const got = await claimReady(store.db, { queues: [], limit: 50, leaseMsFor: () => 30_000, lockedBy: `s${s}` });
+            const got = await claimReady(store.db, { queues: ['default'], limit: 50, leaseMsFor: () => 30_000, lockedBy: `s${s}` });
             if (got.length === 0) return;
             claimedIds.push(...got.map((j) => j.id));
           }
@@ -140,33 +130,6 @@ describe('claim', () => {
     expect(r.locked_by).toBe('test:1');
   });
 
-  it('uses the claim index, without a filesort, for the claim query', async () => {
-    const plan = await t.sql(
-      "EXPLAIN SELECT id FROM cronq_jobs WHERE status = 'ready' AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 50 FOR UPDATE SKIP LOCKED",
-    );
-    expect(plan[0].key).toBe('cronq_jobs_claim');
-    expect(String(plan[0].Extra ?? '')).not.toMatch(/filesort/i);
-    const byQueue = await t.sql(
-      "EXPLAIN SELECT id FROM cronq_jobs WHERE queue = 'a' AND status = 'ready' AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 50 FOR UPDATE SKIP LOCKED",
-    );
-    expect(byQueue[0].key).toBe('cronq_jobs_claim_queue');
-    expect(String(byQueue[0].Extra ?? '')).not.toMatch(/filesort/i);
-  });
-
-  it('continues a claim from its cursor by two exact ranges of the claim index, even with claimed rows behind it', async () => {
-    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`plan-${i}`)));
-    await claim(100); // leaves claimed rows (and their index history) in front of the cursor
-    const [{ at, id }] = await t.sql("SELECT DATE_FORMAT(available_at, '%Y-%m-%d %H:%i:%s.%f') AS at, id FROM cronq_jobs WHERE status = 'reserved' ORDER BY available_at DESC, id DESC LIMIT 1");
-    for (const cursor of [`available_at = '${at}' AND id > ${id}`, `available_at > '${at}'`]) {
-      const [plan] = await t.sql(
-        `EXPLAIN SELECT id, available_at FROM cronq_jobs WHERE status = 'ready' AND ${cursor} AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 16 FOR UPDATE SKIP LOCKED`,
-      );
-      expect(plan.key, cursor).toBe('cronq_jobs_claim');
-      expect(plan.type, cursor).toBe('range');
-      expect(String(plan.Extra ?? ''), cursor).toMatch(/Using index/);
-      expect(String(plan.Extra ?? ''), cursor).not.toMatch(/filesort/i);
-    }
-  });
 });
 
 describe('fencing', () => {

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCronq, defineTask, PermanentError, type Cronq, type Task } from '../src/index.ts';
 import { retryDelayMs, backoffCeilingMs } from '../src/queue/backoff.ts';
+import { noopObserver } from '../src/observe.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { EventLog, eventually } from './support/events.ts';
 
@@ -358,6 +359,136 @@ describe('worker', () => {
     await c.enqueue({ kind: 'quick', key: 'quick:1' });
     await log.waitFor('job_completed', 1, 2_000);
     expect(started[0] - before).toBeLessThan(1_000);
+  });
+});
+
+describe('claiming ahead (prefetch)', () => {
+  /** An observer that records the size of every claim. */
+  function claimSizes() {
+    const sizes: number[] = [];
+    const observer = { ...noopObserver, jobClaimed: (n: number) => void sizes.push(n) };
+    return { sizes, observer };
+  }
+
+  it('claims more than its free slots while handlers finish faster than a claim, never running more than its concurrency', async () => {
+    const { sizes, observer } = claimSizes();
+    let running = 0;
+    let peak = 0;
+    const c = await start(
+      [
+        defineTask({
+          name: 'instant',
+          handle: () => {
+            running += 1;
+            peak = Math.max(peak, running);
+            running -= 1;
+          },
+        }),
+      ],
+      { concurrency: 2, observer },
+    );
+    await c.enqueueMany(Array.from({ length: 400 }, (_, i) => ({ kind: 'instant', key: `instant:${i}` })));
+    await log.waitFor('job_completed', 400);
+    expect(Math.max(...sizes)).toBeGreaterThan(2);
+    expect(peak).toBeLessThanOrEqual(2);
+    expect(await t.sql("SELECT status, attempts, COUNT(*) AS n FROM cronq_jobs GROUP BY status, attempts")).toEqual([{ status: 'done', attempts: 1, n: 400 }]);
+  });
+
+  it('with prefetch 0, claims only for free slots', async () => {
+    const { sizes, observer } = claimSizes();
+    const c = await start([defineTask({ name: 'instant', handle: () => undefined })], { concurrency: 2, prefetch: 0, observer });
+    await c.enqueueMany(Array.from({ length: 200 }, (_, i) => ({ kind: 'instant', key: `instant:${i}` })));
+    await log.waitFor('job_completed', 200);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(2);
+  });
+
+  /**
+   * Fast jobs first (so the pool learns to read ahead), then one that holds the only slot
+   * until the test lets it go, then more fast jobs: some of those are claimed ahead and
+   * wait behind it.
+   */
+  async function fastSlowFast(options: Partial<Parameters<typeof createCronq>[0]> = {}) {
+    let letGo!: () => void;
+    const slowMayFinish = new Promise<void>((r) => (letGo = r));
+    let slowStarted!: () => void;
+    const slowRunning = new Promise<void>((r) => (slowStarted = r));
+    const c = await start(
+      [
+        defineTask({ name: 'fast', lease: '1s', handle: () => undefined }),
+        defineTask({
+          name: 'slow',
+          handle: () => {
+            slowStarted();
+            return slowMayFinish;
+          },
+        }),
+      ],
+      { concurrency: 1, ...options },
+    );
+    const past = (s: number) => new Date(Date.now() - 600_000 + s * 1000);
+    await c.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ kind: 'fast', key: `before:${i}`, runAt: past(0) })));
+    await c.enqueue({ kind: 'slow', key: 'slow', runAt: past(1) });
+    await c.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ kind: 'fast', key: `after:${i}`, runAt: past(2) })));
+    await slowRunning;
+    await eventually(async () => (await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved' AND kind = 'fast'")).length > 0, 15_000, 'a fast job claimed ahead behind the slow one');
+    return { c, letGo };
+  }
+
+  it('releases a job claimed ahead that waited a third of its lease, attempt restored, and runs it later', async () => {
+    const { letGo } = await fastSlowFast();
+    const [released] = await log.waitFor('claim_released_unstarted');
+    const [job] = await t.sql('SELECT status, attempts, kind FROM cronq_jobs WHERE id = ?', [released.job_id]);
+    expect(job.kind).toBe('fast');
+    expect(job.attempts).toBe(0);
+    letGo();
+    await log.waitFor('job_completed', 351);
+    expect(await t.sql("SELECT status, attempts, COUNT(*) AS n FROM cronq_jobs GROUP BY status, attempts")).toEqual([{ status: 'done', attempts: 1, n: 351 }]);
+  });
+
+  it('on stop, releases every job claimed ahead with its attempt restored', async () => {
+    const { c, letGo } = await fastSlowFast();
+    const aheadIds = (await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved' AND kind = 'fast'")).map((r) => r.id);
+    const stopped = c.stop({ graceMs: 5_000 });
+    letGo();
+    await stopped;
+    const released = log.named('claim_released_on_shutdown').map((e) => e.job_id);
+    expect(released.length).toBeGreaterThanOrEqual(aheadIds.length);
+    expect(await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved'")).toEqual([]);
+    const [{ n }] = await t.sql(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE id IN (${released.join(',')}) AND status = 'ready' AND attempts = 0`);
+    expect(n).toBe(released.length);
+    expect((await t.sql("SELECT status FROM cronq_jobs WHERE job_key = 'slow'"))[0].status).toBe('done');
+  });
+});
+
+describe('queues', () => {
+  it('a pool serving every queue finds a queue it has never seen, enqueued by another process', async () => {
+    const c = await start([defineTask({ name: 'anywhere', handle: () => undefined })], { pollInterval: '50ms' });
+    await log.waitFor('worker_started');
+    const other = createCronq({ databaseUrl: t.url, tasks: [defineTask({ name: 'anywhere', handle: () => undefined })] });
+    try {
+      await other.enqueue({ kind: 'anywhere', key: 'new-queue:1', queue: 'brand-new' });
+      await other.enqueue({ kind: 'anywhere', key: 'default:1' });
+    } finally {
+      await other.stop();
+    }
+    await log.waitFor('job_completed', 2);
+    expect(c).toBeTruthy();
+    expect(await t.sql("SELECT queue, status FROM cronq_jobs ORDER BY queue")).toEqual([
+      { queue: 'brand-new', status: 'done' },
+      { queue: 'default', status: 'done' },
+    ]);
+  });
+
+  it('claims only from its own queues when given a list', async () => {
+    const c = await start([defineTask({ name: 'mine', handle: () => undefined })], { queues: ['a', 'b'] });
+    await c.enqueueMany(['a', 'b', 'c'].map((queue) => ({ kind: 'mine', key: `in:${queue}`, queue })));
+    await log.waitFor('job_completed', 2);
+    await c.stop({ graceMs: 1_000 });
+    expect(await t.sql("SELECT queue, status FROM cronq_jobs ORDER BY queue")).toEqual([
+      { queue: 'a', status: 'done' },
+      { queue: 'b', status: 'done' },
+      { queue: 'c', status: 'ready' },
+    ]);
   });
 });
 

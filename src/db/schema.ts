@@ -58,11 +58,13 @@ export const jobs = mysqlTable(
   },
   (t) => [
     uniqueIndex('cronq_jobs_job_key').on(t.jobKey),
-    // The claim: WHERE status='ready' [AND queue=?] AND available_at <= now ORDER BY available_at, id.
-    index('cronq_jobs_claim').on(t.status, t.availableAt, t.id),
-    index('cronq_jobs_claim_queue').on(t.queue, t.status, t.availableAt, t.id),
-    // Lease recovery: WHERE status='reserved' AND lease_until <= now ORDER BY lease_until, id.
-    index('cronq_jobs_recovery').on(t.status, t.leaseUntil, t.id),
+    // The one index that status changes move, so a claim and a completion each touch one
+    // secondary entry. It serves the claim, per queue: WHERE status='ready' AND queue=? AND
+    // available_at <= now ORDER BY available_at, id (id the tiebreaker: a stable order, no
+    // deadlocks); which queues have ready jobs (a loose scan of (status, queue)); lease
+    // recovery, over the status='reserved' prefix (as many rows as jobs in flight); and
+    // counts by status and queue.
+    index('cronq_jobs_claim').on(t.status, t.queue, t.availableAt, t.id),
     index('cronq_jobs_schedule').on(t.scheduleName, t.periodKey),
   ],
 );

@@ -50,9 +50,10 @@ export async function recoverOnce(options: RecoveryOptions): Promise<{ returned:
  */
 export async function recoveryLoop(options: RecoveryOptions, signal: AbortSignal): Promise<void> {
   while (!signal.aborted) {
+    const sentAt = Date.now();
     try {
       await recoverOnce(options);
-      options.health.ok();
+      options.health.ok(sentAt);
       await sleep(options.everyMs, signal);
     } catch (error) {
       await sleep(Math.max(options.health.trouble(error, 'recovery'), 1_000), signal);

@@ -59,14 +59,14 @@ const rows = <T>(result: unknown): T[] => (result as [T[]])[0];
 
 /**
  * Per-queue counts by status and the oldest waiting age, in one statement that reads
- * only the covering index `cronq_jobs_claim_queue (queue, status, available_at, id)`
- * (GROUP BY queue, status in index order: no temporary table, no sort, no row lookups).
+ * only the covering index `cronq_jobs_claim (status, queue, available_at, id)`
+ * (GROUP BY status, queue in index order: no temporary table, no sort, no row lookups).
  */
 export async function queueStats(exec: Executor): Promise<QueueStats[]> {
   const result = await exec.execute(sql`SELECT queue, status, COUNT(*) AS n,
       TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN available_at <= UTC_TIMESTAMP(6) THEN available_at END), UTC_TIMESTAMP(6)) AS oldest_us
     FROM cronq_jobs
-    GROUP BY queue, status`);
+    GROUP BY status, queue`);
   const byQueue = new Map<string, QueueStats>();
   for (const r of rows<{ queue: string; status: JobStatus; n: number; oldest_us: number | string | null }>(result)) {
     let q = byQueue.get(r.queue);

@@ -167,14 +167,20 @@ export interface ClaimCursor {
 }
 
 export interface ClaimRequest {
-  /** Queues to claim from; empty means every queue. */
+  /**
+   * Queues to claim from, in turn until `limit` is reached (see readyQueues for a
+   * daemon that serves every queue). Each is read by its own exact index range.
+   */
   queues: string[];
   /**
-   * Per queue ('' for all queues), start after this position instead of at the front.
+   * Per queue, start after this position instead of at the front.
    * Claimed rows leave delete-marked entries at the front of the claim index until
    * InnoDB purges them, and each costs a lookup; skipping past them keeps a busy
-   * claim cheap. A ready row behind the cursor (a transaction that committed late)
-   * is only found by a claim without one, so callers must drop cursors regularly.
+   * claim cheap. The claim moves a queue's cursor forward as soon as it has locked
+   * rows, so a concurrent claim sharing the map starts after them. A ready row behind
+   * the cursor (a transaction that committed late, or the rows of a claim that failed)
+   * is only found by a claim without one, so callers must drop cursors regularly and
+   * whenever a claim fails.
    */
   cursors?: Map<string, ClaimCursor>;
   /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
@@ -183,6 +189,18 @@ export interface ClaimRequest {
   /** Lease length for a job of this kind. */
   leaseMsFor: (kind: string) => number;
   lockedBy: string;
+}
+
+/**
+ * The queues that have 'ready' jobs (due or not), by a loose scan of the claim index's
+ * (status, queue) prefix: one index dive per queue, however many jobs wait. A plain
+ * read, so it can be stale the moment it returns; callers re-read it regularly.
+ */
+export async function readyQueues(exec: Executor): Promise<string[]> {
+  // DISTINCT over the (status, queue) prefix itself: with status alone in the WHERE, the
+  // optimizer would walk every ready entry instead.
+  const result = await exec.execute(sql`SELECT DISTINCT status, queue FROM cronq_jobs WHERE status = 'ready'`);
+  return rows<{ queue: string }>(result).map((r) => r.queue);
 }
 
 type ClaimRow = {
@@ -199,44 +217,50 @@ type ClaimRow = {
 };
 
 /**
- * The claim's locking read, covering the claim index only: a range scan, never the
- * `ref` on status that the optimizer picks for wider reads or an OR of two ranges, which
- * would walk every 'ready' entry from the front, delete-marked ones included.
- * `after` continues a cursor: exactly `available_at = cursor AND id > cursor.id`, or
- * `available_at > cursor`, each its own precise range.
+ * The claim's locking read of one queue, covering the claim index
+ * (status, queue, available_at, id): a range in index order (no filesort) that its LIMIT
+ * stops. Covering, because for a wider read the optimizer may prefer a `ref` on
+ * (status, queue), which walks the queue from the front, delete-marked entries of
+ * claimed rows included. `after` continues a cursor: exactly `available_at = cursor AND id > cursor.id`, or
+ * `available_at > cursor`, each its own precise range. (Should the optimizer prefer a
+ * `ref` on (status, queue, available_at) for the first, as it may when every row left
+ * shares the cursor's instant, that walk is bounded by the rows of one instant.)
  */
-function claimSelect(
-  queue: string | null,
+export function claimSelectSql(
+  queue: string,
   limit: number,
   after: 'same-instant' | 'later' | null,
   cursor: ClaimCursor | undefined,
   exclude: readonly number[],
-): SQL {
-  const byQueue = queue === null ? '' : 'queue = ? AND ';
+): string {
   const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
   const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
   const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
-  return formatted(
+  return mysqlFormat(
     `SELECT id, available_at FROM cronq_jobs
-    WHERE ${byQueue}status = 'ready' AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
+    WHERE status = 'ready' AND queue = ? AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
     ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
-    [...(queue === null ? [] : [queue]), ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit],
+    [queue, ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit] as Parameters<typeof mysqlFormat>[1],
   );
 }
 
-/** Locks up to `limit` ready rows of one queue (or all), oldest first, from the cursor on. */
+function claimSelectStatement(...args: Parameters<typeof claimSelectSql>): SQL {
+  return sql.raw(claimSelectSql(...args));
+}
+
+/** Locks up to `limit` ready rows of one queue, oldest first, from the cursor on. */
 async function lockReady(
   tx: Executor,
-  queue: string | null,
+  queue: string,
   limit: number,
   cursor: ClaimCursor | undefined,
   exclude: readonly number[],
 ): Promise<Array<{ id: number; available_at: string }>> {
   type Locked = { id: number; available_at: string };
-  if (!cursor) return rows<Locked>(await tx.execute(claimSelect(queue, limit, null, undefined, exclude)));
-  const same = rows<Locked>(await tx.execute(claimSelect(queue, limit, 'same-instant', cursor, exclude)));
+  if (!cursor) return rows<Locked>(await tx.execute(claimSelectStatement(queue, limit, null, undefined, exclude)));
+  const same = rows<Locked>(await tx.execute(claimSelectStatement(queue, limit, 'same-instant', cursor, exclude)));
   if (same.length === limit) return same;
-  return [...same, ...rows<Locked>(await tx.execute(claimSelect(queue, limit - same.length, 'later', cursor, exclude)))];
+  return [...same, ...rows<Locked>(await tx.execute(claimSelectStatement(queue, limit - same.length, 'later', cursor, exclude)))];
 }
 
 /** Runs a claim's reserving UPDATE, turning a refusal that is not about the connection into ClaimUpdateError. */
@@ -276,19 +300,17 @@ export class ClaimUpdateError extends Error {
  * rather than one IN-list query that would have to sort.
  */
 export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
-  if (request.limit <= 0) return [];
-  // Cursors move only once the claim has committed: a failed claim leaves its rows to be found again.
-  const moved = new Map<string, ClaimCursor | null>();
-  const jobs = await db.transaction(async (tx) => {
+  if (request.limit <= 0 || request.queues.length === 0) return [];
+  return db.transaction(async (tx) => {
     const lockedIds: number[] = [];
-    const queues: Array<string | null> = request.queues.length === 0 ? [null] : rotate(request.queues, rotation);
-    for (const queue of queues) {
+    for (const queue of rotate(request.queues, rotation)) {
       const want = request.limit - lockedIds.length;
       if (want <= 0) break;
-      const got = await lockReady(tx, queue, want, request.cursors?.get(queue ?? ''), [...(request.excludeIds ?? [])]);
-      lockedIds.push(...got.map((r) => Number(r.id)));
+      const got = await lockReady(tx, queue, want, request.cursors?.get(queue), [...(request.excludeIds ?? [])]);
+      for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
-      moved.set(queue ?? '', last ? { availableAt: last.available_at, id: Number(last.id) } : null);
+      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id) });
+      else request.cursors?.delete(queue);
     }
     if (lockedIds.length === 0) return [];
     // The rows are locked: read them whole by primary key.
@@ -297,7 +319,7 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
         formatted(
           `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
             schedule_name, period_key, scheduled_at
-          FROM cronq_jobs WHERE id IN (?) ORDER BY available_at, id`,
+          FROM cronq_jobs WHERE id IN (?) ORDER BY queue, available_at, id`,
           [lockedIds],
         ),
       ),
@@ -308,7 +330,11 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
     const secret = newLeaseToken();
     const claimed = picked.map((row) => ({ row, token: leaseTokenFor(secret, Number(row.id)), leaseMs: request.leaseMsFor(row.kind) }));
     const byLease = new Map<number, number[]>();
-    for (const c of claimed) byLease.set(c.leaseMs, [...(byLease.get(c.leaseMs) ?? []), Number(c.row.id)]);
+    for (const c of claimed) {
+      const ids = byLease.get(c.leaseMs);
+      if (ids) ids.push(Number(c.row.id));
+      else byLease.set(c.leaseMs, [Number(c.row.id)]);
+    }
     for (const [leaseMs, ids] of byLease) {
       await reserve(ids, () =>
         tx.execute(
@@ -336,11 +362,13 @@ export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): P
       leaseToken: token,
     }));
   });
-  for (const [queue, cursor] of moved) {
-    if (cursor) request.cursors?.set(queue, cursor);
-    else request.cursors?.delete(queue);
-  }
-  return jobs;
+}
+
+/** Moves a queue's cursor to `to` unless it already stands further on (claims may finish out of order). */
+function advanceCursor(cursors: Map<string, ClaimCursor> | undefined, queue: string, to: ClaimCursor): void {
+  const at = cursors?.get(queue);
+  if (at && (at.availableAt > to.availableAt || (at.availableAt === to.availableAt && at.id >= to.id))) return;
+  cursors?.set(queue, to);
 }
 
 function rotate<T>(items: T[], by: number): T[] {
@@ -477,13 +505,17 @@ export async function releaseIfLeased(db: Db, lease: Lease, reason: string): Pro
  * counted, since the handler may have run), or to 'dead' with a dead letter when no
  * attempts remain. At most `limit` rows per call, locked with SKIP LOCKED so several
  * daemons recovering at once split the work instead of waiting on each other.
+ *
+ * Reads the status='reserved' prefix of the claim index in index order and checks each
+ * row's lease: as many rows as jobs in flight, which spares every claim and completion
+ * the cost of a second index on (status, lease_until).
  */
 export async function recoverExpiredLeases(db: Db, limit: number): Promise<{ returned: number; dead: number }> {
   return db.transaction(async (tx) => {
     const expired = rows<{ id: number; attempts: number; max_attempts: number }>(
       await tx.execute(sql`SELECT id, attempts, max_attempts FROM cronq_jobs
         WHERE status = 'reserved' AND lease_until <= ${NOW}
-        ORDER BY lease_until, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
+        ORDER BY queue, available_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
     );
     const exhausted = expired.filter((r) => r.attempts >= r.max_attempts).map((r) => Number(r.id));
     const retry = expired.filter((r) => r.attempts < r.max_attempts).map((r) => Number(r.id));

@@ -14,7 +14,18 @@ export class Completer {
   private pending: Array<{ lease: Lease; resolve: (done: boolean) => void; reject: (error: unknown) => void }> = [];
   private flushing: Promise<void> | null = null;
 
-  constructor(private readonly db: Db) {}
+  /** `onFlushed` is called after each batch is written (or fails): the backlog shrank. */
+  constructor(
+    private readonly db: Db,
+    private readonly onFlushed: () => void = () => undefined,
+  ) {}
+
+  /** Completions handed in and not yet written. */
+  get backlog(): number {
+    return this.pending.length + this.inFlight;
+  }
+
+  private inFlight = 0;
 
   complete(lease: Lease): Promise<boolean> {
     return new Promise((resolve, reject) => {
@@ -33,12 +44,15 @@ export class Completer {
     await new Promise((resolve) => setImmediate(resolve));
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, MAX_BATCH);
+      this.inFlight = batch.length;
       try {
         const done = await completeManyIfLeased(this.db, batch.map((b) => b.lease));
         for (const b of batch) b.resolve(done.has(b.lease.id));
       } catch (error) {
         for (const b of batch) b.reject(error);
       }
+      this.inFlight = 0;
+      this.onFlushed();
     }
     this.flushing = null;
   }

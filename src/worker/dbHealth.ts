@@ -23,12 +23,37 @@ export class DbHealth {
     return this.failingSince === null;
   }
 
-  ok(): void {
+  /**
+   * A statement succeeded. `startedAt` (Date.now() when it was sent; default now) keeps a
+   * statement already in flight when the outage was declared from calling it over.
+   */
+  ok(startedAt = Date.now()): void {
     this.lastOkAt = Date.now();
-    if (this.failingSince === null) return;
+    if (this.failingSince === null || startedAt < this.failingSince) return;
     this.log.info({ event: 'db_recovered', down_ms: Date.now() - this.failingSince }, 'database reachable again');
     this.failingSince = null;
     this.failures = 0;
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private readonly waiters = new Set<() => void>();
+
+  /**
+   * Resolves once the database is reachable again (someone's statement succeeded), or
+   * after `ms`; at once when it is healthy. Lets many waiting writers sit out an
+   * outage while one loop probes, instead of each retrying on its own.
+   */
+  untilHealthy(ms: number): Promise<void> {
+    if (this.healthy) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, Math.max(0, ms));
+      this.waiters.add(wake);
+    });
   }
 
   /** Records a failed statement in `where`; returns how long the caller should back off. */

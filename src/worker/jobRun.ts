@@ -19,6 +19,8 @@ export interface JobRunDeps {
   /** Told about this run's result, lease loss or shutdown release. */
   observer: Observer;
   leaseMs: number;
+  /** When the claim committed (Date.now()); the lease has run since then. Default: now. */
+  claimedAt?: number;
 }
 
 /** Why a handler's signal was aborted. */
@@ -40,10 +42,13 @@ type Outcome = { ok: true } | { ok: false; error: unknown };
  * until the lease would have expired, after which recovery returns the job.
  */
 export class JobRun {
-  private readonly abort = new AbortController();
+  /** Made when the handler first reads ctx.signal, or when it must be aborted. */
+  private abortController: AbortController | null = null;
   private readonly lease: Lease;
   private childLog: Logger | null = null;
   private leaseLost = false;
+  /** True while the handler itself runs (not its final write). */
+  inHandler = false;
   private shutdownAborted = false;
   private finished = false;
   /** Local estimate of when our lease ends; only used to stop retrying a finish. */
@@ -52,11 +57,12 @@ export class JobRun {
   readonly settled: Promise<void>;
   private resolveSettled!: () => void;
   /**
-   * Resolves when the handler has returned or thrown (or never ran): the moment its
-   * worker slot is free again. The fenced final write may still be in flight.
+   * Resolves when this run's worker slot is free again: once its handler returned a plain
+   * success (whose batched completion may still be in flight), otherwise once the run has
+   * settled, final write included.
    */
-  readonly handlerDone: Promise<void>;
-  private resolveHandlerDone!: () => void;
+  readonly slotFreed: Promise<void>;
+  private resolveSlotFreed!: () => void;
 
   constructor(
     private readonly job: ClaimedJob,
@@ -64,9 +70,14 @@ export class JobRun {
     private readonly deps: JobRunDeps,
   ) {
     this.lease = { id: job.id, token: job.leaseToken };
-    this.leaseDeadline = Date.now() + deps.leaseMs;
+    this.leaseDeadline = (deps.claimedAt ?? Date.now()) + deps.leaseMs;
     this.settled = new Promise((resolve) => (this.resolveSettled = resolve));
-    this.handlerDone = new Promise((resolve) => (this.resolveHandlerDone = resolve));
+    this.slotFreed = new Promise((resolve) => (this.resolveSlotFreed = resolve));
+  }
+
+  private get abort(): AbortController {
+    this.abortController ??= new AbortController();
+    return this.abortController;
   }
 
   /** A child logger carrying job_id and kind, made on first use (most jobs log once). */
@@ -100,6 +111,11 @@ export class JobRun {
       }
       const effects: Effect[] = [];
       const outcome = await this.runHandler(payload, effects);
+      // A plain success is written by the completer's batches, so its slot frees now and
+      // the next claim overlaps the write. A failure or an effect is a transaction of its
+      // own: it keeps the slot until written, so such writes never queue up beyond the
+      // concurrency (in an outage, say).
+      if (outcome.ok && effects.length === 0) this.resolveSlotFreed();
       if (this.leaseLost) return; // result discarded; job_lease_lost already logged
       if (this.shutdownAborted && !outcome.ok) {
         await this.releaseIfStillHeld();
@@ -111,7 +127,7 @@ export class JobRun {
       this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
     } finally {
       this.finished = true;
-      this.resolveHandlerDone();
+      this.resolveSlotFreed();
       this.resolveSettled();
     }
   }
@@ -163,7 +179,9 @@ export class JobRun {
     };
     const run = this;
     const ctx = {
-      signal: this.abort.signal,
+      get signal() {
+        return run.abort.signal;
+      },
       get log() {
         return run.log;
       },
@@ -173,6 +191,7 @@ export class JobRun {
       },
     };
     const renewal = this.startRenewal();
+    this.inHandler = true;
     try {
       await this.task!.handle(job, ctx);
       return { ok: true };
@@ -180,7 +199,7 @@ export class JobRun {
       return { ok: false, error };
     } finally {
       clearInterval(renewal);
-      this.resolveHandlerDone();
+      this.inHandler = false;
     }
   }
 
@@ -192,11 +211,12 @@ export class JobRun {
   }
 
   private async renew(): Promise<void> {
-    if (this.leaseLost || this.finished) return;
+    // In an outage the renewal cannot land; the claim loop probes for the database's return.
+    if (this.leaseLost || this.finished || !this.deps.health.healthy) return;
     const requestedAt = Date.now();
     try {
       const held = await renewIfLeased(this.deps.db, this.lease, this.deps.leaseMs);
-      this.deps.health.ok();
+      this.deps.health.ok(requestedAt);
       if (held) {
         this.leaseDeadline = requestedAt + this.deps.leaseMs;
         return;
@@ -276,25 +296,39 @@ export class JobRun {
    * the job), `{ ok: false }` when the write failed for a non-database reason.
    */
   private async finishWithRetry<T>(where: string, write: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
-    const renewal = this.startRenewal(); // keep the lease alive while an outage lasts
+    let renewal: NodeJS.Timeout | null = null;
     try {
       for (;;) {
+        if (!this.deps.health.healthy) {
+          // An outage: wait for the claim loop (or recovery) to find the database back,
+          // rather than every finishing job probing it on its own.
+          await this.deps.health.untilHealthy(this.leaseDeadline - Date.now());
+          if (!this.deps.health.healthy || this.leaseLost) {
+            this.log.warn({ event: 'job_finish_abandoned', where }, 'could not record the result; the lease will expire and recovery returns the job');
+            return undefined;
+          }
+        }
+        const sentAt = Date.now();
         try {
           const value = await write();
-          this.deps.health.ok();
+          this.deps.health.ok(sentAt);
           return { ok: true, value };
         } catch (error) {
           if (!isDatabaseTrouble(error)) return { ok: false, error };
+          renewal ??= this.startRenewal(); // keep the lease alive while the trouble lasts
+          // An outage already reported (say, by another job of the same failed batch) is
+          // not reported again: the loop's top waits for the database to come back.
+          if (!this.deps.health.healthy && isConnectionError(error)) continue;
           const wait = this.deps.health.trouble(error, where);
           if (Date.now() + wait >= this.leaseDeadline || this.leaseLost) {
             this.log.warn({ event: 'job_finish_abandoned', where }, 'could not record the result; the lease will expire and recovery returns the job');
             return undefined;
           }
-          await sleep(wait);
+          if (this.deps.health.healthy) await sleep(wait); // a refused statement: back off, retry
         }
       }
     } finally {
-      clearInterval(renewal);
+      if (renewal) clearInterval(renewal);
     }
   }
 }

@@ -1,16 +1,23 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import { noopObserver, type Observer } from '../observe.ts';
-import { ClaimUpdateError, claimReady, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
+import { ClaimUpdateError, claimReady, databaseNow, readyQueues, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
 import { DbHealth, describeDbError } from './dbHealth.ts';
 import { JobRun } from './jobRun.ts';
+import { Prefetch } from './prefetch.ts';
 import { sleep, Wakeup } from './wakeup.ts';
 
 const CURSOR_MAX_AGE_MS = 1_000;
+/** A pool serving every queue re-reads which queues have ready jobs at least this often. */
+const QUEUES_MAX_AGE_MS = 1_000;
 const MAX_UNCLAIMABLE = 1_000;
+/** Batched completions waiting to be written beyond which buffered jobs wait to start. */
+const COMPLETER_BACKLOG_MAX = 1_000;
+/** Claims a busy pool keeps in flight at once (see claimLoop). */
+const CLAIM_LANES = 2;
 
 export interface WorkerPoolOptions {
   db: Db;
@@ -18,7 +25,12 @@ export interface WorkerPoolOptions {
   log: Logger;
   /** Handlers running at once in this process. */
   concurrency: number;
-  /** Queues to claim from; empty means all. */
+  /**
+   * Most jobs held claimed but not started, beyond the free slots, while handlers
+   * finish faster than a claim round trip (see Prefetch). 0 claims only for free slots.
+   */
+  prefetch?: number;
+  /** Queues to claim from; empty means every queue that has ready jobs (re-read each idle poll and each second). */
   queues: string[];
   /** `host:pid`, written to locked_by. */
   lockedBy: string;
@@ -53,6 +65,11 @@ export interface StopResult {
 export class WorkerPool {
   /** Runs whose handler holds a worker slot. */
   private readonly running = new Set<JobRun>();
+  /** Jobs claimed and committed but not started yet, oldest first. */
+  private readonly buffered: Array<{ job: ClaimedJob; claimedAt: number; staleAt: number }> = [];
+  /** The earliest staleAt in `buffered` (Infinity when none). */
+  private nextStaleAt = Infinity;
+  private readonly prefetch: Prefetch;
   /** Every run not yet settled: handlers running plus final writes in flight. */
   private readonly unsettled = new Set<JobRun>();
   private readonly wakeup = new Wakeup();
@@ -70,14 +87,23 @@ export class WorkerPool {
   /** Claim cursors (see ClaimRequest.cursors), dropped on every short claim and at least each second. */
   private readonly cursors = new Map<string, ClaimCursor>();
   private cursorsSetAt = 0;
+  /** With no queue list given: the queues last seen with ready jobs, and when. */
+  private seenQueues: string[] = [];
+  private seenQueuesAt = 0;
+  private rereadQueues = true;
   private released = 0;
+  /** Rows asked for by claims in flight. */
+  private claiming = 0;
+  /** The last claim came back full: there is more to claim. */
+  private busy = false;
   /** Last time the claim loop went round, for health checks. */
   lastLoopAt = Date.now();
 
   constructor(private readonly options: WorkerPoolOptions) {
-    this.completer = new Completer(options.db);
+    this.completer = new Completer(options.db, () => this.startBuffered());
     this.health = options.health ?? new DbHealth(options.log);
     this.observer = options.observer ?? noopObserver;
+    this.prefetch = new Prefetch(options.prefetch ?? 0);
   }
 
   start(): void {
@@ -86,12 +112,29 @@ export class WorkerPool {
       { event: 'worker_started', concurrency: this.options.concurrency, queues: this.options.queues, locked_by: this.options.lockedBy },
       'worker started',
     );
-    this.loop = this.claimLoop();
+    this.loop = Promise.all(Array.from({ length: CLAIM_LANES }, (_, lane) => this.claimLoop(lane))).then(() => undefined);
   }
 
-  /** Ends an idle wait at once: call after enqueueing work this pool should pick up. */
-  wake(): void {
+  /**
+   * Ends an idle wait at once: call after enqueueing work this pool should pick up.
+   * `queue` names the queue it went to (so a pool serving every queue claims from it
+   * without first re-reading its queue list); without it, the list is re-read.
+   */
+  wake(queue?: string): void {
+    if (queue === undefined) this.rereadQueues = true;
+    else if (this.options.queues.length === 0 && !this.seenQueues.includes(queue)) this.seenQueues = [...this.seenQueues, queue];
     this.wakeup.notify();
+  }
+
+  /** The queues to claim from now: the configured ones, or those last seen with ready jobs. */
+  private async claimQueues(): Promise<string[]> {
+    if (this.options.queues.length > 0) return this.options.queues;
+    if (this.rereadQueues || Date.now() - this.seenQueuesAt > QUEUES_MAX_AGE_MS) {
+      this.rereadQueues = false;
+      this.seenQueuesAt = Date.now();
+      this.seenQueues = await readyQueues(this.options.db);
+    }
+    return this.seenQueues;
   }
 
   get activeJobs(): number {
@@ -107,12 +150,33 @@ export class WorkerPool {
     return this.stopped;
   }
 
-  private async claimLoop(): Promise<void> {
+  /**
+   * One claim lane. Lane 0 always claims; the others claim only while the queues are
+   * busy (the last claim came back full), so a busy pool keeps several claims in
+   * flight on separate connections (each a round trip and a durable commit, which the
+   * database then overlaps) while an idle pool polls with one.
+   */
+  private async claimLoop(lane: number): Promise<void> {
     const { concurrency, log } = this.options;
     while (!this.isStopping) {
       this.lastLoopAt = Date.now();
-      const free = concurrency - this.running.size;
-      if (free <= 0) {
+      if (lane === 0) {
+        // In an outage, running and finishing jobs wait for the database instead of
+        // probing it; when this loop will not claim either, it probes for them.
+        const wouldClaim = this.buffered.length === 0 && this.running.size < concurrency;
+        if (!this.health.healthy && !wouldClaim && !(await this.probeDatabase())) continue;
+        this.startBuffered();
+      }
+      if (lane > 0 && (!this.busy || this.isolating > 0)) {
+        await this.wakeup.wait(this.options.pollMs);
+        continue;
+      }
+      // Claim at once for a slot that would otherwise sit idle; beyond that, top the
+      // read-ahead up only once half of it is used, so claims stay large.
+      const inHand = this.running.size + this.buffered.length + this.claiming;
+      const target = concurrency + this.prefetch.size();
+      const want = this.isolating > 0 ? (inHand < concurrency ? 1 : 0) : target - inHand;
+      if (want <= 0 || (inHand >= concurrency && want < target / 2)) {
         await this.wakeup.wait(this.options.pollMs);
         continue;
       }
@@ -121,12 +185,15 @@ export class WorkerPool {
         this.cursors.clear();
         this.cursorsSetAt = Date.now();
       }
+      const claimStarted = performance.now();
+      const sentAt = Date.now();
+      this.claiming += want;
       try {
         claimed = await claimReady(
           this.options.db,
           {
-            queues: this.options.queues,
-            limit: this.isolating > 0 ? 1 : free,
+            queues: await this.claimQueues(),
+            limit: want,
             leaseMsFor: (kind) => this.leaseMsFor(kind),
             lockedBy: this.options.lockedBy,
             cursors: this.cursors,
@@ -134,15 +201,22 @@ export class WorkerPool {
           },
           this.rotation++,
         );
-        this.health.ok();
+        this.health.ok(sentAt);
+        this.prefetch.claimTook(performance.now() - claimStarted);
         if (this.isolating > 0) this.isolating -= 1;
       } catch (error) {
+        // The claim moved cursors past rows it then failed to reserve: look from the front.
+        this.cursors.clear();
+        this.busy = false;
         if (error instanceof ClaimUpdateError) {
           this.narrowDown(error);
           continue;
         }
+        this.rereadQueues = true;
         await sleep(this.health.trouble(error, 'claim'), this.stopping.signal);
         continue;
+      } finally {
+        this.claiming -= want;
       }
       if (claimed.length > 0 && this.options.postClaimPauseMs) {
         await sleep(this.options.postClaimPauseMs);
@@ -150,20 +224,81 @@ export class WorkerPool {
       // THIS MUST COME FIRST after a claim: a stop that arrived while claiming
       // means these handlers never start.
       if (this.isStopping) {
-        await Promise.all(claimed.map((job) => this.releaseUnstarted(job)));
+        await Promise.all(claimed.map((job) => this.releaseUnstarted(job, 'shutdown')));
         break;
       }
+      const claimedAt = Date.now();
       for (const job of claimed) {
         log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
-        this.startRun(job);
+        const staleAt = claimedAt + this.leaseMsFor(job.kind) / 3;
+        this.buffered.push({ job, claimedAt, staleAt });
+        if (staleAt < this.nextStaleAt) this.nextStaleAt = staleAt;
       }
       if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
-      if (claimed.length < free) {
-        // The queue looked drained from the cursors on: look from the front next time.
+      this.startBuffered();
+      this.busy = claimed.length === want;
+      if (!this.busy) {
+        // The queues looked drained from the cursors on: look from the front next time,
+        // and see which queues have work now.
         this.cursors.clear();
+        this.rereadQueues = true;
         await this.wakeup.wait(this.options.pollMs);
+      } else if (lane === 0) {
+        this.wakeup.notify(); // let the other lanes see the queues are busy
       }
     }
+  }
+
+  /**
+   * Asks the database whether it is back (it was reported down and this loop is not
+   * claiming, so nothing else here would notice). Backs off on failure.
+   */
+  private async probeDatabase(): Promise<boolean> {
+    const sentAt = Date.now();
+    try {
+      await databaseNow(this.options.db);
+      this.health.ok(sentAt);
+      return true;
+    } catch (error) {
+      await sleep(this.health.trouble(error, 'probe'), this.stopping.signal);
+      return false;
+    }
+  }
+
+  /**
+   * Starts buffered jobs, oldest first, while slots are free. Not while the database is
+   * unreachable: they could not record a result, and each would retry on its own; they
+   * wait for it (or, past a third of their lease, are released or recovered).
+   */
+  private startBuffered(): void {
+    // Completions waiting to be written are the other bound: past it, new runs wait.
+    if (!this.health.healthy || this.completer.backlog >= COMPLETER_BACKLOG_MAX) return;
+    this.releaseStale();
+    while (!this.isStopping && this.running.size < this.options.concurrency && this.buffered.length > 0) {
+      const { job, claimedAt } = this.buffered.shift()!;
+      this.startRun(job, claimedAt);
+    }
+  }
+
+  /**
+   * Releases, attempt restored, every buffered job that has waited a third of its lease
+   * (handlers turned slow after a read-ahead): started now, its lease could run out
+   * before its first renewal. Runs on every claim-loop turn (at least each poll) and
+   * before buffered jobs start.
+   */
+  private releaseStale(): void {
+    if (this.buffered.length === 0 || Date.now() < this.nextStaleAt || !this.health.healthy) return;
+    const now = Date.now();
+    const keep: typeof this.buffered = [];
+    this.nextStaleAt = Infinity;
+    for (const entry of this.buffered) {
+      if (now >= entry.staleAt) void this.releaseUnstarted(entry.job, 'stale');
+      else {
+        keep.push(entry);
+        this.nextStaleAt = Math.min(this.nextStaleAt, entry.staleAt);
+      }
+    }
+    this.buffered.splice(0, this.buffered.length, ...keep);
   }
 
   /**
@@ -185,7 +320,7 @@ export class WorkerPool {
     this.isolating = error.ids.length;
   }
 
-  private startRun(job: ClaimedJob): void {
+  private startRun(job: ClaimedJob, claimedAt: number): void {
     const task = this.options.tasks.get(job.kind);
     const run = new JobRun(job, task, {
       db: this.options.db,
@@ -194,13 +329,16 @@ export class WorkerPool {
       health: this.health,
       observer: this.observer,
       leaseMs: this.leaseMsFor(job.kind),
+      claimedAt,
     });
     this.running.add(run);
     this.unsettled.add(run);
-    // The slot frees when the handler returns, so the next claim overlaps this
-    // run's fenced completion instead of waiting for its commit.
-    void run.handlerDone.then(() => {
+    // A plain success frees its slot as its handler returns (see JobRun.slotFreed), so
+    // the next claim overlaps the batched completion instead of waiting for its commit.
+    void run.slotFreed.then(() => {
       this.running.delete(run);
+      this.prefetch.slotFreed();
+      this.startBuffered();
       this.wakeup.notify();
     });
     void run.execute().finally(() => this.unsettled.delete(run));
@@ -210,17 +348,28 @@ export class WorkerPool {
     return this.options.tasks.get(kind)?.leaseMs ?? TASK_DEFAULTS.leaseMs;
   }
 
-  private async releaseUnstarted(job: ClaimedJob): Promise<void> {
+  /**
+   * Hands back a job claimed but never started, attempt restored: on shutdown, or when
+   * it waited too long behind slow handlers ('stale'). Fenced like every write: a job
+   * whose lease was already lost is left alone.
+   */
+  private async releaseUnstarted(job: ClaimedJob, why: 'shutdown' | 'stale'): Promise<void> {
     const lease = { id: job.id, token: job.leaseToken };
+    const onShutdown = why === 'shutdown';
     try {
-      const released = await releaseIfLeased(this.options.db, lease, 'released during shutdown before processing');
-      if (released) {
+      const released = await releaseIfLeased(
+        this.options.db,
+        lease,
+        onShutdown ? 'released during shutdown before processing' : 'claimed ahead but not started in time; released for another worker',
+      );
+      if (released && onShutdown) {
         this.released += 1;
         this.observer.shutdownReleased(1);
       }
+      const event = !released ? 'claim_release_lost' : onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
       this.options.log.info(
-        { event: released ? 'claim_released_on_shutdown' : 'claim_release_lost', job_id: job.id, kind: job.kind },
-        released ? 'claimed job released on shutdown' : 'claimed job was no longer ours to release',
+        { event, job_id: job.id, kind: job.kind },
+        !released ? 'claimed job was no longer ours to release' : onShutdown ? 'claimed job released on shutdown' : 'claimed job waited too long; released',
       );
     } catch (error) {
       this.health.trouble(error, 'release');
@@ -233,6 +382,7 @@ export class WorkerPool {
     this.stopping.abort();
     this.wakeup.notify();
     await this.loop;
+    await Promise.all(this.buffered.splice(0).map(({ job }) => this.releaseUnstarted(job, 'shutdown')));
     const abandoned = await this.drainRunning(graceMs);
     await this.completer.idle();
     log.info({ event: 'worker_stopped', released: this.released, abandoned }, 'worker stopped');
@@ -247,7 +397,8 @@ export class WorkerPool {
       await all();
       return 0;
     }
-    const stragglers = [...this.running];
+    // Only handlers still running: a run writing its result finishes or fails on its own.
+    const stragglers = [...this.running].filter((run) => run.inHandler);
     for (const run of stragglers) run.abortForShutdown();
     // A handler that honours its signal settles promptly; one that ignores it is
     // released anyway, and the fence stops it from finishing later.

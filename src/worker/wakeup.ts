@@ -1,15 +1,17 @@
 /**
- * A level-triggered wake-up: `notify()` before or during `wait()` ends the wait at
- * once; otherwise `wait(ms)` ends after `ms`. One waiter at a time (the claim loop).
+ * A level-triggered wake-up: `notify()` ends every wait in progress at once, or, with
+ * nobody waiting, the next `wait()`; otherwise `wait(ms)` ends after `ms`.
  */
 export class Wakeup {
   private pending = false;
-  private resolve: (() => void) | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly waiters = new Set<() => void>();
 
   notify(): void {
-    if (this.resolve) this.finish();
-    else this.pending = true;
+    if (this.waiters.size === 0) {
+      this.pending = true;
+      return;
+    }
+    for (const finish of [...this.waiters]) finish();
   }
 
   wait(ms: number): Promise<void> {
@@ -18,18 +20,14 @@ export class Wakeup {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      this.resolve = resolve;
-      this.timer = setTimeout(() => this.finish(), ms);
+      const finish = () => {
+        clearTimeout(timer);
+        this.waiters.delete(finish);
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      this.waiters.add(finish);
     });
-  }
-
-  private finish(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    const resolve = this.resolve;
-    this.resolve = null;
-    this.pending = false;
-    resolve?.();
   }
 }
 

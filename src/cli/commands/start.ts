@@ -6,8 +6,8 @@ import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 export const startCommand: Command = {
   name: 'start',
   summary: 'run the daemon: workers, lease recovery and the scheduler',
-  help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--queues a,b] [--grace D] [--poll D]
-                   [--no-migrate] [--no-scheduler] [--no-workers]
+  help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--prefetch N] [--queues a,b]
+                   [--grace D] [--poll D] [--no-migrate] [--no-scheduler] [--no-workers]
                    [--http HOST:PORT] [--prune-done-older-than D]
 
 Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
@@ -18,6 +18,11 @@ enqueued once and each job runs once at a time.
 
   --schedules DIR    task and schedule files (default ./schedules, or CRONQ_SCHEDULES)
   --concurrency N    handlers running at once in this process (default 10)
+  --prefetch N       most jobs claimed ahead of free handlers, 0-10000 (default 1000).
+                     Only handlers that finish faster than a claim round trip get any:
+                     about what they use up in two claims' time, so claims stay large.
+                     A job that waits a third of its lease is released. 0: claim only
+                     for free handlers
   --queues a,b       claim only from these queues (default: all)
   --grace D          on SIGTERM, how long running handlers may take to finish before
                      their signal aborts (default 10s; keep it well below the lease)
@@ -48,6 +53,7 @@ ${COMMON_HELP}`,
   options: {
     ...COMMON_OPTIONS,
     concurrency: { type: 'string' },
+    prefetch: { type: 'string' },
     queues: { type: 'string' },
     grace: { type: 'string' },
     poll: { type: 'string' },

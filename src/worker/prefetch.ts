@@ -1,0 +1,49 @@
+/**
+ * How many jobs the claim loop should hold claimed beyond its free worker slots.
+ *
+ * A claim is a database round trip and a durable commit (a millisecond or two). When
+ * handlers finish faster than that, slots claimed only once free sit idle for every
+ * claim, and the drain rate is capped at `concurrency / claim latency` however fast the
+ * database is. So the loop claims ahead by what its handlers are expected to use up in
+ * two claims' time: the recent rate at which slots free, times the recent claim latency.
+ * Slow handlers free slots rarely and get no read-ahead at all (a job is never held
+ * back from another daemon that could run it now); `max` bounds it either way.
+ *
+ * Single-threaded bookkeeping only: the pool calls it from its one claim loop.
+ */
+export class Prefetch {
+  private finished = 0;
+  private windowStart: number;
+  private ratePerMs = 0;
+  private claimMs = 1;
+
+  constructor(
+    readonly max: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.windowStart = now();
+  }
+
+  /** A handler returned: its slot is free. */
+  slotFreed(): void {
+    this.finished += 1;
+  }
+
+  /** A claim transaction took `ms`, commit included. */
+  claimTook(ms: number): void {
+    this.claimMs = 0.7 * this.claimMs + 0.3 * ms;
+  }
+
+  /** Jobs to hold beyond the free slots right now (0 to `max`). */
+  size(): number {
+    if (this.max === 0) return 0;
+    const now = this.now();
+    const elapsed = now - this.windowStart;
+    if (elapsed >= 5) {
+      this.ratePerMs = 0.6 * this.ratePerMs + 0.4 * (this.finished / elapsed);
+      this.finished = 0;
+      this.windowStart = now;
+    }
+    return Math.min(this.max, Math.floor(this.ratePerMs * this.claimMs * 2));
+  }
+}

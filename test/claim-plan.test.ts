@@ -1,0 +1,76 @@
+/**
+ * The query plans the queue depends on, each on a table with current statistics and no
+ * history from other tests (purge lag from earlier rows inflates range estimates, and the
+ * optimizer may then prefer a ref that walks the queue from the front: see claimSelectSql).
+ * Every test here starts from its own fresh table.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { claimSelectSql, insertJobsIfAbsent, readyQueues } from '../src/queue/store.ts';
+import { useTestDatabase } from './support/db.ts';
+import { claimJobs, jobRow } from './support/jobs.ts';
+
+const t = useTestDatabase();
+beforeEach(async () => {
+  await t.sql('DROP TABLE IF EXISTS cronq_jobs_fresh');
+  await t.sql('CREATE TABLE cronq_jobs_fresh LIKE cronq_jobs');
+  await t.sql('DROP TABLE cronq_jobs');
+  await t.sql('RENAME TABLE cronq_jobs_fresh TO cronq_jobs');
+});
+
+const row = jobRow;
+const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database.db, limit, lockedBy, queues);
+
+describe('query plans', () => {
+  it('uses the claim index, without a filesort, for the claim query', async () => {
+    const [plan] = await t.sql(`EXPLAIN ${claimSelectSql('a', 50, null, undefined, [])}`);
+    expect(plan.key).toBe('cronq_jobs_claim');
+    expect(plan.type).toBe('range');
+    expect(String(plan.Extra ?? '')).not.toMatch(/filesort/i);
+  });
+
+  it('finds the queues with ready jobs by a loose scan of the claim index, one dive per queue', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`loose-${i}`, { queue: `q${i % 3}` })));
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const [plan] = await t.sql("EXPLAIN SELECT DISTINCT status, queue FROM cronq_jobs WHERE status = 'ready'");
+    expect(plan.key).toBe('cronq_jobs_claim');
+    expect(String(plan.Extra ?? '')).toMatch(/Using index for group-by/);
+    expect((await readyQueues(t.database.db)).sort()).toEqual(['q0', 'q1', 'q2']);
+    await claim(300, 'x', ['q0', 'q1']);
+    expect(await readyQueues(t.database.db)).toEqual(['q2']);
+  });
+
+  it('recovers leases from the reserved part of the claim index, in index order, without a filesort', async () => {
+    const [plan] = await t.sql(
+      "EXPLAIN SELECT id FROM cronq_jobs WHERE status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6) ORDER BY queue, available_at, id LIMIT 100 FOR UPDATE SKIP LOCKED",
+    );
+    expect(plan.key).toBe('cronq_jobs_claim');
+    expect(String(plan.Extra ?? '')).not.toMatch(/filesort/i);
+  });
+
+  it('moves only the claim index when a job is claimed and completed (no other index holds status or lease columns)', async () => {
+    const indexed = await t.sql<{ INDEX_NAME: string; COLUMN_NAME: string }>(
+      "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cronq_jobs' ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+    );
+    const written = ['status', 'attempts', 'lease_token', 'lease_until', 'locked_by', 'last_error', 'updated_at', 'finished_at'];
+    const touched = new Set(indexed.filter((c) => written.includes(c.COLUMN_NAME)).map((c) => c.INDEX_NAME));
+    expect([...touched]).toEqual(['cronq_jobs_claim']);
+    expect(indexed.filter((c) => c.INDEX_NAME === 'cronq_jobs_claim').map((c) => c.COLUMN_NAME)).toEqual(['status', 'queue', 'available_at', 'id']);
+  });
+
+  it('continues a claim from its cursor by two exact ranges of the claim index, even with claimed rows behind it', async () => {
+    // Rows at distinct instants, as enqueues over time leave them (a table whose rows all
+    // share one instant may get a ref on that instant instead: bounded by those rows).
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`plan-${i}`, { runAt: new Date(Date.now() - 600_000 + i * 1000) })));
+    await claim(100); // leaves claimed rows (and their index history) in front of the cursor
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const [{ at, id }] = await t.sql(
+      "SELECT DATE_FORMAT(available_at, '%Y-%m-%d %H:%i:%s.%f') AS at, id FROM cronq_jobs WHERE status = 'reserved' ORDER BY available_at DESC, id DESC LIMIT 1",
+    );
+    for (const after of ['same-instant', 'later'] as const) {
+      const [plan] = await t.sql(`EXPLAIN ${claimSelectSql('default', 16, after, { availableAt: at, id }, [])}`);
+      expect(plan.key, after).toBe('cronq_jobs_claim');
+      expect(plan.type, after).toBe('range');
+      expect(String(plan.Extra ?? ''), after).not.toMatch(/filesort/i);
+    }
+  });
+});
