@@ -171,12 +171,14 @@ export class WorkerPool {
         await this.wakeup.wait(this.options.pollMs);
         continue;
       }
-      // Claim at once for a slot that would otherwise sit idle; beyond that, top the
-      // read-ahead up only once half of it is used, so claims stay large.
+      // Each lane claims up to its share of the target, so the lanes' claims overlap.
+      // Claim at once for a slot that would otherwise sit idle; beyond that, only once
+      // half a share is free, so claims stay large.
       const inHand = this.running.size + this.buffered.length + this.claiming;
       const target = concurrency + this.prefetch.size();
-      const want = this.isolating > 0 ? (inHand < concurrency ? 1 : 0) : target - inHand;
-      if (want <= 0 || (inHand >= concurrency && want < target / 2)) {
+      const share = Math.ceil(target / CLAIM_LANES);
+      const want = this.isolating > 0 ? (inHand < concurrency ? 1 : 0) : Math.min(share, target - inHand);
+      if (want <= 0 || (inHand >= concurrency && want < share / 2)) {
         await this.wakeup.wait(this.options.pollMs);
         continue;
       }
