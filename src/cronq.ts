@@ -123,7 +123,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     throw new UsageError(`prefetch must be a whole number from 0 to 10000 (got ${prefetch})`);
   }
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
-    poolSize: Math.min(concurrency + 4, 50),
+    // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all.
+    poolSize: Math.min(concurrency + 2, 48),
   });
   const healthTracker = new DbHealth(log);
   const observer = guardObserver(options.observer, (method, error) =>
@@ -195,6 +196,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       if (options.workers === false || pool) return;
       pool = new WorkerPool({
         db: database.db,
+        claims: database.claims,
         tasks: registry,
         log,
         concurrency,

@@ -5,7 +5,8 @@
  * Every test here starts from its own fresh table.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { claimSelectSql, insertJobsIfAbsent, readyQueues } from '../src/queue/store.ts';
+import { claimSelectSql, readyQueues } from '../src/queue/claimStore.ts';
+import { insertJobsIfAbsent } from '../src/queue/store.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow } from './support/jobs.ts';
 
@@ -18,7 +19,7 @@ beforeEach(async () => {
 });
 
 const row = jobRow;
-const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database.db, limit, lockedBy, queues);
+const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database, limit, lockedBy, queues);
 
 describe('query plans', () => {
   it('uses the claim index, without a filesort, for the claim query', async () => {
@@ -34,9 +35,9 @@ describe('query plans', () => {
     const [plan] = await t.sql("EXPLAIN SELECT DISTINCT status, queue FROM cronq_jobs WHERE status = 'ready'");
     expect(plan.key).toBe('cronq_jobs_claim');
     expect(String(plan.Extra ?? '')).toMatch(/Using index for group-by/);
-    expect((await readyQueues(t.database.db)).sort()).toEqual(['q0', 'q1', 'q2']);
+    expect((await readyQueues(t.database.claims)).sort()).toEqual(['q0', 'q1', 'q2']);
     await claim(300, 'x', ['q0', 'q1']);
-    expect(await readyQueues(t.database.db)).toEqual(['q2']);
+    expect(await readyQueues(t.database.claims)).toEqual(['q2']);
   });
 
   it('recovers leases from the reserved part of the claim index, in index order, without a filesort', async () => {

@@ -10,7 +10,9 @@ import {
   resolveMatching,
 } from '../src/queue/deadLetterStore.ts';
 import { firstLine, normaliseReason } from '../src/queue/failureReason.ts';
-import { claimReady, failIfLeased, insertJobIfAbsent } from '../src/queue/store.ts';
+import { claimReady } from '../src/queue/claimStore.ts';
+import { failIfLeased, insertJobIfAbsent } from '../src/queue/store.ts';
+import { THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
@@ -65,7 +67,7 @@ async function crafted(o: Crafted): Promise<{ jobId: number; letterId: number }>
 /** A job that really died: enqueued, claimed, failed permanently through the store. */
 async function diedForReal(key: string, error: string): Promise<{ jobId: number; letterId: number }> {
   await insertJobIfAbsent(db(), { queue: 'default', kind: 'report', key, payloadJson: JSON.stringify({ month: '2026-11' }), maxAttempts: 3, runAt: null });
-  const [job] = await claimReady(db(), { queues: ['default'], limit: 1, leaseMsFor: () => 30_000, lockedBy: 'test:1' });
+  const [job] = await claimReady(t.database.claims, { queues: ['default'], limit: 1, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:1' });
   expect(await failIfLeased(db(), { id: job.id, token: job.leaseToken }, { error, permanent: true, retryInMs: 0 })).toEqual({ status: 'dead' });
   const [letter] = await t.sql('SELECT id FROM cronq_dead_letters WHERE job_id = ?', [job.id]);
   return { jobId: job.id, letterId: letter.id };
@@ -190,7 +192,7 @@ describe('requeue and discard by id', () => {
     const letter = await letterRow(letterId);
     expect(letter.resolution).toBe('requeued: upstream fixed');
     expect(letter.reviewed_at).toBeInstanceOf(Date);
-    const [claimed] = await claimReady(db(), { queues: ['default'], limit: 5, leaseMsFor: () => 30_000, lockedBy: 'test:2' });
+    const [claimed] = await claimReady(t.database.claims, { queues: ['default'], limit: 5, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:2' });
     expect(claimed).toMatchObject({ id: jobId, key: 'requeue:1', attempt: 1 });
     expect(await t.sql('SELECT id FROM cronq_jobs WHERE job_key = ?', ['requeue:1'])).toHaveLength(1);
   });

@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  claimReady,
   completeIfLeased,
   completeManyIfLeased,
   failIfLeased,
@@ -10,11 +9,11 @@ import {
   recoverExpiredLeases,
   releaseIfLeased,
   renewIfLeased,
-  type ClaimedJob,
 } from '../src/queue/store.ts';
 import { connect } from '../src/db/client.ts';
+import { claimReady, type ClaimedJob } from '../src/queue/claimStore.ts';
 import { useTestDatabase } from './support/db.ts';
-import { claimJobs, jobRow } from './support/jobs.ts';
+import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 beforeEach(async () => {
@@ -23,7 +22,7 @@ beforeEach(async () => {
 });
 
 const row = jobRow;
-const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database.db, limit, lockedBy, queues);
+const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database, limit, lockedBy, queues);
 
 const lease = (job: ClaimedJob) => ({ id: job.id, token: job.leaseToken });
 
@@ -86,7 +85,7 @@ describe('claim', () => {
       await Promise.all(
         stores.map(async (store, s) => {
           for (;;) {
-            const got = await claimReady(store.db, { queues: ['default'], limit: 50, leaseMsFor: () => 30_000, lockedBy: `s${s}` });
+            const got = await claimReady(store.claims, { queues: ['default'], limit: 50, leases: THIRTY_SECOND_LEASES, lockedBy: `s${s}` });
             if (got.length === 0) return;
             claimedIds.push(...got.map((j) => j.id));
           }

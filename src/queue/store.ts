@@ -1,5 +1,6 @@
 /**
- * The only place that writes queue SQL. Every other module calls these functions.
+ * Queue SQL: enqueue and every write after a claim. The claim itself is in claimStore.ts;
+ * dead letters, stats and retention have their own stores beside this one.
  *
  * Concurrency contract, shared by everything below:
  * - "now" is always the database clock (`UTC_TIMESTAMP(6)`), never the host's.
@@ -10,31 +11,13 @@
  *   A stale worker can therefore never finish, fail, renew or release a job.
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
-import { isConnectionError, type Db, type Executor } from '../db/client.ts';
+import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 
 const NOW = sql`UTC_TIMESTAMP(6)`;
 const LAST_ERROR_MAX = 2000;
-
-/** A job as the claim returns it to the worker. */
-export interface ClaimedJob {
-  id: number;
-  queue: string;
-  kind: string;
-  key: string;
-  /** The payload as stored (JSON text); the worker parses it so a bad one can go dead. */
-  payloadText: string;
-  /** The attempt now running (1 on first delivery). */
-  attempt: number;
-  maxAttempts: number;
-  scheduleName: string | null;
-  periodKey: string | null;
-  scheduledAt: Date | null;
-  leaseToken: string;
-}
 
 /** One row to insert. `runAt` null means now by the database clock. */
 export interface NewJobRow {
@@ -77,16 +60,6 @@ export function parseDbTime(value: string | Date | null): Date | null {
 
 function toDbTime(date: Date): string {
   return date.toISOString().replace('T', ' ').replace('Z', '');
-}
-
-/** A fresh lease token: 128 random bits as 32 hex characters. */
-export function newLeaseToken(): string {
-  return randomBytes(16).toString('hex');
-}
-
-/** The token of row `id` in the claim whose secret is `secret`: MD5(secret:id), as the claim's SQL computes it. */
-export function leaseTokenFor(secret: string, id: number): string {
-  return createHash('md5').update(`${secret}:${id}`).digest('hex');
 }
 
 function interval(ms: number): SQL {
@@ -155,225 +128,6 @@ export async function existingKeys(exec: Executor, keys: string[]): Promise<Set<
   if (keys.length === 0) return new Set();
   const result = await exec.execute(formatted('SELECT job_key FROM cronq_jobs WHERE job_key IN (?)', [keys]));
   return new Set(rows<{ job_key: string }>(result).map((r) => r.job_key));
-}
-
-/**
- * Where the last claim from one queue stopped: (available_at, id) of its last row,
- * exactly as the database stored it.
- */
-export interface ClaimCursor {
-  availableAt: string;
-  id: number;
-}
-
-export interface ClaimRequest {
-  /**
-   * Queues to claim from, in turn until `limit` is reached (see readyQueues for a
-   * daemon that serves every queue). Each is read by its own exact index range.
-   */
-  queues: string[];
-  /**
-   * Per queue, start after this position instead of at the front.
-   * Claimed rows leave delete-marked entries at the front of the claim index until
-   * InnoDB purges them, and each costs a lookup; skipping past them keeps a busy
-   * claim cheap. The claim moves a queue's cursor forward as soon as it has locked
-   * rows, so a concurrent claim sharing the map starts after them. A ready row behind
-   * the cursor (a transaction that committed late, or the rows of a claim that failed)
-   * is only found by a claim without one, so callers must drop cursors regularly and
-   * whenever a claim fails.
-   */
-  cursors?: Map<string, ClaimCursor>;
-  /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
-  excludeIds?: ReadonlySet<number>;
-  limit: number;
-  /** Lease length for a job of this kind. */
-  leaseMsFor: (kind: string) => number;
-  lockedBy: string;
-}
-
-/**
- * The queues that have 'ready' jobs (due or not), by a loose scan of the claim index's
- * (status, queue) prefix: one index dive per queue, however many jobs wait. A plain
- * read, so it can be stale the moment it returns; callers re-read it regularly.
- */
-export async function readyQueues(exec: Executor): Promise<string[]> {
-  // DISTINCT over the (status, queue) prefix itself: with status alone in the WHERE, the
-  // optimizer would walk every ready entry instead.
-  const result = await exec.execute(sql`SELECT DISTINCT status, queue FROM cronq_jobs WHERE status = 'ready'`);
-  return rows<{ queue: string }>(result).map((r) => r.queue);
-}
-
-type ClaimRow = {
-  id: number;
-  queue: string;
-  kind: string;
-  job_key: string;
-  payload: string;
-  attempts: number;
-  max_attempts: number;
-  schedule_name: string | null;
-  period_key: string | null;
-  scheduled_at: string | null;
-};
-
-/**
- * The claim's locking read of one queue, covering the claim index
- * (status, queue, available_at, id): a range in index order (no filesort) that its LIMIT
- * stops. Covering, because for a wider read the optimizer may prefer a `ref` on
- * (status, queue), which walks the queue from the front, delete-marked entries of
- * claimed rows included. `after` continues a cursor: exactly `available_at = cursor AND id > cursor.id`, or
- * `available_at > cursor`, each its own precise range. (Should the optimizer prefer a
- * `ref` on (status, queue, available_at) for the first, as it may when every row left
- * shares the cursor's instant, that walk is bounded by the rows of one instant.)
- */
-export function claimSelectSql(
-  queue: string,
-  limit: number,
-  after: 'same-instant' | 'later' | null,
-  cursor: ClaimCursor | undefined,
-  exclude: readonly number[],
-): string {
-  const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
-  const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
-  const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
-  return mysqlFormat(
-    `SELECT id, available_at FROM cronq_jobs
-    WHERE status = 'ready' AND queue = ? AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
-    ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
-    [queue, ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit] as Parameters<typeof mysqlFormat>[1],
-  );
-}
-
-function claimSelectStatement(...args: Parameters<typeof claimSelectSql>): SQL {
-  return sql.raw(claimSelectSql(...args));
-}
-
-/** Locks up to `limit` ready rows of one queue, oldest first, from the cursor on. */
-async function lockReady(
-  tx: Executor,
-  queue: string,
-  limit: number,
-  cursor: ClaimCursor | undefined,
-  exclude: readonly number[],
-): Promise<Array<{ id: number; available_at: string }>> {
-  type Locked = { id: number; available_at: string };
-  if (!cursor) return rows<Locked>(await tx.execute(claimSelectStatement(queue, limit, null, undefined, exclude)));
-  const same = rows<Locked>(await tx.execute(claimSelectStatement(queue, limit, 'same-instant', cursor, exclude)));
-  if (same.length === limit) return same;
-  return [...same, ...rows<Locked>(await tx.execute(claimSelectStatement(queue, limit - same.length, 'later', cursor, exclude)))];
-}
-
-/** Runs a claim's reserving UPDATE, turning a refusal that is not about the connection into ClaimUpdateError. */
-async function reserve(ids: number[], update: () => Promise<unknown>): Promise<void> {
-  try {
-    await update();
-  } catch (error) {
-    if (isConnectionError(error)) throw error;
-    throw new ClaimUpdateError(ids, error);
-  }
-}
-
-/**
- * The database refused to reserve rows it had just locked for a claim: not a connection
- * problem, but something about those rows (on MariaDB, a payload that breaks the JSON
- * CHECK constraint, written with the checks off; or a trigger). `ids` are the rows of
- * the failed claim, so a caller can narrow it down and stop claiming the culprit.
- */
-export class ClaimUpdateError extends Error {
-  override name = 'ClaimUpdateError';
-  constructor(
-    readonly ids: number[],
-    cause: unknown,
-  ) {
-    super(`reserving jobs ${ids.join(', ')} failed`, { cause });
-  }
-}
-
-/**
- * Claims up to `limit` ready jobs, oldest `available_at` first, in one short transaction:
- * `SELECT ... FOR UPDATE SKIP LOCKED`, then one UPDATE marking them reserved with
- * attempts+1, a fresh token each and `lease_until = now + lease`. Rows another claimer
- * holds are skipped, never waited for, so concurrent claimers never get the same job.
- * Returns after COMMIT: no handler may start before the reservation is durable.
- *
- * With several queues, each is read by its own index range (rotating which goes first)
- * rather than one IN-list query that would have to sort.
- */
-export async function claimReady(db: Db, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
-  if (request.limit <= 0 || request.queues.length === 0) return [];
-  return db.transaction(async (tx) => {
-    const lockedIds: number[] = [];
-    for (const queue of rotate(request.queues, rotation)) {
-      const want = request.limit - lockedIds.length;
-      if (want <= 0) break;
-      const got = await lockReady(tx, queue, want, request.cursors?.get(queue), [...(request.excludeIds ?? [])]);
-      for (const r of got) lockedIds.push(Number(r.id));
-      const last = got.at(-1);
-      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id) });
-      else request.cursors?.delete(queue);
-    }
-    if (lockedIds.length === 0) return [];
-    // The rows are locked: read them whole by primary key.
-    const picked = rows<ClaimRow>(
-      await tx.execute(
-        formatted(
-          `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
-            schedule_name, period_key, scheduled_at
-          FROM cronq_jobs WHERE id IN (?) ORDER BY queue, available_at, id`,
-          [lockedIds],
-        ),
-      ),
-    );
-    // One random secret per claim; each row's token is MD5(secret:id), computed alike
-    // here and in SQL: unpredictable, distinct per row, and one short UPDATE per lease
-    // length instead of a CASE per row.
-    const secret = newLeaseToken();
-    const claimed = picked.map((row) => ({ row, token: leaseTokenFor(secret, Number(row.id)), leaseMs: request.leaseMsFor(row.kind) }));
-    const byLease = new Map<number, number[]>();
-    for (const c of claimed) {
-      const ids = byLease.get(c.leaseMs);
-      if (ids) ids.push(Number(c.row.id));
-      else byLease.set(c.leaseMs, [Number(c.row.id)]);
-    }
-    for (const [leaseMs, ids] of byLease) {
-      await reserve(ids, () =>
-        tx.execute(
-          formatted(
-            `UPDATE cronq_jobs
-            SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
-                lease_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, locked_by = ?, updated_at = UTC_TIMESTAMP(6)
-            WHERE id IN (?)`,
-            [secret, Math.round(leaseMs * 1000), request.lockedBy, ids],
-          ),
-        ),
-      );
-    }
-    return claimed.map(({ row, token }) => ({
-      id: Number(row.id),
-      queue: row.queue,
-      kind: row.kind,
-      key: row.job_key,
-      payloadText: row.payload,
-      attempt: row.attempts + 1,
-      maxAttempts: row.max_attempts,
-      scheduleName: row.schedule_name,
-      periodKey: row.period_key,
-      scheduledAt: parseDbTime(row.scheduled_at),
-      leaseToken: token,
-    }));
-  });
-}
-
-/** Moves a queue's cursor to `to` unless it already stands further on (claims may finish out of order). */
-function advanceCursor(cursors: Map<string, ClaimCursor> | undefined, queue: string, to: ClaimCursor): void {
-  const at = cursors?.get(queue);
-  if (at && (at.availableAt > to.availableAt || (at.availableAt === to.availableAt && at.id >= to.id))) return;
-  cursors?.set(queue, to);
-}
-
-function rotate<T>(items: T[], by: number): T[] {
-  const k = ((by % items.length) + items.length) % items.length;
-  return [...items.slice(k), ...items.slice(0, k)];
 }
 
 /** The fence: still reserved, same token, lease not expired — evaluated under the row lock. */

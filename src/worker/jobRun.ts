@@ -3,7 +3,8 @@ import { driverError, isConnectionError } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs } from '../queue/backoff.ts';
-import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type ClaimedJob, type Lease } from '../queue/store.ts';
+import type { ClaimedJob } from '../queue/claimStore.ts';
+import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type Lease } from '../queue/store.ts';
 import type { Task } from '../tasks/define.ts';
 import type { Effect, Job } from '../tasks/job.ts';
 import type { Completer } from './completer.ts';
@@ -18,9 +19,8 @@ export interface JobRunDeps {
   health: DbHealth;
   /** Told about this run's result, lease loss or shutdown release. */
   observer: Observer;
-  leaseMs: number;
-  /** When the claim committed (Date.now()); the lease has run since then. Default: now. */
-  claimedAt?: number;
+  /** Called once per run, when its worker slot is free again (see JobRun.execute). */
+  onSlotFree(run: JobRun): void;
 }
 
 /** Why a handler's signal was aborted. */
@@ -58,26 +58,32 @@ export class JobRun {
   private finished = false;
   /** Local estimate of when our lease ends; only used to stop retrying a finish. */
   private leaseDeadline: number;
-  /** Resolves when execute() has finished, final write included. */
-  readonly settled: Promise<void>;
-  private resolveSettled!: () => void;
-  /**
-   * Resolves when this run's worker slot is free again: once its handler returned a plain
-   * success (whose batched completion may still be in flight), otherwise once the run has
-   * settled, final write included.
-   */
-  readonly slotFreed: Promise<void>;
-  private resolveSlotFreed!: () => void;
+  private slotFree = false;
 
+  /**
+   * `leaseMs` is this job's lease, running since `claimedAt` (Date.now() when the claim
+   * committed). Runs share one `deps` per pool.
+   */
   constructor(
     private readonly job: ClaimedJob,
     private readonly task: Task | undefined,
     private readonly deps: JobRunDeps,
+    private readonly leaseMs: number,
+    claimedAt: number = Date.now(),
   ) {
     this.lease = { id: job.id, token: job.leaseToken };
-    this.leaseDeadline = (deps.claimedAt ?? Date.now()) + deps.leaseMs;
-    this.settled = new Promise((resolve) => (this.resolveSettled = resolve));
-    this.slotFreed = new Promise((resolve) => (this.resolveSlotFreed = resolve));
+    this.leaseDeadline = claimedAt + leaseMs;
+  }
+
+  /**
+   * Frees the worker slot, once: when the handler returned a plain success (its batched
+   * completion may still be in flight), otherwise when the run has settled, final write
+   * included.
+   */
+  private freeSlot(): void {
+    if (this.slotFree) return;
+    this.slotFree = true;
+    this.deps.onSlotFree(this);
   }
 
   private get abort(): AbortController {
@@ -91,7 +97,7 @@ export class JobRun {
     return this.childLog;
   }
 
-  /** Runs the job to a final write. Never rejects. */
+  /** Runs the job to a final write; resolves when it has settled. Never rejects. */
   async execute(): Promise<void> {
     const startedAt = performance.now();
     try {
@@ -121,7 +127,7 @@ export class JobRun {
       // the next claim overlaps the write. A failure or an effect is a transaction of its
       // own: it keeps the slot until written, so such writes never queue up beyond the
       // concurrency (in an outage, say).
-      if (outcome.ok && effects.length === 0) this.resolveSlotFreed();
+      if (outcome.ok && effects.length === 0) this.freeSlot();
       if (this.leaseLost) return; // result discarded; job_lease_lost already logged
       if (this.shutdownAborted && !outcome.ok) {
         await this.releaseIfStillHeld();
@@ -133,8 +139,7 @@ export class JobRun {
       this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
     } finally {
       this.finished = true;
-      this.resolveSlotFreed();
-      this.resolveSettled();
+      this.freeSlot();
     }
   }
 
@@ -224,7 +229,7 @@ export class JobRun {
   }
 
   private startRenewal(): NodeJS.Timeout {
-    const every = Math.max(250, Math.floor(this.deps.leaseMs / 3));
+    const every = Math.max(250, Math.floor(this.leaseMs / 3));
     const timer = setInterval(() => void this.renew(), every);
     timer.unref();
     return timer;
@@ -235,10 +240,10 @@ export class JobRun {
     if (this.leaseLost || this.finished || !this.deps.health.healthy) return;
     const requestedAt = Date.now();
     try {
-      const held = await renewIfLeased(this.deps.db, this.lease, this.deps.leaseMs);
+      const held = await renewIfLeased(this.deps.db, this.lease, this.leaseMs);
       this.deps.health.ok(requestedAt);
       if (held) {
-        this.leaseDeadline = requestedAt + this.deps.leaseMs;
+        this.leaseDeadline = requestedAt + this.leaseMs;
         return;
       }
       this.markLeaseLost('renew');
@@ -257,7 +262,7 @@ export class JobRun {
   }
 
   private async complete(effects: Effect[], startedAt: number): Promise<void> {
-    const done = await this.finishWithRetry('complete', () =>
+    const done = (effects.length === 0 ? await this.completeBatched() : undefined) ?? await this.finishWithRetry('complete', () =>
       effects.length === 0
         ? this.deps.completer.complete(this.lease)
         : completeIfLeased(this.deps.db, this.lease, async (tx) => {
@@ -279,6 +284,23 @@ export class JobRun {
       this.deps.observer.jobCompleted(this.job.kind, (performance.now() - startedAt) / 1000);
     } else {
       this.markLeaseLost('complete');
+    }
+  }
+
+  /**
+   * The common case, tried once without finishWithRetry's machinery: a plain success
+   * handed to the completer's next batch while the database is healthy. Undefined when
+   * that did not work out: the caller goes the long way (which retries the write).
+   */
+  private async completeBatched(): Promise<{ ok: true; value: boolean } | undefined> {
+    if (!this.deps.health.healthy) return undefined;
+    const sentAt = Date.now();
+    try {
+      const value = await this.deps.completer.complete(this.lease);
+      this.deps.health.ok(sentAt);
+      return { ok: true, value };
+    } catch {
+      return undefined;
     }
   }
 

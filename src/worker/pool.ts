@@ -1,12 +1,14 @@
-import type { Db } from '../db/client.ts';
+import type { Pool } from 'mysql2/promise';
+import { CLAIM_CONNECTIONS, type Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import { noopObserver, type Observer } from '../observe.ts';
-import { ClaimUpdateError, claimReady, databaseNow, readyQueues, releaseIfLeased, type ClaimCursor, type ClaimedJob } from '../queue/store.ts';
+import { ClaimUpdateError, claimReady, readyQueues, type ClaimCursor, type ClaimedJob, type LeaseLengths } from '../queue/claimStore.ts';
+import { databaseNow, releaseIfLeased } from '../queue/store.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
 import { DbHealth, describeDbError } from './dbHealth.ts';
-import { JobRun } from './jobRun.ts';
+import { JobRun, type JobRunDeps } from './jobRun.ts';
 import { Prefetch } from './prefetch.ts';
 import { sleep, Wakeup } from './wakeup.ts';
 
@@ -17,10 +19,12 @@ const MAX_UNCLAIMABLE = 1_000;
 /** Batched completions waiting to be written beyond which buffered jobs wait to start. */
 const COMPLETER_BACKLOG_MAX = 1_000;
 /** Claims a busy pool keeps in flight at once (see claimLoop). */
-const CLAIM_LANES = 2;
+const CLAIM_LANES = CLAIM_CONNECTIONS;
 
 export interface WorkerPoolOptions {
   db: Db;
+  /** Database.claims: the multi-statement pool the claims run on (one connection per lane). */
+  claims: Pool;
   tasks: TaskRegistry;
   log: Logger;
   /** Handlers running at once in this process. */
@@ -70,8 +74,13 @@ export class WorkerPool {
   /** The earliest staleAt in `buffered` (Infinity when none). */
   private nextStaleAt = Infinity;
   private readonly prefetch: Prefetch;
+  private readonly leases: LeaseLengths;
   /** Every run not yet settled: handlers running plus final writes in flight. */
-  private readonly unsettled = new Set<JobRun>();
+  private readonly unsettled = new Map<JobRun, Promise<void>>();
+  /** What every run shares (JobRun takes its job, task and lease on its own). */
+  private readonly runDeps: JobRunDeps;
+  /** startBuffered is on the stack: a slot freed meanwhile is picked up by its loop. */
+  private starting = false;
   private readonly wakeup = new Wakeup();
   private readonly completer: Completer;
   private readonly health: DbHealth;
@@ -103,7 +112,19 @@ export class WorkerPool {
     this.completer = new Completer(options.db, () => this.startBuffered());
     this.health = options.health ?? new DbHealth(options.log);
     this.observer = options.observer ?? noopObserver;
+    this.runDeps = {
+      db: options.db,
+      log: options.log,
+      completer: this.completer,
+      health: this.health,
+      observer: this.observer,
+      onSlotFree: (run) => this.slotFreed(run),
+    };
     this.prefetch = new Prefetch(options.prefetch ?? 0);
+    this.leases = {
+      byKind: new Map(options.tasks.list().map((task) => [task.name, task.leaseMs])),
+      defaultMs: TASK_DEFAULTS.leaseMs,
+    };
   }
 
   start(): void {
@@ -132,7 +153,7 @@ export class WorkerPool {
     if (this.rereadQueues || Date.now() - this.seenQueuesAt > QUEUES_MAX_AGE_MS) {
       this.rereadQueues = false;
       this.seenQueuesAt = Date.now();
-      this.seenQueues = await readyQueues(this.options.db);
+      this.seenQueues = await readyQueues(this.options.claims);
     }
     return this.seenQueues;
   }
@@ -192,11 +213,11 @@ export class WorkerPool {
       this.claiming += want;
       try {
         claimed = await claimReady(
-          this.options.db,
+          this.options.claims,
           {
             queues: await this.claimQueues(),
             limit: want,
-            leaseMsFor: (kind) => this.leaseMsFor(kind),
+            leases: this.leases,
             lockedBy: this.options.lockedBy,
             cursors: this.cursors,
             excludeIds: this.unclaimable,
@@ -275,10 +296,16 @@ export class WorkerPool {
   private startBuffered(): void {
     // Completions waiting to be written are the other bound: past it, new runs wait.
     if (!this.health.healthy || this.completer.backlog >= COMPLETER_BACKLOG_MAX) return;
-    this.releaseStale();
-    while (!this.isStopping && this.running.size < this.options.concurrency && this.buffered.length > 0) {
-      const { job, claimedAt } = this.buffered.shift()!;
-      this.startRun(job, claimedAt);
+    if (this.starting) return;
+    this.starting = true;
+    try {
+      this.releaseStale();
+      while (!this.isStopping && this.running.size < this.options.concurrency && this.buffered.length > 0) {
+        const { job, claimedAt } = this.buffered.shift()!;
+        this.startRun(job, claimedAt);
+      }
+    } finally {
+      this.starting = false;
     }
   }
 
@@ -323,27 +350,23 @@ export class WorkerPool {
   }
 
   private startRun(job: ClaimedJob, claimedAt: number): void {
-    const task = this.options.tasks.get(job.kind);
-    const run = new JobRun(job, task, {
-      db: this.options.db,
-      log: this.options.log,
-      completer: this.completer,
-      health: this.health,
-      observer: this.observer,
-      leaseMs: this.leaseMsFor(job.kind),
-      claimedAt,
-    });
+    const run = new JobRun(job, this.options.tasks.get(job.kind), this.runDeps, this.leaseMsFor(job.kind), claimedAt);
     this.running.add(run);
-    this.unsettled.add(run);
-    // A plain success frees its slot as its handler returns (see JobRun.slotFreed), so
-    // the next claim overlaps the batched completion instead of waiting for its commit.
-    void run.slotFreed.then(() => {
-      this.running.delete(run);
-      this.prefetch.slotFreed();
-      this.startBuffered();
-      this.wakeup.notify();
-    });
-    void run.execute().finally(() => this.unsettled.delete(run));
+    // execute() runs synchronously up to its first await (all of a synchronous handler);
+    // the finally callback always comes later, after the set below.
+    this.unsettled.set(run, run.execute().finally(() => this.unsettled.delete(run)));
+  }
+
+  /**
+   * A run's slot is free (JobRun.freeSlot): a plain success as its handler returns, so
+   * the next claim overlaps the batched completion instead of waiting for its commit.
+   * Called synchronously from inside a run; startBuffered's loop does not recurse.
+   */
+  private slotFreed(run: JobRun): void {
+    this.running.delete(run);
+    this.prefetch.slotFreed();
+    this.startBuffered();
+    this.wakeup.notify();
   }
 
   private leaseMsFor(kind: string): number {
@@ -393,7 +416,7 @@ export class WorkerPool {
 
   /** Waits up to graceMs for running handlers, then aborts and releases the stragglers. */
   private async drainRunning(graceMs: number): Promise<number> {
-    const all = () => Promise.allSettled([...this.unsettled].map((r) => r.settled));
+    const all = () => Promise.allSettled([...this.unsettled.values()]);
     const timedOut = await Promise.race([all().then(() => false), sleep(graceMs).then(() => true)]);
     if (!timedOut || this.running.size === 0) {
       await all();

@@ -1,0 +1,304 @@
+/**
+ * The claim: the one statement sequence that turns ready jobs into leases.
+ *
+ * Concurrency contract: a claim locks ready rows with `SELECT ... FOR UPDATE SKIP LOCKED`
+ * (rows another claimer holds are skipped, never waited for, so no two claimers ever get
+ * the same job), marks them reserved with attempts+1, a fresh random token each and
+ * `lease_until = now + lease` from the database clock, and commits before it returns: no
+ * handler may start before its reservation is durable. Every later write is fenced by
+ * that token (store.ts).
+ *
+ * It runs on Database.claims, whose connections take several statements per packet, so
+ * a claim costs two round trips (three when a cursor's instant runs out): the locking
+ * read opening the transaction, then the UPDATE, the read of the rows as updated and
+ * the COMMIT together.
+ * Every value in these statements is escaped by mysql2's formatter.
+ */
+import { randomBytes } from 'node:crypto';
+import { format as mysqlFormat } from 'mysql2';
+import type { Pool, PoolConnection } from 'mysql2/promise';
+import { isConnectionError, TIMEOUTS } from '../db/client.ts';
+import { parseDbTime } from './store.ts';
+
+/** A job as the claim returns it to the worker. */
+export interface ClaimedJob {
+  id: number;
+  queue: string;
+  kind: string;
+  key: string;
+  /** The payload as stored (JSON text); the worker parses it so a bad one can go dead. */
+  payloadText: string;
+  /** The attempt now running (1 on first delivery). */
+  attempt: number;
+  maxAttempts: number;
+  scheduleName: string | null;
+  periodKey: string | null;
+  scheduledAt: Date | null;
+  leaseToken: string;
+}
+
+/**
+ * Where the last claim from one queue stopped: (available_at, id) of its last row,
+ * exactly as the database stored it.
+ */
+export interface ClaimCursor {
+  availableAt: string;
+  id: number;
+}
+
+/** Lease lengths: per kind where a task sets one, else the default. */
+export interface LeaseLengths {
+  byKind: ReadonlyMap<string, number>;
+  defaultMs: number;
+}
+
+export interface ClaimRequest {
+  /**
+   * Queues to claim from, in turn until `limit` is reached (see readyQueues for a
+   * daemon that serves every queue). Each is read by its own exact index range.
+   */
+  queues: string[];
+  /**
+   * Per queue, start after this position instead of at the front.
+   * Claimed rows leave delete-marked entries at the front of the claim index until
+   * InnoDB purges them, and each costs a lookup; skipping past them keeps a busy
+   * claim cheap. The claim moves a queue's cursor forward as soon as it has locked
+   * rows, so a concurrent claim sharing the map starts after them. A ready row behind
+   * the cursor (a transaction that committed late, or the rows of a claim that failed)
+   * is only found by a claim without one, so callers must drop cursors regularly and
+   * whenever a claim fails.
+   */
+  cursors?: Map<string, ClaimCursor>;
+  /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
+  excludeIds?: ReadonlySet<number>;
+  limit: number;
+  leases: LeaseLengths;
+  lockedBy: string;
+}
+
+/** A fresh lease token: 128 random bits as 32 hex characters. */
+export function newLeaseToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+const format = (statement: string, values: unknown[]) => mysqlFormat(statement, values as Parameters<typeof mysqlFormat>[1]);
+
+/**
+ * The claim's locking read of one queue, covering the claim index
+ * (status, queue, available_at, id): a range in index order (no filesort) that its LIMIT
+ * stops. Covering, because for a wider read the optimizer may prefer a `ref` on
+ * (status, queue), which walks the queue from the front, delete-marked entries of
+ * claimed rows included. `after` continues a cursor: exactly `available_at = cursor AND
+ * id > cursor.id`, or `available_at > cursor`, each its own precise range. (Should the
+ * optimizer prefer a `ref` on (status, queue, available_at) for the first, as it may when
+ * every row left shares the cursor's instant, that walk is bounded by that instant's rows.)
+ */
+export function claimSelectSql(
+  queue: string,
+  limit: number,
+  after: 'same-instant' | 'later' | null,
+  cursor: ClaimCursor | undefined,
+  exclude: readonly number[],
+): string {
+  const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
+  const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
+  const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
+  return format(
+    `SELECT id, available_at FROM cronq_jobs
+    WHERE status = 'ready' AND queue = ? AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
+    ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    [queue, ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit],
+  );
+}
+
+/**
+ * The queues that have 'ready' jobs (due or not), by a loose scan of the claim index's
+ * (status, queue) prefix: one index dive per queue, however many jobs wait. A plain
+ * read, so it can be stale the moment it returns; callers re-read it regularly.
+ */
+export async function readyQueues(claims: Pool): Promise<string[]> {
+  // DISTINCT over the (status, queue) prefix itself: with status alone in the WHERE, the
+  // optimizer would walk every ready entry instead.
+  const [rows] = await claims.query({ sql: "SELECT DISTINCT status, queue FROM cronq_jobs WHERE status = 'ready'", timeout: TIMEOUTS.queryMs });
+  return (rows as Array<{ queue: string }>).map((r) => r.queue);
+}
+
+/**
+ * The database refused to reserve rows it had just locked for a claim: not a connection
+ * problem, but something about those rows (on MariaDB, a payload that breaks the JSON
+ * CHECK constraint, written with the checks off; or a trigger). `ids` are the rows of
+ * the failed claim, so a caller can narrow it down and stop claiming the culprit.
+ */
+export class ClaimUpdateError extends Error {
+  override name = 'ClaimUpdateError';
+  constructor(
+    readonly ids: number[],
+    cause: unknown,
+  ) {
+    super(`reserving jobs ${ids.join(', ')} failed`, { cause });
+  }
+}
+
+type Locked = { id: number; available_at: string };
+type ClaimRow = {
+  id: number;
+  queue: string;
+  kind: string;
+  job_key: string;
+  payload: string;
+  attempts: number;
+  max_attempts: number;
+  schedule_name: string | null;
+  period_key: string | null;
+  scheduled_at: string | null;
+  lease_token: string;
+};
+
+/** One claim transaction on one connection: statements go out in as few packets as the reads allow. */
+class ClaimTransaction {
+  private open = false;
+  private done = false;
+
+  constructor(private readonly conn: PoolConnection) {}
+
+  /** Sends `statements` as one packet (opening the transaction with the first); returns each one's result. */
+  async send(statements: string[]): Promise<unknown[]> {
+    const all = this.open ? statements : ['START TRANSACTION', ...statements];
+    this.open = true;
+    const [results] = await this.conn.query({ sql: all.join(';\n'), timeout: TIMEOUTS.queryMs });
+    const each = all.length === 1 ? [results] : (results as unknown[]);
+    return all.length === statements.length ? each : each.slice(1);
+  }
+
+  /** Ends a transaction that claimed nothing. */
+  async finish(): Promise<void> {
+    if (this.open) await this.conn.query({ sql: 'COMMIT', timeout: TIMEOUTS.queryMs });
+  }
+
+  /** Hands the connection back to the pool (once). */
+  release(): void {
+    if (this.done) return;
+    this.done = true;
+    this.conn.release();
+  }
+
+  /** After a failure: roll back and hand the connection back if it still answers, else drop it. */
+  async abandon(error: unknown): Promise<void> {
+    if (this.done) return;
+    if (!isConnectionError(error)) {
+      try {
+        await this.conn.query({ sql: 'ROLLBACK', timeout: TIMEOUTS.queryMs });
+        this.release();
+        return;
+      } catch {
+        // fall through: the connection is in an unknown state
+      }
+    }
+    this.done = true;
+    this.conn.destroy();
+  }
+
+  /** Locks up to `limit` ready rows of one queue, oldest first, from the cursor on. */
+  async lockReady(queue: string, limit: number, cursor: ClaimCursor | undefined, exclude: readonly number[]): Promise<Locked[]> {
+    if (!cursor) return (await this.send([claimSelectSql(queue, limit, null, undefined, exclude)]))[0] as Locked[];
+    const same = (await this.send([claimSelectSql(queue, limit, 'same-instant', cursor, exclude)]))[0] as Locked[];
+    if (same.length === limit) return same;
+    const later = (await this.send([claimSelectSql(queue, limit - same.length, 'later', cursor, exclude)]))[0] as Locked[];
+    return [...same, ...later];
+  }
+}
+
+/** `lease_until` for each row: its kind's lease, one CASE over the kinds that differ from the default. */
+function leaseMicros(leases: LeaseLengths): string {
+  const us = (ms: number) => Math.round(ms * 1000);
+  const special = [...leases.byKind].filter(([, ms]) => ms !== leases.defaultMs);
+  if (special.length === 0) return String(us(leases.defaultMs));
+  const whens = special.map(([kind, ms]) => format('WHEN ? THEN ?', [kind, us(ms)])).join(' ');
+  return `CASE kind ${whens} ELSE ${us(leases.defaultMs)} END`;
+}
+
+/**
+ * Claims up to `limit` ready jobs, each queue's oldest `available_at` first, in one short
+ * transaction (see the module comment). With several queues, each is read by its own
+ * index range, rotating which goes first, rather than one IN-list query that would sort.
+ * A refusal of the reserving UPDATE that is not about the connection is ClaimUpdateError.
+ */
+export async function claimReady(claims: Pool, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
+  if (request.limit <= 0 || request.queues.length === 0) return [];
+  const conn = await claims.getConnection();
+  const tx = new ClaimTransaction(conn);
+  const lockedIds: number[] = [];
+  try {
+    for (const queue of rotate(request.queues, rotation)) {
+      const want = request.limit - lockedIds.length;
+      if (want <= 0) break;
+      const got = await tx.lockReady(queue, want, request.cursors?.get(queue), [...(request.excludeIds ?? [])]);
+      for (const r of got) lockedIds.push(Number(r.id));
+      const last = got.at(-1);
+      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id) });
+      else request.cursors?.delete(queue);
+    }
+    if (lockedIds.length === 0) {
+      await tx.finish();
+      tx.release();
+      return [];
+    }
+    // One random secret per claim; each row's token is MD5(secret:id): unpredictable,
+    // distinct per row, and one UPDATE for the whole claim. The rows are read back after
+    // it, in the same packet, tokens and attempts as written.
+    const secret = newLeaseToken();
+    let picked: ClaimRow[];
+    try {
+      const [, rows] = await tx.send([
+        format(
+          `UPDATE cronq_jobs
+          SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
+              lease_until = UTC_TIMESTAMP(6) + INTERVAL ${leaseMicros(request.leases)} MICROSECOND,
+              locked_by = ?, updated_at = UTC_TIMESTAMP(6)
+          WHERE id IN (?)`,
+          [secret, request.lockedBy, lockedIds],
+        ),
+        format(
+          `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
+            schedule_name, period_key, scheduled_at, lease_token
+          FROM cronq_jobs WHERE id IN (?) ORDER BY queue, available_at, id`,
+          [lockedIds],
+        ),
+        'COMMIT',
+      ]);
+      picked = rows as ClaimRow[];
+    } catch (error) {
+      if (isConnectionError(error)) throw error;
+      throw new ClaimUpdateError(lockedIds, error);
+    }
+    tx.release();
+    return picked.map((row) => ({
+      id: Number(row.id),
+      queue: row.queue,
+      kind: row.kind,
+      key: row.job_key,
+      payloadText: row.payload,
+      attempt: row.attempts,
+      maxAttempts: row.max_attempts,
+      scheduleName: row.schedule_name,
+      periodKey: row.period_key,
+      scheduledAt: parseDbTime(row.scheduled_at),
+      leaseToken: row.lease_token,
+    }));
+  } catch (error) {
+    await tx.abandon(error);
+    throw error;
+  }
+}
+
+/** Moves a queue's cursor to `to` unless it already stands further on (claims may finish out of order). */
+function advanceCursor(cursors: Map<string, ClaimCursor> | undefined, queue: string, to: ClaimCursor): void {
+  const at = cursors?.get(queue);
+  if (at && (at.availableAt > to.availableAt || (at.availableAt === to.availableAt && at.id >= to.id))) return;
+  cursors?.set(queue, to);
+}
+
+function rotate<T>(items: T[], by: number): T[] {
+  const k = ((by % items.length) + items.length) % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
