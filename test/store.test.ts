@@ -118,6 +118,17 @@ describe('claim', () => {
     expect(got.map((j) => j.key).sort()).toEqual(['q-a', 'q-c']);
   });
 
+  it('moves the claim cursor to the last row claimed, to the microsecond, and the next claim continues after it', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 5 }, (_, i) => row(`cursor-${i}`, { runAt: new Date(Date.now() - 60_000 + i) })));
+    await t.sql("UPDATE cronq_jobs SET available_at = available_at + INTERVAL id MICROSECOND WHERE job_key LIKE 'cursor-%'");
+    const cursors = new Map();
+    const first = await claimReady(t.database.claims, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors });
+    const [last] = await t.sql("SELECT DATE_FORMAT(available_at, '%Y-%m-%d %H:%i:%s.%f') AS at FROM cronq_jobs WHERE id = ?", [first[1].id]);
+    expect(cursors.get('default')).toEqual({ availableAt: last.at, id: first[1].id });
+    const second = await claimReady(t.database.claims, { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors });
+    expect([...first, ...second].map((j) => j.key)).toEqual(['cursor-0', 'cursor-1', 'cursor-2', 'cursor-3', 'cursor-4']);
+  });
+
   it('sets the lease deadline from the database clock', async () => {
     await insertJobIfAbsent(t.database.db, row('clock'));
     await claim(1);

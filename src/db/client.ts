@@ -63,7 +63,9 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
     db,
     pool,
     get claims() {
-      claims ??= sessionPool({ ...poolOptions(target, CLAIM_CONNECTIONS), multipleStatements: true });
+      // Times as the server wrote them ('YYYY-MM-DD HH:MM:SS.ffffff'): a claim cursor must
+      // keep every microsecond of available_at, which a Date would round to milliseconds.
+      claims ??= sessionPool({ ...poolOptions(target, CLAIM_CONNECTIONS), multipleStatements: true, dateStrings: true });
       return claims;
     },
     target,
