@@ -251,8 +251,9 @@ export class WorkerPool {
         break;
       }
       const claimedAt = Date.now();
+      const logClaims = log.isLevelEnabled('info');
       for (const job of claimed) {
-        log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
+        if (logClaims) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
         const staleAt = claimedAt + this.leaseMsFor(job.kind) / 3;
         this.buffered.push({ job, claimedAt, staleAt });
         if (staleAt < this.nextStaleAt) this.nextStaleAt = staleAt;
