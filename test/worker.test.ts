@@ -407,14 +407,14 @@ describe('claiming ahead (prefetch)', () => {
    * until the test lets it go, then more fast jobs: some of those are claimed ahead and
    * wait behind it.
    */
-  async function fastSlowFast(options: Partial<Parameters<typeof createCronq>[0]> = {}) {
+  async function fastSlowFast(fastLease: string) {
     let letGo!: () => void;
     const slowMayFinish = new Promise<void>((r) => (letGo = r));
     let slowStarted!: () => void;
     const slowRunning = new Promise<void>((r) => (slowStarted = r));
     const c = await start(
       [
-        defineTask({ name: 'fast', lease: '1s', handle: () => undefined }),
+        defineTask({ name: 'fast', lease: fastLease, handle: () => undefined }),
         defineTask({
           name: 'slow',
           handle: () => {
@@ -423,7 +423,7 @@ describe('claiming ahead (prefetch)', () => {
           },
         }),
       ],
-      { concurrency: 1, ...options },
+      { concurrency: 1 },
     );
     const past = (s: number) => new Date(Date.now() - 600_000 + s * 1000);
     await c.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ kind: 'fast', key: `before:${i}`, runAt: past(0) })));
@@ -435,7 +435,7 @@ describe('claiming ahead (prefetch)', () => {
   }
 
   it('releases a job claimed ahead that waited a third of its lease, attempt restored, and runs it later', async () => {
-    const { letGo } = await fastSlowFast();
+    const { letGo } = await fastSlowFast('1s');
     const [released] = await log.waitFor('claim_released_unstarted');
     const [job] = await t.sql('SELECT status, attempts, kind FROM cronq_jobs WHERE id = ?', [released.job_id]);
     expect(job.kind).toBe('fast');
@@ -446,7 +446,7 @@ describe('claiming ahead (prefetch)', () => {
   });
 
   it('on stop, releases every job claimed ahead with its attempt restored', async () => {
-    const { c, letGo } = await fastSlowFast();
+    const { c, letGo } = await fastSlowFast('60s'); // nothing goes stale before the stop
     const aheadIds = (await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved' AND kind = 'fast'")).map((r) => r.id);
     const stopped = c.stop({ graceMs: 5_000 });
     letGo();

@@ -8,13 +8,13 @@ import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
 import { DbHealth, describeDbError } from './dbHealth.ts';
+import { ClaimBuffer } from './claimBuffer.ts';
 import { JobRun, type JobRunDeps } from './jobRun.ts';
+import { QueueList } from './queueList.ts';
 import { Prefetch } from './prefetch.ts';
 import { sleep, Wakeup } from './wakeup.ts';
 
 const CURSOR_MAX_AGE_MS = 1_000;
-/** A pool serving every queue re-reads which queues have ready jobs at least this often. */
-const QUEUES_MAX_AGE_MS = 1_000;
 const MAX_UNCLAIMABLE = 1_000;
 /** Batched completions waiting to be written beyond which buffered jobs wait to start. */
 const COMPLETER_BACKLOG_MAX = 1_000;
@@ -70,9 +70,7 @@ export class WorkerPool {
   /** Runs whose handler holds a worker slot. */
   private readonly running = new Set<JobRun>();
   /** Jobs claimed and committed but not started yet, oldest first. */
-  private readonly buffered: Array<{ job: ClaimedJob; claimedAt: number; staleAt: number }> = [];
-  /** The earliest staleAt in `buffered` (Infinity when none). */
-  private nextStaleAt = Infinity;
+  private readonly buffered = new ClaimBuffer();
   private readonly prefetch: Prefetch;
   private readonly leases: LeaseLengths;
   /** Every run not yet settled: handlers running plus final writes in flight. */
@@ -97,9 +95,7 @@ export class WorkerPool {
   private readonly cursors = new Map<string, ClaimCursor>();
   private cursorsSetAt = 0;
   /** With no queue list given: the queues last seen with ready jobs, and when. */
-  private seenQueues: string[] = [];
-  private seenQueuesAt = 0;
-  private rereadQueues = true;
+  private readonly queueList: QueueList;
   private released = 0;
   /** Rows asked for by claims in flight. */
   private claiming = 0;
@@ -121,6 +117,7 @@ export class WorkerPool {
       onSlotFree: (run) => this.slotFreed(run),
     };
     this.prefetch = new Prefetch(options.prefetch ?? 0);
+    this.queueList = new QueueList(options.queues, () => readyQueues(options.claims));
     this.leases = {
       byKind: new Map(options.tasks.list().map((task) => [task.name, task.leaseMs])),
       defaultMs: TASK_DEFAULTS.leaseMs,
@@ -142,20 +139,9 @@ export class WorkerPool {
    * without first re-reading its queue list); without it, the list is re-read.
    */
   wake(queue?: string): void {
-    if (queue === undefined) this.rereadQueues = true;
-    else if (this.options.queues.length === 0 && !this.seenQueues.includes(queue)) this.seenQueues = [...this.seenQueues, queue];
+    if (queue === undefined) this.queueList.stale();
+    else this.queueList.enqueuedInto(queue);
     this.wakeup.notify();
-  }
-
-  /** The queues to claim from now: the configured ones, or those last seen with ready jobs. */
-  private async claimQueues(): Promise<string[]> {
-    if (this.options.queues.length > 0) return this.options.queues;
-    if (this.rereadQueues || Date.now() - this.seenQueuesAt > QUEUES_MAX_AGE_MS) {
-      this.rereadQueues = false;
-      this.seenQueuesAt = Date.now();
-      this.seenQueues = await readyQueues(this.options.claims);
-    }
-    return this.seenQueues;
   }
 
   get activeJobs(): number {
@@ -215,7 +201,7 @@ export class WorkerPool {
         claimed = await claimReady(
           this.options.claims,
           {
-            queues: await this.claimQueues(),
+            queues: await this.queueList.current(),
             limit: want,
             leases: this.leases,
             lockedBy: this.options.lockedBy,
@@ -235,7 +221,7 @@ export class WorkerPool {
           this.narrowDown(error);
           continue;
         }
-        this.rereadQueues = true;
+        this.queueList.stale();
         await sleep(this.health.trouble(error, 'claim'), this.stopping.signal);
         continue;
       } finally {
@@ -250,14 +236,10 @@ export class WorkerPool {
         await Promise.all(claimed.map((job) => this.releaseUnstarted(job, 'shutdown')));
         break;
       }
-      const claimedAt = Date.now();
-      const logClaims = log.isLevelEnabled('info');
-      for (const job of claimed) {
-        if (logClaims) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
-        const staleAt = claimedAt + this.leaseMsFor(job.kind) / 3;
-        this.buffered.push({ job, claimedAt, staleAt });
-        if (staleAt < this.nextStaleAt) this.nextStaleAt = staleAt;
+      if (log.isLevelEnabled('info')) {
+        for (const job of claimed) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
       }
+      this.buffered.add(claimed, Date.now(), (kind) => this.leaseMsFor(kind));
       if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
       this.startBuffered();
       this.busy = claimed.length === want;
@@ -265,7 +247,7 @@ export class WorkerPool {
         // The queues looked drained from the cursors on: look from the front next time,
         // and see which queues have work now.
         this.cursors.clear();
-        this.rereadQueues = true;
+        this.queueList.stale();
         await this.wakeup.wait(this.options.pollMs);
       } else if (lane === 0) {
         this.wakeup.notify(); // let the other lanes see the queues are busy
@@ -301,9 +283,10 @@ export class WorkerPool {
     this.starting = true;
     try {
       this.releaseStale();
-      while (!this.isStopping && this.running.size < this.options.concurrency && this.buffered.length > 0) {
-        const { job, claimedAt } = this.buffered.shift()!;
-        this.startRun(job, claimedAt);
+      while (!this.isStopping && this.running.size < this.options.concurrency) {
+        const next = this.buffered.next();
+        if (!next) break;
+        this.startRun(next.job, next.claimedAt);
       }
     } finally {
       this.starting = false;
@@ -317,19 +300,10 @@ export class WorkerPool {
    * before buffered jobs start.
    */
   private releaseStale(): void {
-    if (this.buffered.length === 0 || Date.now() < this.nextStaleAt || !this.health.healthy) return;
-    const now = Date.now();
-    const keep: typeof this.buffered = [];
-    this.nextStaleAt = Infinity;
-    for (const entry of this.buffered) {
-      if (now >= entry.staleAt) void this.releaseUnstarted(entry.job, 'stale');
-      else {
-        keep.push(entry);
-        this.nextStaleAt = Math.min(this.nextStaleAt, entry.staleAt);
-      }
-    }
-    this.buffered.splice(0, this.buffered.length, ...keep);
+    if (this.buffered.length === 0 || !this.health.healthy) return;
+    for (const job of this.buffered.takeStale(Date.now())) void this.releaseUnstarted(job, 'stale');
   }
+
 
   /**
    * A claim whose rows could not be reserved: claim one row at a time until the row that
@@ -408,7 +382,7 @@ export class WorkerPool {
     this.stopping.abort();
     this.wakeup.notify();
     await this.loop;
-    await Promise.all(this.buffered.splice(0).map(({ job }) => this.releaseUnstarted(job, 'shutdown')));
+    await Promise.all(this.buffered.takeAll().map((job) => this.releaseUnstarted(job, 'shutdown')));
     const abandoned = await this.drainRunning(graceMs);
     await this.completer.idle();
     log.info({ event: 'worker_stopped', released: this.released, abandoned }, 'worker stopped');

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import type { ClaimedJob } from '../src/queue/claimStore.ts';
+import { ClaimBuffer } from '../src/worker/claimBuffer.ts';
+import { QueueList } from '../src/worker/queueList.ts';
+
+const job = (id: number, kind = 'k'): ClaimedJob => ({
+  id,
+  queue: 'default',
+  kind,
+  key: `key:${id}`,
+  payloadText: '{}',
+  attempt: 1,
+  maxAttempts: 5,
+  scheduleName: null,
+  periodKey: null,
+  scheduledAt: null,
+  leaseToken: 'f'.repeat(32),
+});
+
+describe('claim buffer', () => {
+  it('hands jobs out oldest first, with the instant they were claimed', () => {
+    const buffer = new ClaimBuffer();
+    buffer.add([job(1), job(2)], 1_000, () => 60_000);
+    buffer.add([job(3)], 2_000, () => 60_000);
+    expect([buffer.next(), buffer.next(), buffer.next(), buffer.next()]).toEqual([
+      { job: job(1), claimedAt: 1_000, staleAt: 21_000 },
+      { job: job(2), claimedAt: 1_000, staleAt: 21_000 },
+      { job: job(3), claimedAt: 2_000, staleAt: 22_000 },
+      undefined,
+    ]);
+  });
+
+  it('gives up a job a third of its own lease after its claim, keeping the others in order', () => {
+    const buffer = new ClaimBuffer();
+    const lease = (kind: string) => (kind === 'short' ? 3_000 : 60_000);
+    buffer.add([job(1), job(2, 'short'), job(3)], 0, lease);
+    expect(buffer.takeStale(999)).toEqual([]);
+    expect(buffer.takeStale(1_000).map((j) => j.id)).toEqual([2]);
+    expect(buffer.length).toBe(2);
+    expect(buffer.takeStale(19_999)).toEqual([]);
+    expect(buffer.takeAll().map((j) => j.id)).toEqual([1, 3]);
+    expect(buffer.length).toBe(0);
+  });
+});
+
+describe('queue list', () => {
+  it('is the configured list when there is one, without reading the database', async () => {
+    let reads = 0;
+    const list = new QueueList(['a', 'b'], async () => (reads++, ['x']));
+    list.stale();
+    expect(await list.current()).toEqual(['a', 'b']);
+    expect(reads).toBe(0);
+  });
+
+  it('otherwise reads the queues with work, again when told it is stale, and adds a local enqueue at once', async () => {
+    let found = ['a'];
+    let reads = 0;
+    const list = new QueueList([], async () => (reads++, found));
+    expect(await list.current()).toEqual(['a']);
+    expect(await list.current()).toEqual(['a']);
+    expect(reads).toBe(1);
+    list.enqueuedInto('b');
+    expect(await list.current()).toEqual(['a', 'b']);
+    expect(reads).toBe(1);
+    found = ['c'];
+    list.stale();
+    expect(await list.current()).toEqual(['c']);
+    expect(reads).toBe(2);
+  });
+});
