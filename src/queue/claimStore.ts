@@ -219,7 +219,8 @@ function leaseMicros(leases: LeaseLengths): string {
 
 /**
  * Claims up to `limit` ready jobs, each queue's oldest `available_at` first, in one short
- * transaction (see the module comment). With several queues, each is read by its own
+ * transaction (see the module comment), and returns them in id order (the read-back
+ * walks the primary key; no sort). With several queues, each is read by its own
  * index range, rotating which goes first, rather than one IN-list query that would sort.
  * A refusal of the reserving UPDATE that is not about the connection is ClaimUpdateError.
  */
@@ -261,7 +262,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         format(
           `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
             schedule_name, period_key, scheduled_at, lease_token
-          FROM cronq_jobs WHERE id IN (?) ORDER BY queue, available_at, id`,
+          FROM cronq_jobs WHERE id IN (?) ORDER BY id`,
           [lockedIds],
         ),
         'COMMIT',
