@@ -11,7 +11,6 @@ const job = (id: number, kind = 'k'): ClaimedJob => ({
   payloadText: '{}',
   attempt: 1,
   maxAttempts: 5,
-  scheduleName: null,
   periodKey: null,
   scheduledAt: null,
   leaseToken: 'f'.repeat(32),

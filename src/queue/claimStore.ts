@@ -31,7 +31,6 @@ export interface ClaimedJob {
   /** The attempt now running (1 on first delivery). */
   attempt: number;
   maxAttempts: number;
-  scheduleName: string | null;
   periodKey: string | null;
   scheduledAt: Date | null;
   leaseToken: string;
@@ -148,7 +147,6 @@ type ClaimRow = {
   payload: string;
   attempts: number;
   max_attempts: number;
-  schedule_name: string | null;
   period_key: string | null;
   scheduled_at: string | null;
   lease_token: string;
@@ -261,7 +259,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         ),
         format(
           `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
-            schedule_name, period_key, scheduled_at, lease_token
+            period_key, scheduled_at, lease_token
           FROM cronq_jobs WHERE id IN (?) ORDER BY id`,
           [lockedIds],
         ),
@@ -281,7 +279,6 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       payloadText: row.payload,
       attempt: row.attempts,
       maxAttempts: row.max_attempts,
-      scheduleName: row.schedule_name,
       periodKey: row.period_key,
       scheduledAt: parseDbTime(row.scheduled_at),
       leaseToken: row.lease_token,
