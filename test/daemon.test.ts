@@ -107,7 +107,7 @@ describe('cronq start', () => {
   });
 
   it('refuses bad flags with one line and exit 64, before touching the database', async () => {
-    for (const args of [['--concurrency', '0'], ['--grace', 'soon'], ['--queues', 'a,,b'], ['--bogus']]) {
+    for (const args of [['--concurrency', '0'], ['--prefetch', '10001'], ['--prefetch', 'lots'], ['--grace', 'soon'], ['--queues', 'a,,b'], ['--bogus']]) {
       const r = await runCli(['start', ...args], env);
       expect(r.code, args.join(' ')).toBe(64);
       expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
