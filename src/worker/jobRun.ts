@@ -33,6 +33,8 @@ export class ShutdownAbortError extends Error {
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
 const SUCCEEDED: Outcome = { ok: true };
+/** Shared empty list for runs that never reach their handler (never pushed to). */
+const NO_EFFECTS: Effect[] = [];
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
@@ -97,50 +99,95 @@ export class JobRun {
     return this.childLog;
   }
 
-  /** Runs the job to a final write; resolves when it has settled. Never rejects. */
-  async execute(): Promise<void> {
+  /**
+   * Runs the job to a final write; resolves when it has settled. Never rejects.
+   *
+   * Synchronous up to the handler's return. A plain success of a synchronous handler
+   * (the bulk of a fast queue) goes straight to the completer's next batch with no
+   * async frames of its own; anything else, or a batch that failed, takes the general
+   * path in `finish`.
+   */
+  execute(): Promise<void> {
     const startedAt = performance.now();
+    let effects: Effect[] = NO_EFFECTS;
+    let ran: Outcome | Promise<Outcome>;
     try {
-      if (!this.task) {
-        await this.fail(new PermanentFailure(`unknown kind '${this.job.kind}': no task or schedule of that name in this daemon`), startedAt);
-        return;
-      }
-      let payload: unknown;
-      try {
-        payload = JSON.parse(this.job.payloadText);
-      } catch {
-        await this.fail(new PermanentFailure('payload is not valid JSON'), startedAt);
-        return;
-      }
-      if (this.task.parse) {
-        try {
-          payload = this.task.parse(payload);
-        } catch (error) {
-          await this.fail(new PermanentFailure(`payload rejected by parse: ${(error as Error)?.message ?? String(error)}`), startedAt);
-          return;
-        }
-      }
-      const effects: Effect[] = [];
-      const ran = this.runHandler(payload, effects);
-      const outcome = ran instanceof Promise ? await ran : ran;
-      // A plain success is written by the completer's batches, so its slot frees now and
-      // the next claim overlaps the write. A failure or an effect is a transaction of its
-      // own: it keeps the slot until written, so such writes never queue up beyond the
-      // concurrency (in an outage, say).
-      if (outcome.ok && effects.length === 0) this.freeSlot();
-      if (this.leaseLost) return; // result discarded; job_lease_lost already logged
-      if (this.shutdownAborted && !outcome.ok) {
-        await this.releaseIfStillHeld();
-        return;
-      }
-      if (outcome.ok) await this.complete(effects, startedAt);
-      else await this.fail(outcome.error, startedAt);
+      const payload = this.payload();
+      if (payload instanceof PermanentFailure) return this.settle(this.fail(payload, startedAt));
+      effects = [];
+      ran = this.runHandler(payload, effects);
+    } catch (error) {
+      return this.settle(Promise.reject(error));
+    }
+    if (ran === SUCCEEDED && effects.length === 0 && this.deps.health.healthy && !this.leaseLost) {
+      this.freeSlot();
+      const sentAt = Date.now();
+      return this.deps.completer.complete(this.lease).then(
+        (done) => {
+          try {
+            this.deps.health.ok(sentAt);
+            this.recordCompleted(done, startedAt);
+          } catch (error) {
+            this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+          } finally {
+            this.settled();
+          }
+        },
+        // The batch failed: the general path tries again, with its retries.
+        () => this.settle(this.complete(effects, startedAt)),
+      );
+    }
+    return this.settle(this.finish(ran, effects, startedAt));
+  }
+
+  /** The payload to hand the handler, or why the job must go dead at once. */
+  private payload(): unknown {
+    if (!this.task) return new PermanentFailure(`unknown kind '${this.job.kind}': no task or schedule of that name in this daemon`);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(this.job.payloadText);
+    } catch {
+      return new PermanentFailure('payload is not valid JSON');
+    }
+    if (!this.task.parse) return payload;
+    try {
+      return this.task.parse(payload);
+    } catch (error) {
+      return new PermanentFailure(`payload rejected by parse: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  /** After the handler: the final write for its outcome. */
+  private async finish(ran: Outcome | Promise<Outcome>, effects: Effect[], startedAt: number): Promise<void> {
+    const outcome = ran instanceof Promise ? await ran : ran;
+    // A plain success is written by the completer's batches, so its slot frees now and
+    // the next claim overlaps the write. A failure or an effect is a transaction of its
+    // own: it keeps the slot until written, so such writes never queue up beyond the
+    // concurrency (in an outage, say).
+    if (outcome.ok && effects.length === 0) this.freeSlot();
+    if (this.leaseLost) return; // result discarded; job_lease_lost already logged
+    if (this.shutdownAborted && !outcome.ok) {
+      await this.releaseIfStillHeld();
+      return;
+    }
+    if (outcome.ok) await this.complete(effects, startedAt);
+    else await this.fail(outcome.error, startedAt);
+  }
+
+  /** Waits for `work`, logs anything it threw (never rethrows), then marks the run settled. */
+  private async settle(work: Promise<void>): Promise<void> {
+    try {
+      await work;
     } catch (error) {
       this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
     } finally {
-      this.finished = true;
-      this.freeSlot();
+      this.settled();
     }
+  }
+
+  private settled(): void {
+    this.finished = true;
+    this.freeSlot();
   }
 
   /** Shutdown grace ran out: abort the handler's signal. */
@@ -262,7 +309,7 @@ export class JobRun {
   }
 
   private async complete(effects: Effect[], startedAt: number): Promise<void> {
-    const done = (effects.length === 0 ? await this.completeBatched() : undefined) ?? await this.finishWithRetry('complete', () =>
+    const done = await this.finishWithRetry('complete', () =>
       effects.length === 0
         ? this.deps.completer.complete(this.lease)
         : completeIfLeased(this.deps.db, this.lease, async (tx) => {
@@ -275,33 +322,21 @@ export class JobRun {
       await this.fail(done.error, startedAt);
       return;
     }
-    if (done.value) {
-      // The busiest line: no child logger made for it, nothing built when info is off.
-      const { log } = this.deps;
-      if (log.isLevelEnabled('info')) {
-        log.info({ job_id: this.job.id, kind: this.job.kind, event: 'job_completed', attempt: this.job.attempt, elapsed_ms: elapsed(startedAt) }, 'job completed');
-      }
-      this.deps.observer.jobCompleted(this.job.kind, (performance.now() - startedAt) / 1000);
-    } else {
-      this.markLeaseLost('complete');
-    }
+    this.recordCompleted(done.value, startedAt);
   }
 
-  /**
-   * The common case, tried once without finishWithRetry's machinery: a plain success
-   * handed to the completer's next batch while the database is healthy. Undefined when
-   * that did not work out: the caller goes the long way (which retries the write).
-   */
-  private async completeBatched(): Promise<{ ok: true; value: boolean } | undefined> {
-    if (!this.deps.health.healthy) return undefined;
-    const sentAt = Date.now();
-    try {
-      const value = await this.deps.completer.complete(this.lease);
-      this.deps.health.ok(sentAt);
-      return { ok: true, value };
-    } catch {
-      return undefined;
+  /** The completion was written (`done`), or found the lease gone. */
+  private recordCompleted(done: boolean, startedAt: number): void {
+    if (!done) {
+      this.markLeaseLost('complete');
+      return;
     }
+    // The busiest line: no child logger made for it, nothing built when info is off.
+    const { log } = this.deps;
+    if (log.isLevelEnabled('info')) {
+      log.info({ job_id: this.job.id, kind: this.job.kind, event: 'job_completed', attempt: this.job.attempt, elapsed_ms: elapsed(startedAt) }, 'job completed');
+    }
+    this.deps.observer.jobCompleted(this.job.kind, (performance.now() - startedAt) / 1000);
   }
 
   private async fail(error: unknown, startedAt: number): Promise<void> {
