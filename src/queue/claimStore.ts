@@ -252,7 +252,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         format(
           `UPDATE cronq_jobs
           SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
-              lease_until = UTC_TIMESTAMP(6) + INTERVAL ${leaseMicros(request.leases)} MICROSECOND,
+              lease_until = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
               locked_by = ?, updated_at = UTC_TIMESTAMP(6)
           WHERE id IN (?)`,
           [secret, request.lockedBy, lockedIds],
