@@ -129,6 +129,23 @@ describe('claim', () => {
     expect([...first, ...second].map((j) => j.key)).toEqual(['cursor-0', 'cursor-1', 'cursor-2', 'cursor-3', 'cursor-4']);
   });
 
+  it('gives each job in one claim the lease of its own kind', async () => {
+    await insertJobIfAbsent(t.database.db, row('lease-short', { kind: 'short' }));
+    await insertJobIfAbsent(t.database.db, row('lease-long', { kind: 'long' }));
+    await insertJobIfAbsent(t.database.db, row('lease-other', { kind: 'other' }));
+    const leases = { byKind: new Map([['short', 5_000], ['long', 600_000]]), defaultMs: 60_000 };
+    expect(await claimReady(t.database.claims, { queues: ['default'], limit: 10, leases, lockedBy: 'l' })).toHaveLength(3);
+    const got = await t.sql(
+      "SELECT job_key, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until) AS us FROM cronq_jobs WHERE job_key LIKE 'lease-%' ORDER BY job_key",
+    );
+    // Each lease_until is its kind's lease from the claim, which was a moment ago.
+    const left = Object.fromEntries(got.map((r) => [r.job_key, Number(r.us) / 1000]));
+    for (const [key, ms] of [['lease-long', 600_000], ['lease-other', 60_000], ['lease-short', 5_000]] as const) {
+      expect(left[key], key).toBeLessThanOrEqual(ms);
+      expect(left[key], key).toBeGreaterThan(ms - 2_000);
+    }
+  });
+
   it('sets the lease deadline from the database clock', async () => {
     await insertJobIfAbsent(t.database.db, row('clock'));
     await claim(1);
