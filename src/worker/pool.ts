@@ -54,17 +54,21 @@ export interface StopResult {
 }
 
 /**
- * One claim loop feeding up to `concurrency` handlers.
+ * Claim loops feeding up to `concurrency` handlers.
  *
- * The loop claims a batch sized to the free slots in one short transaction and starts
- * the handlers only after it commits; an idle loop sleeps `pollMs` or until `wake()`
- * (a local enqueue, a freed slot). Database errors never end the loop: it logs
- * `db_unavailable` once, backs off with jitter, and carries on.
+ * A claim is one short transaction (claimStore.claimReady); handlers start only after
+ * it commits. A claim asks for the free slots plus a read-ahead (Prefetch: none for slow
+ * handlers) and its jobs wait in a ClaimBuffer until a slot frees; one that waits a
+ * third of its lease is released, attempt restored. Lane 0 always claims; a second lane
+ * claims alongside it while the queues are busy. An idle pool sleeps `pollMs` or until
+ * `wake()` (a local enqueue, a freed slot). Database errors never end a loop: the pool
+ * logs `db_unavailable` once, backs off with jitter, and carries on; meanwhile
+ * finishing jobs wait for the database and lane 0 probes it.
  *
- * `stop({ graceMs })`: no further claims; a job claimed but not yet started is released
- * at once with its attempt restored; running handlers get `graceMs` to finish, then
- * their signal aborts and, if they still hold the job, it is released the same way.
- * Calling stop twice returns the same promise.
+ * `stop({ graceMs })`: no further claims; jobs claimed but not yet started (in flight or
+ * buffered) are released at once with their attempt restored; running handlers get
+ * `graceMs` to finish, then their signal aborts and, if they still hold the job, it is
+ * released the same way. Calling stop twice returns the same promise.
  */
 export class WorkerPool {
   /** Runs whose handler holds a worker slot. */
