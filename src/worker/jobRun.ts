@@ -33,8 +33,6 @@ export class ShutdownAbortError extends Error {
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
 const SUCCEEDED: Outcome = { ok: true };
-/** Shared empty list for runs that never reach their handler (never pushed to). */
-const NO_EFFECTS: Effect[] = [];
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
@@ -109,12 +107,11 @@ export class JobRun {
    */
   execute(): Promise<void> {
     const startedAt = performance.now();
-    let effects: Effect[] = NO_EFFECTS;
+    const effects: Effect[] = [];
     let ran: Outcome | Promise<Outcome>;
     try {
       const payload = this.payload();
       if (payload instanceof PermanentFailure) return this.settle(this.fail(payload, startedAt));
-      effects = [];
       ran = this.runHandler(payload, effects);
     } catch (error) {
       return this.settle(Promise.reject(error));

@@ -349,7 +349,7 @@ export class WorkerPool {
   }
 
   private leaseMsFor(kind: string): number {
-    return this.options.tasks.get(kind)?.leaseMs ?? TASK_DEFAULTS.leaseMs;
+    return this.leases.byKind.get(kind) ?? this.leases.defaultMs;
   }
 
   /**
