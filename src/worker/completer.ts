@@ -10,8 +10,16 @@ const MAX_BATCH = 500;
  * Each promise resolves true when that job was marked done, false when its lease was
  * lost, and rejects with the database error when the batch could not be written.
  */
+/** Told what became of one completion handed to the completer. */
+export interface CompletionReceiver {
+  /** The batch was written: `done` true when this job was marked done, false when its lease was lost. */
+  completionWritten(done: boolean): void;
+  /** The batch could not be written (the database's error). */
+  completionFailed(error: unknown): void;
+}
+
 export class Completer {
-  private pending: Array<{ lease: Lease; resolve: (done: boolean) => void; reject: (error: unknown) => void }> = [];
+  private pending: Array<{ lease: Lease; receiver: CompletionReceiver }> = [];
   private flushing: Promise<void> | null = null;
 
   /** `onFlushed` is called after each batch is written (or fails): the backlog shrank. */
@@ -27,11 +35,15 @@ export class Completer {
 
   private inFlight = 0;
 
+  /** Hands in one completion; `receiver` hears how it went. No promise per job. */
+  submit(lease: Lease, receiver: CompletionReceiver): void {
+    this.pending.push({ lease, receiver });
+    if (!this.flushing) this.flushing = this.drain();
+  }
+
+  /** `submit` as a promise: true when marked done, false when the lease was lost; rejects when the batch failed. */
   complete(lease: Lease): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ lease, resolve, reject });
-      if (!this.flushing) this.flushing = this.drain();
-    });
+    return new Promise((resolve, reject) => this.submit(lease, { completionWritten: resolve, completionFailed: reject }));
   }
 
   /** Resolves once everything handed in so far has been written (or has failed). */
@@ -47,9 +59,9 @@ export class Completer {
       this.inFlight = batch.length;
       try {
         const done = await completeManyIfLeased(this.db, batch.map((b) => b.lease));
-        for (const b of batch) b.resolve(done.has(b.lease.id));
+        for (const b of batch) b.receiver.completionWritten(done.has(b.lease.id));
       } catch (error) {
-        for (const b of batch) b.reject(error);
+        for (const b of batch) b.receiver.completionFailed(error);
       }
       this.inFlight = 0;
       this.onFlushed();

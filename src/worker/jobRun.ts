@@ -7,7 +7,7 @@ import type { ClaimedJob } from '../queue/claimStore.ts';
 import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type Lease } from '../queue/store.ts';
 import type { Task } from '../tasks/define.ts';
 import type { Effect, Job } from '../tasks/job.ts';
-import type { Completer } from './completer.ts';
+import type { Completer, CompletionReceiver } from './completer.ts';
 import type { DbHealth } from './dbHealth.ts';
 import { describeFailure, isPermanent } from './failure.ts';
 import { sleep } from './wakeup.ts';
@@ -21,6 +21,8 @@ export interface JobRunDeps {
   observer: Observer;
   /** Called once per run, when its worker slot is free again (see JobRun.execute). */
   onSlotFree(run: JobRun): void;
+  /** Called once per run, when it has settled: its final write done, failed or given up. */
+  onSettled(run: JobRun): void;
 }
 
 /** Why a handler's signal was aborted. */
@@ -46,7 +48,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * error while renewing or finishing is infrastructure trouble: finishing is retried
  * until the lease would have expired, after which recovery returns the job.
  */
-export class JobRun {
+export class JobRun implements CompletionReceiver {
   /** Made when the handler first reads ctx.signal, or when it must be aborted. */
   private abortController: AbortController | null = null;
   private readonly lease: Lease;
@@ -59,6 +61,9 @@ export class JobRun {
   /** Local estimate of when our lease ends; only used to stop retrying a finish. */
   private leaseDeadline: number;
   private slotFree = false;
+  /** Set by execute: when the run started, and when its batched completion was handed in. */
+  private startedAt = 0;
+  private completionSentAt = 0;
 
   /**
    * `leaseMs` is this job's lease, running since `claimedAt` (Date.now() when the claim
@@ -98,43 +103,54 @@ export class JobRun {
   }
 
   /**
-   * Runs the job to a final write; resolves when it has settled. Never rejects.
+   * Runs the job to a final write, reporting `onSlotFree` and then `onSettled` (once
+   * each). Never throws.
    *
    * Synchronous up to the handler's return. A plain success of a synchronous handler
-   * (the bulk of a fast queue) goes straight to the completer's next batch with no
-   * async frames of its own; anything else, or a batch that failed, takes the general
-   * path in `finish`.
+   * (the bulk of a fast queue) goes straight to the completer's next batch, with no
+   * promise or async frame of its own (this run is the batch's receiver); anything
+   * else, or a batch that failed, takes the general path in `finish`.
    */
-  execute(): Promise<void> {
+  execute(): void {
     const startedAt = performance.now();
+    this.startedAt = startedAt;
     const effects: Effect[] = [];
     let ran: Outcome | Promise<Outcome>;
     try {
       const payload = this.payload();
-      if (payload instanceof PermanentFailure) return this.settle(this.fail(payload, startedAt));
+      if (payload instanceof PermanentFailure) {
+        void this.settle(this.fail(payload, startedAt));
+        return;
+      }
       ran = this.runHandler(payload, effects);
     } catch (error) {
-      return this.settle(Promise.reject(error));
+      void this.settle(Promise.reject(error));
+      return;
     }
     if (ran === SUCCEEDED && effects.length === 0 && this.deps.health.healthy && !this.leaseLost) {
       this.freeSlot();
-      const sentAt = Date.now();
-      return this.deps.completer.complete(this.lease).then(
-        (done) => {
-          try {
-            this.deps.health.ok(sentAt);
-            this.recordCompleted(done, startedAt);
-          } catch (error) {
-            this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
-          } finally {
-            this.settled();
-          }
-        },
-        // The batch failed: the general path tries again, with its retries.
-        () => this.settle(this.complete(effects, startedAt)),
-      );
+      this.completionSentAt = Date.now();
+      this.deps.completer.submit(this.lease, this);
+      return;
     }
-    return this.settle(this.finish(ran, effects, startedAt));
+    void this.settle(this.finish(ran, effects, startedAt));
+  }
+
+  /** CompletionReceiver: the batch holding this run's completion was written. */
+  completionWritten(done: boolean): void {
+    try {
+      this.deps.health.ok(this.completionSentAt);
+      this.recordCompleted(done, this.startedAt);
+    } catch (error) {
+      this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+    } finally {
+      this.settled();
+    }
+  }
+
+  /** CompletionReceiver: that batch failed; the general path tries again, with its retries. */
+  completionFailed(): void {
+    void this.settle(this.complete([], this.startedAt));
   }
 
   /** The payload to hand the handler, or why the job must go dead at once. */
@@ -183,8 +199,10 @@ export class JobRun {
   }
 
   private settled(): void {
+    if (this.finished) return;
     this.finished = true;
     this.freeSlot();
+    this.deps.onSettled(this);
   }
 
   /** Shutdown grace ran out: abort the handler's signal. */

@@ -78,7 +78,9 @@ export class WorkerPool {
   private readonly prefetch: Prefetch;
   private readonly leases: LeaseLengths;
   /** Every run not yet settled: handlers running plus final writes in flight. */
-  private readonly unsettled = new Map<JobRun, Promise<void>>();
+  private readonly unsettled = new Set<JobRun>();
+  /** Resolved (and cleared) each time `unsettled` becomes empty. */
+  private whenAllSettled: Array<() => void> = [];
   /** What every run shares (JobRun takes its job, task and lease on its own). */
   private readonly runDeps: JobRunDeps;
   /** startBuffered is on the stack: a slot freed meanwhile is picked up by its loop. */
@@ -119,6 +121,7 @@ export class WorkerPool {
       health: this.health,
       observer: this.observer,
       onSlotFree: (run) => this.slotFreed(run),
+      onSettled: (run) => this.runSettled(run),
     };
     this.prefetch = new Prefetch(options.prefetch ?? 0);
     this.queueList = new QueueList(options.queues, () => readyQueues(options.claims));
@@ -331,9 +334,8 @@ export class WorkerPool {
   private startRun(job: ClaimedJob, claimedAt: number): void {
     const run = new JobRun(job, this.options.tasks.get(job.kind), this.runDeps, this.leaseMsFor(job.kind), claimedAt);
     this.running.add(run);
-    // execute() runs synchronously up to its first await (all of a synchronous handler);
-    // the finally callback always comes later, after the set below.
-    this.unsettled.set(run, run.execute().finally(() => this.unsettled.delete(run)));
+    this.unsettled.add(run);
+    run.execute();
   }
 
   /**
@@ -346,6 +348,18 @@ export class WorkerPool {
     this.prefetch.slotFreed();
     this.startBuffered();
     this.wakeup.notify();
+  }
+
+  private runSettled(run: JobRun): void {
+    this.unsettled.delete(run);
+    if (this.unsettled.size > 0) return;
+    for (const resolve of this.whenAllSettled.splice(0)) resolve();
+  }
+
+  /** Resolves once no run is unsettled (at once when none is). */
+  private allSettled(): Promise<void> {
+    if (this.unsettled.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.whenAllSettled.push(resolve));
   }
 
   private leaseMsFor(kind: string): number {
@@ -395,7 +409,7 @@ export class WorkerPool {
 
   /** Waits up to graceMs for running handlers, then aborts and releases the stragglers. */
   private async drainRunning(graceMs: number): Promise<number> {
-    const all = () => Promise.allSettled([...this.unsettled.values()]);
+    const all = () => this.allSettled();
     const timedOut = await Promise.race([all().then(() => false), sleep(graceMs).then(() => true)]);
     if (!timedOut || this.running.size === 0) {
       await all();
