@@ -48,6 +48,12 @@ export const jobs = mysqlTable(
     leaseUntil: timestamp('lease_until'),
     lockedBy: varchar('locked_by', { length: 255 }),
     lastError: text('last_error'),
+    /**
+     * How many times this job's lease expired while it was reserved: the process running it
+     * stopped without finishing it (crashed, was killed, or lost the database for a whole
+     * lease). Lease recovery counts them; a job that keeps doing it goes dead.
+     */
+    leaseExpiries: smallint('lease_expiries', { unsigned: true }).notNull().default(0),
     scheduleName: varchar('schedule_name', { length: 64 }),
     periodKey: varchar('period_key', { length: 32 }),
     /** The schedule tick this job belongs to (null for ad-hoc jobs). */
@@ -90,7 +96,7 @@ export const deadLetters = mysqlTable(
   ],
 );
 
-export const TICK_OUTCOMES = ['enqueued', 'skipped'] as const;
+export const TICK_OUTCOMES = ['enqueued', 'skipped', 'failed'] as const;
 export type TickOutcome = (typeof TICK_OUTCOMES)[number];
 
 /**
@@ -123,6 +129,30 @@ export const scheduleTicks = mysqlTable(
     uniqueIndex('cronq_schedule_ticks_tick').on(t.scheduleName, t.scheduledAt),
     index('cronq_schedule_ticks_unfinished').on(t.scheduleName, t.finishedAt),
   ],
+);
+
+/**
+ * One row per running daemon, written at start and refreshed by its heartbeat: which
+ * kinds and queues it serves. A job whose kind no live daemon serves can then be told
+ * apart from one that an older or newer daemon in a rolling deploy can still run.
+ */
+export const daemons = mysqlTable(
+  'cronq_daemons',
+  {
+    /** `host:pid`, the value written to cronq_jobs.locked_by. */
+    id: varchar('id', { length: 255 }).primaryKey(),
+    host: varchar('host', { length: 255 }).notNull(),
+    pid: int('pid', { unsigned: true }).notNull(),
+    /** JSON array of the task kinds this daemon can run. */
+    kinds: json('kinds').notNull(),
+    /** JSON array of the queues it claims from, or null for every queue. */
+    queues: json('queues'),
+    startedAt: timestamp('started_at').notNull().default(utcNow),
+    heartbeatAt: timestamp('heartbeat_at').notNull().default(utcNow),
+    /** Set when the daemon stops cleanly. */
+    stoppedAt: timestamp('stopped_at'),
+  },
+  (t) => [index('cronq_daemons_heartbeat').on(t.heartbeatAt)],
 );
 
 export type JobRow = typeof jobs.$inferSelect;
