@@ -16,6 +16,7 @@ export async function openForCommand(args: ParsedArgs, { loadSchedules = true } 
   const cronq = createCronq({
     databaseUrl: config.databaseUrl,
     schedulesDir: loadSchedules ? config.schedulesDir : null,
+    importTimeoutMs: config.importTimeoutMs,
     logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2),
     workers: false,
     concurrency: 1,
