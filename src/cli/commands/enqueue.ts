@@ -42,11 +42,10 @@ ${COMMON_HELP}`,
     const [kind] = positionals;
     const key = values.key as string | undefined;
     if (key === undefined || key === '') throw new UsageError('cronq enqueue: --key KEY is required');
-    if (values.payload !== undefined && values['payload-file'] !== undefined) {
-      throw new UsageError('cronq enqueue: give --payload or --payload-file, not both');
-    }
-    const payloadFlag = values['payload-file'] === undefined ? '--payload' : '--payload-file';
-    const payloadText = values['payload-file'] === undefined ? (values.payload as string | undefined) : await readPayloadFile(values['payload-file'] as string, 'cronq enqueue: --payload-file');
+    const payloadFile = values['payload-file'] as string | undefined;
+    if (values.payload !== undefined && payloadFile !== undefined) throw new UsageError('cronq enqueue: give --payload or --payload-file, not both');
+    const payloadFlag = payloadFile === undefined ? '--payload' : '--payload-file';
+    const payloadText = payloadFile === undefined ? (values.payload as string | undefined) : await readPayloadFile(payloadFile, 'cronq enqueue: --payload-file');
     let payload: unknown = {};
     if (payloadText !== undefined) {
       try {
