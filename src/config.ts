@@ -3,6 +3,7 @@ import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
+import { DEFAULT_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
 
@@ -11,6 +12,8 @@ export interface BaseConfig {
   databaseUrl: string;
   /** Null when neither --schedules nor CRONQ_SCHEDULES is set and ./schedules does not exist. */
   schedulesDir: string | null;
+  /** How long importing one schedule file may take (CRONQ_IMPORT_TIMEOUT, default 10s). */
+  importTimeoutMs: number;
   logLevel: string;
 }
 
@@ -39,15 +42,22 @@ export const DAEMON_DEFAULTS = {
   pollMs: 200,
 };
 
-/** Reads DATABASE_URL, CRONQ_SCHEDULES and LOG_LEVEL, with `--schedules` taking precedence. */
+/** Reads DATABASE_URL, CRONQ_SCHEDULES, CRONQ_IMPORT_TIMEOUT and LOG_LEVEL, with `--schedules` taking precedence. */
 export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string } = {}): BaseConfig {
   const databaseUrl = env.DATABASE_URL || DEFAULT_DATABASE_URL;
   parseDatabaseUrl(databaseUrl); // refuse a malformed URL before anything else
   return {
     databaseUrl,
     schedulesDir: flags.schedules ?? (env.CRONQ_SCHEDULES || (existsSync('./schedules') ? './schedules' : null)),
+    importTimeoutMs: env.CRONQ_IMPORT_TIMEOUT ? parseImportTimeout(env.CRONQ_IMPORT_TIMEOUT) : DEFAULT_IMPORT_TIMEOUT_MS,
     logLevel: env.LOG_LEVEL || 'info',
   };
+}
+
+function parseImportTimeout(value: string): number {
+  const ms = parseDuration(value, 'CRONQ_IMPORT_TIMEOUT');
+  if (ms < 100) throw new UsageError(`CRONQ_IMPORT_TIMEOUT must be at least 100ms (got '${value}')`);
+  return ms;
 }
 
 /** Parses a whole number flag within bounds, naming the flag when it is not one. */

@@ -33,6 +33,8 @@ export interface CronqOptions {
   tasks?: Task[];
   /** A folder of task/schedule files to load as well (null: none). */
   schedulesDir?: string | null;
+  /** How long importing one schedule file may take before the folder is refused (default 10 s). */
+  importTimeoutMs?: number;
   /** Handlers running at once (default 10). */
   concurrency?: number;
   /**
@@ -142,7 +144,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const ready = () => {
     registryPromise ??= (async () => {
       const registry = new TaskRegistry(options.tasks ?? []);
-      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry);
+      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs: options.importTimeoutMs });
       return registry;
     })();
     return registryPromise;

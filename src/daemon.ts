@@ -28,6 +28,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   const cronq: Cronq = createCronq({
     databaseUrl: config.databaseUrl,
     schedulesDir: config.schedulesDir,
+    importTimeoutMs: config.importTimeoutMs,
     concurrency: config.concurrency,
     prefetch: config.prefetch,
     queues: config.queues,

@@ -29,6 +29,11 @@ export class DatabaseUnreachableError extends Error {
   override name = 'DatabaseUnreachableError';
 }
 
+/** The server answers but the database the URL names does not exist (CLI: exit 1, with the hint to migrate). */
+export class DatabaseMissingError extends Error {
+  override name = 'DatabaseMissingError';
+}
+
 /** A lookup by id found nothing (CLI: exit 64). */
 export class NotFoundError extends UsageError {
   override name = 'NotFoundError';

@@ -10,6 +10,7 @@ import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { Stats } from '../src/queue/statsStore.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
+import { EventLog } from './support/events.ts';
 import { useTestDatabase } from './support/db.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
@@ -256,6 +257,15 @@ describe('the HTTP server', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(500);
     fail = false;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+
+  it('logs the host it really listens on: 0.0.0.0 for --http 0:PORT', async () => {
+    const log = new EventLog('info');
+    const server = await startHttpServer({ host: '0', port: 0 }, { health: async () => report(), metrics: async () => ({ contentType: 'text/plain', body: '' }) }, log.logger);
+    servers.push(server);
+    expect(server.host).toBe('0.0.0.0');
+    const [event] = await log.waitFor('http_listening');
+    expect(event).toMatchObject({ host: '0.0.0.0', port: server.port });
   });
 
   it('refuses an address in use with one line naming it', async () => {

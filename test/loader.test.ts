@@ -1,8 +1,9 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
+import { thrownText } from '../src/thrown.ts';
 import { runCli, REPO_ROOT } from './support/cli.ts';
 
 // Inside the repo, so `import ... from 'cronq'` resolves for the CLI as it does for users.
@@ -80,5 +81,68 @@ describe('loading schedule files', () => {
     expect(r.code).toBe(64);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/bad\.ts: schedule 'x': invalid cron 'not a cron'/);
+  });
+});
+
+// Through the real CLI: tsx (not vitest's transform) is what imports schedule files there.
+describe.concurrent('schedule files that cannot be imported (cronq start)', () => {
+  const unreachable = { DATABASE_URL: 'mysql://root@127.0.0.1:1/unused' };
+
+  async function refusal(files: Record<string, string>, env: Record<string, string> = {}) {
+    const dir = folder(files);
+    const started = Date.now();
+    const r = await runCli(['start', '--schedules', dir], { ...unreachable, ...env }, 20_000);
+    return { ...r, dir: relative(REPO_ROOT, dir), ms: Date.now() - started };
+  }
+
+  it.each([
+    ['a .ts file', { 'bad.ts': good('x').replace("'0 2 * * *',", "'0 2 * * *'") }, (dir: string) => `${dir}/bad.ts:2:62: Expected "}" but found "handle"`],
+    ['a .js file', { 'bad.js': good('x').replace("'0 2 * * *',", "'0 2 * * *'") }, (dir: string) => `${dir}/bad.js:2:62: Expected "}" but found "handle"`],
+    [
+      'a helper a schedule file imports',
+      { 'a.ts': `import './_helper.ts';\n${good('x')}`, '_helper.ts': 'export const n = 1;\nconst broken = ;\n' },
+      (dir: string) => `${dir}/_helper.ts:2:16: Unexpected ";" (imported by ${dir}/a.ts)`,
+    ],
+  ])('refuses a syntax error in %s as file:line:col and the message, on one line, exit 64', async (_what, files, line) => {
+    const r = await refusal(files);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toBe(`cronq: ${line(r.dir)}\n`);
+  });
+
+  it.each([
+    ['a top-level await that never settles', 'await new Promise(() => {});\n'],
+    ['an endless loop at import', 'while (true) {}\n'],
+  ])('refuses %s within the bound, naming the file, exit 64', async (_what, source) => {
+    const r = await refusal({ 'ok.ts': good('fine'), 'stuck.ts': source }, { CRONQ_IMPORT_TIMEOUT: '1s' });
+    expect(r.code).toBe(64);
+    expect(r.stderr).toBe(
+      `cronq: ${r.dir}/stuck.ts: not imported within 1s: a top-level await that never settles, or an endless loop? (CRONQ_IMPORT_TIMEOUT sets the bound)\n`,
+    );
+    expect(r.ms).toBeLessThan(15_000);
+  });
+
+  it('refuses a file that throws a non-Error value, showing the value', async () => {
+    const r = await refusal({ 'weird.ts': 'throw { weird: true };\n' });
+    expect(r.code).toBe(64);
+    expect(r.stderr).toBe(`cronq: ${r.dir}/weird.ts: threw a non-Error value: {"weird":true}\n`);
+  });
+});
+
+describe('thrownText', () => {
+  it('gives one bounded, readable line for any thrown value, and never throws', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const hostile = new Error('x');
+    Object.defineProperty(hostile, 'message', { get: () => { throw new Error('no'); } });
+    expect(thrownText({ weird: true })).toBe('threw a non-Error value: {"weird":true}');
+    expect(thrownText(Object.create(null))).toBe('threw a non-Error value: {}');
+    expect(thrownText(cyclic)).toBe('threw a non-Error value: [object Object]');
+    expect(thrownText(10n)).toBe('threw a non-Error value: 10');
+    expect(thrownText(undefined)).toBe('threw a non-Error value: undefined');
+    expect(thrownText(hostile)).toBe('Error');
+    expect(thrownText(new Error('first\nsecond'))).toBe('first');
+    const long = thrownText({ blob: 'x'.repeat(1_000_000) });
+    expect(long).toHaveLength(300);
+    expect(long.endsWith('…')).toBe(true);
   });
 });

@@ -1,12 +1,14 @@
 import { baseConfig } from '../config.ts';
 import { createCronq, type Cronq } from '../cronq.ts';
 import { ping } from '../db/client.ts';
+import { assertSchemaCurrent } from '../db/migrate.ts';
 import { createLogger } from '../logger.ts';
 import type { ParsedArgs } from './command.ts';
 
 /**
  * Opens cronq for a one-shot command: schedules folder loaded (so job defaults
- * and names are known), database pinged so an unreachable server fails fast.
+ * and names are known), database pinged so an unreachable server fails fast, and its
+ * schema checked so a database not (fully) migrated is refused with the hint to migrate.
  * Logs go to stderr; stdout is the command's result. The caller must `stop()`.
  */
 export async function openForCommand(args: ParsedArgs, { loadSchedules = true } = {}): Promise<Cronq> {
@@ -14,6 +16,7 @@ export async function openForCommand(args: ParsedArgs, { loadSchedules = true } 
   const cronq = createCronq({
     databaseUrl: config.databaseUrl,
     schedulesDir: loadSchedules ? config.schedulesDir : null,
+    importTimeoutMs: config.importTimeoutMs,
     logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2),
     workers: false,
     concurrency: 1,
@@ -21,6 +24,9 @@ export async function openForCommand(args: ParsedArgs, { loadSchedules = true } 
   try {
     await cronq.ready();
     await ping(cronq.database);
+    // Before any statement: a database never migrated would fail with ER_NO_SUCH_TABLE,
+    // one migrated by an older cronq with a missing column, neither saying what to do.
+    await assertSchemaCurrent(cronq.database);
   } catch (error) {
     await cronq.stop();
     throw error;

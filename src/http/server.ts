@@ -13,6 +13,7 @@ export interface HttpEndpoints {
 
 /** A listening server. */
 export interface HttpServer {
+  /** The address bound (`0.0.0.0` when `0` was asked for). */
   host: string;
   /** The port bound (the chosen one when 0 was asked for). */
   port: number;
@@ -24,7 +25,7 @@ export interface HttpServer {
  * Serves `GET /healthz` (200 with the HealthReport as JSON when its status is 'ok',
  * else 503 with the same shape) and `GET /metrics` (Prometheus text, the registry's
  * content type); HEAD too; 405 for other methods on those paths, 404 for other paths.
- * Resolves once listening, after logging `http_listening` with host and port; rejects
+ * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line error (e.g. the address is in use) when it cannot listen.
  */
 export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
@@ -46,11 +47,12 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  log.info({ event: 'http_listening', host: address.host, port, paths: ['/healthz', '/metrics'] }, 'health and metrics served');
+  // The address bound, not the one asked for: `0:9464` listens on 0.0.0.0, `localhost` on 127.0.0.1 or ::1.
+  const { address: host, port } = server.address() as AddressInfo;
+  log.info({ event: 'http_listening', host, port, paths: ['/healthz', '/metrics'] }, 'health and metrics served');
   let closed: Promise<void> | null = null;
   return {
-    host: address.host,
+    host,
     port,
     close() {
       closed ??= new Promise<void>((resolve) => {

@@ -1,21 +1,30 @@
 import { readdir, stat } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ScheduleFileError } from '../errors.ts';
 import { isTask } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
+import { BoundedImporter, DEFAULT_IMPORT_TIMEOUT_MS, ImportTimeoutError } from './importBound.ts';
+import { importFailure, shownPath } from './importFailure.ts';
 
 const LOADABLE = /^(?![._]).*(?<!\.d)\.(ts|mts|js|mjs)$/;
 const NOT_SCHEDULES = /\.(test|spec)\.(ts|mts|js|mjs)$/;
 
+export interface LoadOptions {
+  /** How long importing one file may take (default 10 s): past it the folder is refused. */
+  importTimeoutMs?: number;
+}
+
 /**
  * Imports every `.ts`/`.js` file directly inside `dir` (not `_`- or `.`-prefixed, not
  * tests or `.d.ts`) and registers each task or schedule it exports. Refuses, with one
- * line naming the file and the problem, a file that throws on import, exports nothing
- * cronq can use, or reuses a name (both files named). A missing folder is an error too,
- * so a typo in --schedules does not start a daemon that schedules nothing.
+ * line naming the file and the problem, a file that does not parse (`file:line:col:
+ * message`), throws on import (whatever it throws), has not finished importing within
+ * `importTimeoutMs` (a top-level await that never settles, an endless loop), exports
+ * nothing cronq can use, or reuses a name (both files named). A missing folder is an
+ * error too, so a typo in --schedules does not start a daemon that schedules nothing.
  */
-export async function loadSchedulesDir(dir: string, registry: TaskRegistry): Promise<void> {
+export async function loadSchedulesDir(dir: string, registry: TaskRegistry, options: LoadOptions = {}): Promise<void> {
   const absolute = resolve(dir);
   let names: string[];
   try {
@@ -24,30 +33,35 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry): Pro
   } catch (error) {
     throw new ScheduleFileError(`schedules folder ${dir}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (error as Error).message}`);
   }
-  for (const name of names) {
-    const file = join(absolute, name);
-    const shown = relative(process.cwd(), file) || file;
-    let module: Record<string, unknown>;
-    try {
-      module = await import(pathToFileURL(file).href);
-    } catch (error) {
-      throw new ScheduleFileError(`${shown}: ${firstLine(error)}`, { cause: error });
-    }
-    const found = Object.values(module).filter(isTask);
-    if (found.length === 0) {
-      throw new ScheduleFileError(`${shown}: exports no task or schedule (export default defineSchedule(...) or defineTask(...))`);
-    }
-    for (const task of new Set(found)) {
+  const boundMs = options.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS;
+  const importer = new BoundedImporter(boundMs);
+  try {
+    for (const name of names) {
+      const file = join(absolute, name);
+      const shown = shownPath(file);
+      let module: Record<string, unknown>;
       try {
-        registry.add(task, shown);
+        module = await importer.import(
+          pathToFileURL(file).href,
+          `${shown}: not imported within ${boundMs % 1000 === 0 ? `${boundMs / 1000}s` : `${boundMs}ms`}: a top-level await that never settles, or an endless loop? (CRONQ_IMPORT_TIMEOUT sets the bound)`,
+        );
       } catch (error) {
-        throw new ScheduleFileError((error as Error).message);
+        if (error instanceof ImportTimeoutError) throw new ScheduleFileError(error.message);
+        throw new ScheduleFileError(await importFailure(error, file, shown), { cause: error });
+      }
+      const found = Object.values(module).filter(isTask);
+      if (found.length === 0) {
+        throw new ScheduleFileError(`${shown}: exports no task or schedule (export default defineSchedule(...) or defineTask(...))`);
+      }
+      for (const task of new Set(found)) {
+        try {
+          registry.add(task, shown);
+        } catch (error) {
+          throw new ScheduleFileError((error as Error).message);
+        }
       }
     }
+  } finally {
+    importer.close();
   }
-}
-
-function firstLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.split('\n')[0];
 }

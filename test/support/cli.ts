@@ -10,10 +10,11 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `cronq ARGS` to completion in the repo root with `env` added. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000): Promise<CliResult> {
+/** Runs `cronq ARGS` to completion in the repo root with `env` added, `stdin` (if given) as its input. */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000, stdin?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CRONQ_BIN, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env } });
+    if (stdin !== undefined) child.stdin.end(stdin);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

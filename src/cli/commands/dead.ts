@@ -17,7 +17,7 @@ import type { Command, ParsedArgs } from '../command.ts';
 import { COMMON_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
 import { openForCommand } from '../open.ts';
-import { parseIsoInstant } from './enqueue.ts';
+import { parseIsoInstant } from '../instant.ts';
 
 const DEFAULT_LIST_LIMIT = 1000;
 

@@ -2,11 +2,14 @@ import { UsageError } from '../../errors.ts';
 import { parseIntFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { parseIsoInstant } from '../instant.ts';
+import { readPayloadFile } from '../payloadFile.ts';
 
 export const enqueueCommand: Command = {
   name: 'enqueue',
   summary: 'enqueue one job; prints its id (the same id again for the same key)',
-  help: `Usage: cronq enqueue KIND --key KEY [--payload JSON] [--queue Q] [--max-attempts N] [--run-at ISO]
+  help: `Usage: cronq enqueue KIND --key KEY [--payload JSON | --payload-file FILE] [--queue Q]
+                     [--max-attempts N] [--run-at ISO]
 
 Enqueues a job of KIND (a task or schedule name from the schedules folder) and
 prints its id alone. The key is unique: running this again with the same key
@@ -14,9 +17,11 @@ prints the same id and creates nothing.
 
   --key KEY            unique job key, 1-255 characters (required)
   --payload JSON       the job's payload (default {})
+  --payload-file FILE  read the payload's JSON from FILE ('-': standard input), for
+                       payloads too large for a command line (at most 64 MiB)
   --queue Q            queue (default: the task's queue, else 'default')
   --max-attempts N     attempts before the job goes dead (default: the task's, else 5)
-  --run-at ISO         not before this instant, e.g. 2026-12-01T02:00:00Z
+  --run-at ISO         not before this instant, e.g. 2026-12-01T02:00:00Z (1970 or later)
   --schedules DIR      where tasks are defined (default ./schedules)
   --allow-unknown-kind enqueue even if no task of that kind is defined here
                        (for a daemon elsewhere with other schedule files)
@@ -26,6 +31,7 @@ ${COMMON_HELP}`,
     ...COMMON_OPTIONS,
     key: { type: 'string' },
     payload: { type: 'string' },
+    'payload-file': { type: 'string' },
     queue: { type: 'string' },
     'max-attempts': { type: 'string' },
     'run-at': { type: 'string' },
@@ -36,12 +42,16 @@ ${COMMON_HELP}`,
     const [kind] = positionals;
     const key = values.key as string | undefined;
     if (key === undefined || key === '') throw new UsageError('cronq enqueue: --key KEY is required');
+    const payloadFile = values['payload-file'] as string | undefined;
+    if (values.payload !== undefined && payloadFile !== undefined) throw new UsageError('cronq enqueue: give --payload or --payload-file, not both');
+    const payloadFlag = payloadFile === undefined ? '--payload' : '--payload-file';
+    const payloadText = payloadFile === undefined ? (values.payload as string | undefined) : await readPayloadFile(payloadFile, 'cronq enqueue: --payload-file');
     let payload: unknown = {};
-    if (values.payload !== undefined) {
+    if (payloadText !== undefined) {
       try {
-        payload = JSON.parse(values.payload as string);
+        payload = JSON.parse(payloadText);
       } catch (error) {
-        throw new UsageError(`cronq enqueue: --payload is not valid JSON: ${(error as Error).message}`);
+        throw new UsageError(`cronq enqueue: ${payloadFlag} is not valid JSON: ${(error as Error).message}`);
       }
     }
     const runAt = values['run-at'] === undefined ? undefined : parseIsoInstant(values['run-at'] as string, '--run-at');
@@ -62,14 +72,3 @@ ${COMMON_HELP}`,
     }
   },
 };
-
-/** Parses an ISO 8601 instant with a date; refuses anything Date would guess at. */
-export function parseIsoInstant(value: string, flag: string): Date {
-  // A time needs its zone: a bare local time would mean different instants on different hosts.
-  const iso = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
-  const date = new Date(value);
-  if (!iso.test(value) || Number.isNaN(date.getTime())) {
-    throw new UsageError(`${flag} must be an ISO 8601 instant with a zone, such as 2026-12-01T02:00:00Z (got '${value}')`);
-  }
-  return date;
-}

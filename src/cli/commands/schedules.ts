@@ -4,7 +4,7 @@ import { recentTicks, type TickRow } from '../../schedule/ledger.ts';
 import { fireTimesBetween } from '../../schedule/period.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
-import { parseIsoInstant } from './enqueue.ts';
+import { parseIsoInstant } from '../instant.ts';
 
 export const schedulesCommand: Command = {
   name: 'schedules',

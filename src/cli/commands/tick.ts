@@ -3,7 +3,7 @@ import { enqueueTick } from '../../schedule/fanout.ts';
 import { latestFireAtOrBefore } from '../../schedule/period.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
-import { parseIsoInstant } from './enqueue.ts';
+import { parseIsoInstant } from '../instant.ts';
 
 export const tickCommand: Command = {
   name: 'tick',

@@ -1,0 +1,143 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseIsoInstant } from '../src/cli/instant.ts';
+import { runCli, REPO_ROOT } from './support/cli.ts';
+import { useTestDatabase } from './support/db.ts';
+import { runMain } from './support/runMain.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
+const env = () => ({ DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon', LOG_LEVEL: 'info' });
+
+// Inside the repo, so `import ... from 'cronq'` resolves for the CLI as it does for users.
+const root = join(REPO_ROOT, 'test', '.tmp');
+mkdirSync(root, { recursive: true });
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+function tempDir(): string {
+  const dir = mkdtempSync(join(root, 'cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+describe('output through a pipe', () => {
+  it('cronq schedules --json writes more than 1 MB whole before it exits', async () => {
+    const dir = tempDir();
+    const schedules = Array.from({ length: 40 }, (_, i) => `export const s${i} = defineSchedule({ name: 'many${i}', cron: '* * * * *', handle() {} });`);
+    writeFileSync(join(dir, 'many.ts'), `import { defineSchedule } from 'cronq';\n${schedules.join('\n')}\n`);
+    const r = await runCli(['schedules', '--json', '--count', '1000', '--schedules', dir], env());
+    expect(r.code).toBe(0);
+    expect(r.stdout.length).toBeGreaterThan(1024 * 1024);
+    const listed = JSON.parse(r.stdout);
+    expect(listed).toHaveLength(40);
+    expect(listed.every((s: { next: string[] }) => s.next.length === 1000)).toBe(true);
+  });
+});
+
+describe('instants on the command line', () => {
+  it('accepts the days a month has, leap days included, and no other', () => {
+    expect(parseIsoInstant('2028-02-29T00:00:00Z', '--at').toISOString()).toBe('2028-02-29T00:00:00.000Z');
+    expect(() => parseIsoInstant('2028-02-30T00:00:00Z', '--at')).toThrow("--at is not a date that exists (got '2028-02-30T00:00:00Z')");
+    expect(parseIsoInstant('2026-12-01', '--at').toISOString()).toBe('2026-12-01T00:00:00.000Z');
+    expect(parseIsoInstant('2026-12-01T03:00+01:00', '--at').toISOString()).toBe('2026-12-01T02:00:00.000Z');
+    expect(parseIsoInstant('1970-01-01T00:00:00Z', '--at').getTime()).toBe(0);
+  });
+
+  it.each([
+    ['2026-02-30T00:00:00Z', /is not a date that exists/],
+    ['2027-02-29T00:00:00Z', /is not a date that exists/],
+    ['2026-13-01T00:00:00Z', /is not a date that exists/],
+    ['2026-04-31', /is not a date that exists/],
+    ['2026-01-01T24:00:00Z', /is not a time that exists/],
+    ['2026-06-30T23:59:60Z', /is not a time that exists/],
+    ['0000-01-01T00:00:00Z', /must be in 1970 or later/],
+    ['1969-12-31T23:59:59Z', /must be in 1970 or later/],
+    ['1970-01-01T00:30:00+01:00', /must be in 1970 or later/],
+  ])('refuses %s for every instant flag with one line and exit 64', async (value, why) => {
+    for (const args of [
+      ['enqueue', 'traced', '--key', 'k', '--run-at', value],
+      ['tick', 'nightly', '--at', value],
+      ['schedules', '--from', value],
+      ['dead', 'list', '--since', value],
+    ]) {
+      const r = await runMain(args, env());
+      expect(r.code, args.join(' ')).toBe(64);
+      expect(r.stdout).toBe('');
+      expect(r.stderr, args.join(' ')).toMatch(why);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('cronq enqueue --run-at 2026-02-30 stores nothing', async () => {
+    const r = await runMain(['enqueue', 'traced', '--key', 'feb:30', '--run-at', '2026-02-30T00:00:00Z'], env());
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toBe("cronq: --run-at is not a date that exists (got '2026-02-30T00:00:00Z')\n");
+    expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
+  });
+});
+
+describe('cronq enqueue --payload-file', () => {
+  it('reads a 1 MB payload from standard input', async () => {
+    const payload = { blob: 'x'.repeat(1024 * 1024), n: 1 };
+    const r = await runCli(['enqueue', 'traced', '--key', 'big:1', '--payload-file', '-'], env(), 30_000, JSON.stringify(payload));
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const [row] = await t.sql('SELECT id, payload FROM cronq_jobs');
+    expect(r.stdout).toBe(`${row.id}\n`);
+    expect(JSON.parse(typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload))).toEqual(payload);
+  });
+
+  it('reads the payload from a file', async () => {
+    const file = join(tempDir(), 'payload.json');
+    writeFileSync(file, '{"userId": 42}\n');
+    const r = await runMain(['enqueue', 'traced', '--key', 'file:1', '--payload-file', file], env());
+    expect(r.code).toBe(0);
+    const [row] = await t.sql('SELECT payload FROM cronq_jobs');
+    expect(JSON.parse(typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload))).toEqual({ userId: 42 });
+  });
+
+  it.each([
+    ['both flags', ['--payload', '{}', '--payload-file', 'x.json'], /^cronq enqueue: give --payload or --payload-file, not both$/],
+    ['a missing file', ['--payload-file', 'test/.tmp/no-such-file.json'], /^cronq enqueue: --payload-file: cannot read test\/\.tmp\/no-such-file\.json: no such file$/],
+    ['a folder', ['--payload-file', 'test'], /^cronq enqueue: --payload-file: cannot read test: EISDIR$/],
+    ['text that is not JSON', ['--payload-file', 'not.json'], /^cronq enqueue: --payload-file is not valid JSON: /],
+    ['text that is not UTF-8', ['--payload-file', 'latin1.json'], /^cronq enqueue: --payload-file: \S+latin1\.json is not UTF-8 text$/],
+  ])('refuses %s with one line, exit 64, and writes nothing', async (_what, flags, message) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'not.json'), '{"a": ');
+    writeFileSync(join(dir, 'latin1.json'), Buffer.from([0x22, 0xe9, 0x22]));
+    const args = flags.map((f) => (f.endsWith('.json') && !f.includes('/') && f !== 'x.json' ? join(dir, f) : f));
+    const r = await runMain(['enqueue', 'traced', '--key', 'bad:1', ...args], env());
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr.trim()).toMatch(message);
+    expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
+  });
+});
+
+describe('a database that is missing or not migrated', () => {
+  const urlFor = (name: string) => t.url.replace(/\/[^/]+$/, `/${name}`);
+
+  it('cronq stats on a database without the tables says to run cronq migrate, exit 1', async () => {
+    const name = `${t.name}_bare`;
+    await t.sql(`CREATE DATABASE \`${name}\``);
+    try {
+      for (const args of [['stats'], ['dead', 'list'], ['enqueue', 'traced', '--key', 'k']]) {
+        // The real CLI once; in process for the others (the same code path, much faster).
+        const r = args[0] === 'stats' ? await runCli(args, { ...env(), DATABASE_URL: urlFor(name) }) : await runMain(args, { ...env(), DATABASE_URL: urlFor(name) });
+        expect(r.code, args.join(' ')).toBe(1);
+        expect(r.stderr, args.join(' ')).not.toMatch(/ER_NO_SUCH_TABLE/);
+        expect(r.stderr.trim(), args.join(' ')).toMatch(/^cronq: the database schema is not up to date \(\d+ migrations pending\): run 'cronq migrate'/);
+        expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      }
+    } finally {
+      await t.sql(`DROP DATABASE \`${name}\``);
+    }
+  });
+
+  it('names a database that does not exist, with the hint, instead of "cannot reach"', async () => {
+    const name = `${t.name}_nope`;
+    const r = await runCli(['stats'], { ...env(), DATABASE_URL: urlFor(name) });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`cronq: database '${name}' does not exist on 127.0.0.1:3306: run 'cronq migrate' to create it\n`);
+  });
+});
