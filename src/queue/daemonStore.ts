@@ -107,28 +107,3 @@ export async function servingOf(exec: Executor, query: { jobId: number; kind: st
   const since = parseDbTime(row.last_served) ?? parseDbTime(row.created_at);
   return { alive: false, unservedForMs: since === null ? 0 : Math.max(0, now - since.getTime()) };
 }
-
-/** A daemon as `recentDaemons` lists it. */
-export interface DaemonSeen extends DaemonRecord {
-  startedAt: Date;
-  heartbeatAt: Date;
-  stoppedAt: Date | null;
-}
-
-/** Daemons heard from within `withinMs`, most recent first (for stats). */
-export async function recentDaemons(exec: Executor, withinMs: number): Promise<DaemonSeen[]> {
-  const result = await exec.execute(sql`SELECT id, host, pid, kinds, queues, started_at, heartbeat_at, stopped_at
-    FROM cronq_daemons WHERE heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL ${micros(withinMs)} MICROSECOND
-    ORDER BY heartbeat_at DESC, id LIMIT 1000`);
-  const json = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
-  return rows<Record<string, any>>(result).map((r) => ({
-    id: r.id,
-    host: r.host,
-    pid: Number(r.pid),
-    kinds: json(r.kinds) as string[],
-    queues: json(r.queues) as string[] | null,
-    startedAt: parseDbTime(r.started_at)!,
-    heartbeatAt: parseDbTime(r.heartbeat_at)!,
-    stoppedAt: parseDbTime(r.stopped_at),
-  }));
-}
