@@ -6,6 +6,7 @@ import { parseHttpAddress, type HttpAddress } from './http/address.ts';
 import { DEFAULT_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
+import { UNKNOWN_KIND_DEFAULTS } from './worker/unknownKinds.ts';
 
 /** Settings every command shares, from the environment (flags override them). */
 export interface BaseConfig {
@@ -33,6 +34,8 @@ export interface DaemonConfig extends BaseConfig {
   http: HttpAddress | null;
   /** Delete done jobs older than this in the background (--prune-done-older-than); null: never. */
   pruneDoneOlderThanMs: number | null;
+  /** How long a kind may go unserved before its jobs go dead (--unknown-kind-grace). */
+  unknownKindGraceMs: number;
 }
 
 export const DAEMON_DEFAULTS = {
@@ -40,6 +43,7 @@ export const DAEMON_DEFAULTS = {
   prefetch: 1000,
   graceMs: 10_000,
   pollMs: 200,
+  unknownKindGraceMs: UNKNOWN_KIND_DEFAULTS.graceMs,
 };
 
 /** Reads DATABASE_URL, CRONQ_SCHEDULES, CRONQ_IMPORT_TIMEOUT and LOG_LEVEL, with `--schedules` taking precedence. */
@@ -99,6 +103,7 @@ export function daemonConfig(
     'no-scheduler'?: boolean;
     http?: string;
     'prune-done-older-than'?: string;
+    'unknown-kind-grace'?: string;
   },
 ): DaemonConfig {
   const base = baseConfig(env, flags);
@@ -116,6 +121,8 @@ export function daemonConfig(
     postClaimPauseMs: parseIntFlag(pause, 'CRONQ_FAULT_POST_CLAIM_PAUSE_MS', 0, 10_000),
     http: flags.http === undefined ? null : parseHttpAddress(flags.http, '--http'),
     pruneDoneOlderThanMs: flags['prune-done-older-than'] === undefined ? null : parseRetention(flags['prune-done-older-than'], '--prune-done-older-than'),
+    unknownKindGraceMs:
+      flags['unknown-kind-grace'] === undefined ? DAEMON_DEFAULTS.unknownKindGraceMs : parseDuration(flags['unknown-kind-grace'], '--unknown-kind-grace'),
   };
   if (config.pollMs < 10 || config.pollMs > 60_000) throw new UsageError('--poll must be between 10ms and 60s');
   if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');

@@ -17,7 +17,9 @@ import { Scheduler } from './schedule/scheduler.ts';
 import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './worker/dbHealth.ts';
+import { DaemonHeartbeat } from './worker/heartbeat.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
+import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';
 
 export type { EnqueueJob };
 
@@ -70,6 +72,15 @@ export interface CronqOptions {
   pruneDoneOlderThan?: Duration;
   /** How often that pruning runs (default 5m). */
   pruneEvery?: Duration;
+  /**
+   * How long a kind may go unserved before claimed jobs of that kind go dead (ms,
+   * default 15 minutes): measured from the last heartbeat of a daemon that ran it, or
+   * from the job's creation when none ever did. Until then such a job is released for
+   * a daemon that runs it, its attempt restored (see UnknownKinds).
+   */
+  unknownKindGraceMs?: number;
+  /** How often this daemon's cronq_daemons row is refreshed while its workers run (default 10s). */
+  heartbeatInterval?: Duration;
 }
 
 export interface Cronq {
@@ -132,10 +143,16 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const observer = guardObserver(options.observer, (method, error) =>
     log.warn({ event: 'observer_error', method, error: String(error) }, 'observer threw; ignored'),
   );
+  const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_DEFAULTS.graceMs;
+  if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
+    throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
+  }
+  const heartbeatMs = options.heartbeatInterval === undefined ? UNKNOWN_KIND_DEFAULTS.heartbeatMs : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
   let prune: Promise<void> | null = null;
   let pool: WorkerPool | null = null;
   let scheduler: Scheduler | null = null;
+  let heartbeat: DaemonHeartbeat | null = null;
   const recoveryStop = new AbortController();
   let recovery: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
@@ -196,6 +213,22 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         prune = pruneLoop({ db: database.db, log, olderThanMs: pruneMs, everyMs }, recoveryStop.signal);
       }
       if (options.workers === false || pool) return;
+      const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
+      // Registered before the first claim: other daemons then know these kinds are served.
+      heartbeat = new DaemonHeartbeat({
+        db: database.db,
+        log,
+        health: healthTracker,
+        record: {
+          id: lockedBy,
+          host: hostname(),
+          pid: process.pid,
+          kinds: registry.list().map((task) => task.name),
+          queues: options.queues && options.queues.length > 0 ? options.queues : null,
+        },
+        everyMs: heartbeatMs,
+      });
+      await heartbeat.start();
       pool = new WorkerPool({
         db: database.db,
         claims: database.claims,
@@ -204,11 +237,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         concurrency,
         prefetch,
         queues: options.queues ?? [],
-        lockedBy: options.lockedBy ?? `${hostname()}:${process.pid}`,
+        lockedBy,
         pollMs: parseDuration(options.pollInterval ?? '200ms', 'pollInterval'),
         postClaimPauseMs: options.postClaimPauseMs,
         health: healthTracker,
         observer,
+        unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
       });
       pool.start();
       recovery = recoveryLoop(
@@ -229,6 +263,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       stopped ??= (async () => {
         await scheduler?.stop();
         const result = pool ? await pool.stop({ graceMs }) : { released: 0, abandoned: 0 };
+        await heartbeat?.stop(); // after the pool: its kinds were served until now
         recoveryStop.abort();
         await recovery;
         await prune;

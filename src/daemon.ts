@@ -39,6 +39,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     postClaimPauseMs: config.postClaimPauseMs,
     observer: metrics ?? undefined,
     pruneDoneOlderThan: config.pruneDoneOlderThanMs ?? undefined,
+    unknownKindGraceMs: config.unknownKindGraceMs,
   });
   let stopping: Promise<unknown> | null = null;
   let stopRequested!: () => void;

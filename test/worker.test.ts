@@ -149,12 +149,12 @@ describe('worker', () => {
     expect(letter).toEqual({ failure_reason: 'Error: still broken', attempts: 2 });
   });
 
-  it('sends a job of an unknown kind to the dead letters without running anything', async () => {
-    const c = await start([]);
+  it('sends a job of an unknown kind to the dead letters without running anything once no daemon has served it for the grace (0 here)', async () => {
+    const c = await start([], { unknownKindGraceMs: 0 });
     await c.enqueue({ kind: 'nobody-handles-this', key: 'orphan:1' });
     await log.waitFor('job_dead');
     const [letter] = await t.sql('SELECT failure_reason, attempts FROM cronq_dead_letters');
-    expect(letter.failure_reason).toMatch(/unknown kind 'nobody-handles-this'/);
+    expect(letter.failure_reason).toMatch(/unknown kind: no daemon has served 'nobody-handles-this'/);
   });
 
   it("sends a job whose payload its task's parse rejects to the dead letters without running it", async () => {

@@ -76,16 +76,38 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
 }
 
 /**
- * A pool whose every connection is UTC, READ COMMITTED and has bounded lock waits.
- * The 'connection' event fires on the callback-style connection before it is handed
- * out, and statements queue in order, so these run before any caller's statement.
- * A failure here needs no handling of its own (the connection's next statement fails
- * the same way), but it must have a callback: an unhandled 'error' would crash.
+ * The `sql_mode` of every session cronq opens, whatever the server's default.
+ *
+ * Statements are formatted client-side (mysql2 escapes quotes with a backslash), which
+ * is only safe while the server reads a backslash as an escape: under
+ * NO_BACKSLASH_ESCAPES a key `a\' ...` would end the string and run the rest as SQL.
+ * A fixed mode rather than the server's minus that flag: the code is written and tested
+ * against exactly these semantics, and a server's ANSI_QUOTES or PIPES_AS_CONCAT would
+ * change them too. Strict (a value too long for its column is an error, never silently
+ * cut) and the same on MySQL 8 and MariaDB, whose defaults it otherwise matches.
+ */
+export const SESSION_SQL_MODE = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
+
+/** Sets SESSION_SQL_MODE on a connection that is about to be used (see sessionPool). */
+export const SET_SQL_MODE = `SET SESSION sql_mode = '${SESSION_SQL_MODE}'`;
+
+/**
+ * A pool whose every connection has SESSION_SQL_MODE, is UTC, READ COMMITTED and has
+ * bounded lock waits. The 'connection' event fires on the callback-style connection
+ * before it is handed out, and statements queue in order, so these run before any
+ * caller's statement. Most failures here need no handling of their own (the
+ * connection's next statement fails the same way), but each must have a callback: an
+ * unhandled 'error' would crash. The sql_mode is the exception: a connection that did
+ * not take it must run nothing, so it is destroyed and the caller's statement fails as
+ * a lost connection would.
  */
 function sessionPool(options: PoolOptions): Pool {
   const pool = mysql.createPool(options);
   const ignore = () => undefined;
   pool.pool.on('connection', (conn) => {
+    conn.query(SET_SQL_MODE, (error: unknown) => {
+      if (error) conn.destroy();
+    });
     conn.query(`SET SESSION time_zone = '+00:00'`, ignore);
     conn.query(`SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`, ignore);
     conn.query(

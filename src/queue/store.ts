@@ -243,13 +243,14 @@ export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Prom
 
 /**
  * Gives a claimed job back without counting the attempt (shutdown before or during
- * its handler): 'ready', available now, attempts - 1. Only the row with this token
- * is touched; false when the lease was already lost.
+ * its handler, a kind this daemon does not run): 'ready', available now (or after
+ * `delayMs`), attempts - 1. Only the row with this token is touched; false when the
+ * lease was already lost.
  */
-export async function releaseIfLeased(db: Db, lease: Lease, reason: string): Promise<boolean> {
+export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0): Promise<boolean> {
   const result = await db.execute(sql`UPDATE cronq_jobs
     SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), lease_token = NULL, lease_until = NULL,
-        locked_by = NULL, last_error = ${truncateError(reason)}, available_at = ${NOW}, updated_at = ${NOW}
+        locked_by = NULL, last_error = ${truncateError(reason)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
     WHERE ${leaseHeld(lease)}`);
   return header(result).affectedRows === 1;
 }

@@ -10,6 +10,7 @@ import type { Effect, Job } from '../tasks/job.ts';
 import type { Completer, CompletionReceiver } from './completer.ts';
 import type { DbHealth } from './dbHealth.ts';
 import { describeFailure, isPermanent } from './failure.ts';
+import type { UnknownKinds } from './unknownKinds.ts';
 import { sleep } from './wakeup.ts';
 
 export interface JobRunDeps {
@@ -19,6 +20,8 @@ export interface JobRunDeps {
   health: DbHealth;
   /** Told about this run's result, lease loss or shutdown release. */
   observer: Observer;
+  /** What to do with a job of a kind this daemon has no task for. */
+  unknownKinds: UnknownKinds;
   /** Called once per run, when its worker slot is free again (see JobRun.execute). */
   onSlotFree(run: JobRun): void;
   /** Called once per run, when it has settled: its final write done, failed or given up. */
@@ -116,6 +119,10 @@ export class JobRun implements CompletionReceiver {
     this.startedAt = startedAt;
     const effects: Effect[] = [];
     let ran: Outcome | Promise<Outcome>;
+    if (!this.task) {
+      void this.settle(this.releaseOrBuryUnknownKind(startedAt));
+      return;
+    }
     try {
       const payload = this.payload();
       if (payload instanceof PermanentFailure) {
@@ -155,19 +162,38 @@ export class JobRun implements CompletionReceiver {
 
   /** The payload to hand the handler, or why the job must go dead at once. */
   private payload(): unknown {
-    if (!this.task) return new PermanentFailure(`unknown kind '${this.job.kind}': no task or schedule of that name in this daemon`);
     let payload: unknown;
     try {
       payload = JSON.parse(this.job.payloadText);
     } catch {
       return new PermanentFailure('payload is not valid JSON');
     }
-    if (!this.task.parse) return payload;
+    if (!this.task!.parse) return payload;
     try {
-      return this.task.parse(payload);
+      return this.task!.parse(payload);
     } catch (error) {
       return new PermanentFailure(`payload rejected by parse: ${(error as Error)?.message ?? String(error)}`);
     }
+  }
+
+  /**
+   * A kind this daemon has no task for (another version's, in a rolling deploy): hand the
+   * job back, attempt restored and not claimable for a little while, for a daemon that
+   * runs it; dead only once no daemon has served the kind for the grace (UnknownKinds).
+   */
+  private async releaseOrBuryUnknownKind(startedAt: number): Promise<void> {
+    const judged = await this.finishWithRetry('unknown_kind', () => this.deps.unknownKinds.judge(this.deps.db, this.job));
+    if (judged === undefined) return;
+    if (judged.ok === false) throw judged.error;
+    const verdict = judged.value;
+    if (verdict.dead) {
+      await this.fail(new PermanentFailure(verdict.reason), startedAt);
+      return;
+    }
+    const released = await this.finishWithRetry('release', () => releaseIfLeased(this.deps.db, this.lease, verdict.reason, verdict.retryInMs));
+    if (released === undefined) return;
+    if (released.ok === false) throw released.error;
+    if (!released.value) this.markLeaseLost('release');
   }
 
   /** After the handler: the final write for its outcome. */

@@ -12,6 +12,7 @@ import { ClaimBuffer } from './claimBuffer.ts';
 import { JobRun, type JobRunDeps } from './jobRun.ts';
 import { QueueList } from './queueList.ts';
 import { Prefetch } from './prefetch.ts';
+import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './unknownKinds.ts';
 import { sleep, Wakeup } from './wakeup.ts';
 
 const CURSOR_MAX_AGE_MS = 1_000;
@@ -45,6 +46,8 @@ export interface WorkerPoolOptions {
   health?: DbHealth;
   /** Told about claims, results and shutdown releases (default: nobody). */
   observer?: Observer;
+  /** Jobs of kinds not in `tasks` (default: UnknownKinds with its default grace). */
+  unknownKinds?: UnknownKinds;
 }
 
 /** What `stop` reports. */
@@ -120,6 +123,9 @@ export class WorkerPool {
       completer: this.completer,
       health: this.health,
       observer: this.observer,
+      unknownKinds:
+        options.unknownKinds ??
+        new UnknownKinds({ graceMs: UNKNOWN_KIND_DEFAULTS.graceMs, aliveMs: 3 * UNKNOWN_KIND_DEFAULTS.heartbeatMs, log: options.log }),
       onSlotFree: (run) => this.slotFreed(run),
       onSettled: (run) => this.runSettled(run),
     };
@@ -213,7 +219,7 @@ export class WorkerPool {
             leases: this.leases,
             lockedBy: this.options.lockedBy,
             cursors: this.cursors,
-            excludeIds: this.unclaimable,
+            excludeIds: this.excludedFromClaims(),
           },
           this.rotation++,
         );
@@ -329,6 +335,12 @@ export class WorkerPool {
       return;
     }
     this.isolating = error.ids.length;
+  }
+
+  /** Rows the database refused to reserve, plus jobs just handed to the daemons that run their kind. */
+  private excludedFromClaims(): ReadonlySet<number> {
+    const passedOver = this.runDeps.unknownKinds.passedOverIds();
+    return passedOver.length === 0 ? this.unclaimable : new Set([...this.unclaimable, ...passedOver]);
   }
 
   private startRun(job: ClaimedJob, claimedAt: number): void {

@@ -26,6 +26,7 @@ export class PrivateServer {
     private readonly binary: Binary,
     readonly dir: string,
     readonly port: number,
+    private readonly serverArgs: string[],
   ) {}
 
   /** Server URL without a database: `mysql://root@127.0.0.1:PORT`. */
@@ -38,12 +39,15 @@ export class PrivateServer {
     return this.child?.exitCode === null ? (this.child.pid ?? null) : null;
   }
 
-  /** Finds a server binary (see `findServerBinary`), initialises a datadir and starts the server. */
-  static async create(): Promise<PrivateServer> {
+  /**
+   * Finds a server binary (see `findServerBinary`), initialises a datadir and starts the
+   * server, with `serverArgs` (e.g. `--sql-mode=...`) added on every start.
+   */
+  static async create({ serverArgs = [] }: { serverArgs?: string[] } = {}): Promise<PrivateServer> {
     const binary = findServerBinary();
     if (!binary) throw new Error(NO_BINARY);
     const dir = mkdtempSync(join(tmpdir(), 'cronq-private-db-'));
-    const server = new PrivateServer(binary, dir, await freePort());
+    const server = new PrivateServer(binary, dir, await freePort(), serverArgs);
     try {
       server.initialise();
       await server.start();
@@ -86,6 +90,7 @@ export class PrivateServer {
       '--innodb-buffer-pool-size=64M',
       '--max-connections=200',
       ...(this.binary.flavour === 'mysql' ? ['--mysqlx=OFF'] : []),
+      ...this.serverArgs,
     ], { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.on('data', (d) => (this.stderr = (this.stderr + d).slice(-20_000)));
     this.child = child;

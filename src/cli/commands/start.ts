@@ -8,7 +8,7 @@ export const startCommand: Command = {
   summary: 'run the daemon: workers, lease recovery and the scheduler',
   help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--prefetch N] [--queues a,b]
                    [--grace D] [--poll D] [--no-migrate] [--no-scheduler] [--no-workers]
-                   [--http HOST:PORT] [--prune-done-older-than D]
+                   [--http HOST:PORT] [--prune-done-older-than D] [--unknown-kind-grace D]
 
 Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
 schedule files, applies pending migrations, then enqueues each schedule's ticks
@@ -41,6 +41,12 @@ enqueued once and each job runs once at a time.
                      per statement, as 'cronq prune' does. Off by default. Refused
                      when D is under 1h or shorter than a schedule's catch-up window
                      plus one period: done rows are what stop a key running twice
+  --unknown-kind-grace D
+                     a job of a kind this daemon does not run goes back, attempt
+                     restored, for a daemon that does (rolling deploys); it goes dead
+                     only once no daemon has served its kind for D (default 15m),
+                     counted from the last heartbeat of one that did, else from the
+                     job's creation
 
 Durations read as 100ms, 2s, 5m, 1h, 40d.
 On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
@@ -62,6 +68,7 @@ ${COMMON_HELP}`,
     'no-workers': { type: 'boolean' },
     http: { type: 'string' },
     'prune-done-older-than': { type: 'string' },
+    'unknown-kind-grace': { type: 'string' },
   },
   positionals: { min: 0, max: 0, names: '' },
   async run({ values, env }) {
