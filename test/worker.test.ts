@@ -438,9 +438,9 @@ describe('claiming ahead (prefetch)', () => {
   it('releases a job claimed ahead that waited a third of its lease, attempt restored, and runs it later', async () => {
     const { letGo } = await fastSlowFast('1s');
     const [released] = await log.waitFor('claim_released_unstarted');
-    const [job] = await t.sql('SELECT status, attempts, kind FROM cronq_jobs WHERE id = ?', [released.job_id]);
-    expect(job.kind).toBe('fast');
-    expect(job.attempts).toBe(0);
+    expect(released.kind).toBe('fast');
+    // (Its row may be claimed again at once, so its attempts are checked at the end: every
+    // job done at attempt 1 means the release gave the attempt back.)
     letGo();
     await log.waitFor('job_completed', 351);
     expect(await t.sql("SELECT status, attempts, COUNT(*) AS n FROM cronq_jobs GROUP BY status, attempts")).toEqual([{ status: 'done', attempts: 1, n: 351 }]);
