@@ -115,7 +115,7 @@ export interface EnqueueRowsOptions {
   afterBatch?: (batch: { inserted: number; existing: number; refused: number }) => Promise<void>;
   /** Batch INSERTs in flight at once (1 inside a caller's transaction). */
   parallel?: number;
-  /** Told about each refused row as it is found (after the ones before it in the stream were written or refused). */
+  /** Told about each refused row as it is found (too large: at once; refused by the server: when its batch is written). */
   onRefused?: (job: RefusedJob) => void;
   /** Checked between batches: once aborted, no further row is read and the writes in flight finish. */
   signal?: AbortSignal;
@@ -216,41 +216,47 @@ export async function enqueueRows(
   // generator) and the database's work overlap; at most `parallel` writes in flight,
   // each on its own pooled connection. Pass 1 (the default) inside a transaction.
   const writing: Promise<void>[] = [];
+  /** Failed writes, first first: after one, no further row is read. */
+  const failures: unknown[] = [];
   let batch: EncodedJobRow[] = [];
   let batchBytes = 0;
   const flush = async () => {
     if (writing.length >= parallel) await writing.shift();
-    const pending = write(batch);
-    pending.catch(() => undefined); // awaited (and rethrown) below
-    writing.push(pending);
+    writing.push(write(batch).catch((error) => void failures.push(error)));
     batch = [];
     batchBytes = 0;
   };
-  for await (const row of rows) {
-    // A batch boundary (nothing gathered since the last flush): the only place a stop may cut the stream.
-    if (batch.length === 0 && options.signal?.aborted) {
-      outcome.stopped = true;
-      break;
+  let streamError: { error: unknown } | null = null;
+  try {
+    for await (const row of rows) {
+      // A batch boundary (nothing gathered since the last flush): the only place a stop may cut the stream.
+      if (batch.length === 0 && (options.signal?.aborted || failures.length > 0)) {
+        outcome.stopped = failures.length === 0;
+        break;
+      }
+      if ('refused' in row) {
+        refuse(row.refused);
+        continue;
+      }
+      const encoded = encodeJobRow(row);
+      if (encoded.bytes > maxRowBytes) {
+        refuse({ key: row.key, reason: tooLarge(encoded.bytes + INSERT_STATEMENT_OVERHEAD_BYTES, maxStatementBytes) });
+        continue;
+      }
+      if (batchBytes + encoded.bytes > maxRowBytes) await flush();
+      batch.push(encoded);
+      batchBytes += encoded.bytes;
+      if (batch.length >= batchSize) await flush();
     }
-    if ('refused' in row) {
-      refuse(row.refused);
-      continue;
-    }
-    const encoded = encodeJobRow(row);
-    if (encoded.bytes > maxRowBytes) {
-      refuse({ key: row.key, reason: tooLarge(encoded.bytes + INSERT_STATEMENT_OVERHEAD_BYTES, maxStatementBytes) });
-      continue;
-    }
-    if (batchBytes + encoded.bytes > maxRowBytes) await flush();
-    batch.push(encoded);
-    batchBytes += encoded.bytes;
-    if (batch.length >= batchSize) await flush();
+  } catch (error) {
+    // The rows' producer failed: what it yielded before still goes in.
+    streamError = { error };
   }
-  if (batch.length > 0) await flush();
-  // Every write settles before we return, and the first failure is the one reported.
-  const settled = await Promise.allSettled(writing);
-  const failed = settled.find((r) => r.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  if (batch.length > 0 && failures.length === 0) await flush();
+  // No write is left in flight when this returns, and the first failure is the one reported.
+  await Promise.all(writing);
+  if (failures.length > 0) throw failures[0];
+  if (streamError) throw streamError.error;
   outcome.existing = total - outcome.inserted - refusedSent;
   return outcome;
 }
