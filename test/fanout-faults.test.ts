@@ -139,6 +139,8 @@ describe('a fan-out that keeps failing', () => {
     expect(body).toContain('cronq_schedule_ticks_failed_total{schedule="bulk"} 1');
     expect(body).toContain('cronq_schedule_last_tick_outcome{schedule="bulk",outcome="failed"} 1');
     expect(body).toContain('cronq_schedule_last_tick_outcome{schedule="bulk",outcome="enqueued"} 0');
+    const listed = await runCli(['schedules', '--json'], { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout' });
+    expect(JSON.parse(listed.stdout)[0].lastTick).toMatchObject({ outcome: 'failed', note: 'failed after 5 attempts: Error: boom' });
   });
 });
 
