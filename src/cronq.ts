@@ -3,13 +3,20 @@ import { connect, ping, type Database, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
-import { UsageError } from './errors.ts';
+import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
-import { enqueueRows, toJobRow, type EnqueueJob } from './queue/enqueue.ts';
+import {
+  enqueueFailure,
+  enqueueOne,
+  enqueueRows,
+  statementByteLimitOf,
+  toJobRow,
+  type EnqueueJob,
+  type EnqueueOutcome,
+} from './queue/enqueue.ts';
 import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
-import { insertJobIfAbsent } from './queue/store.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -92,16 +99,27 @@ export interface Cronq {
   /**
    * Enqueues one job unless its key exists; returns the row's id either way.
    * With `tx`, the row commits or rolls back with the caller's transaction.
+   * A job the database refuses throws EnqueueRefusedError (its key and what is wrong);
+   * any other failure EnqueueError (its key and the server's reason). Never the payload.
    */
   enqueue(job: EnqueueJob, options?: { tx?: Executor }): Promise<{ id: number; created: boolean }>;
-  /** Enqueues in batches of up to 1000 rows per statement; existing keys are left alone. */
+  /**
+   * Enqueues in batches of up to 1000 rows and below the server's max_allowed_packet per
+   * statement; existing keys are left alone. Jobs the database refuses for their content
+   * (or too large for one statement) are found and left out, every other job is
+   * written, and then EnqueueRefusedError lists them. Other failures throw EnqueueError.
+   */
   enqueueMany(
     jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
     options?: { tx?: Executor },
   ): Promise<{ inserted: number; existing: number }>;
   /** Starts the scheduler, the workers and lease recovery (as configured). */
   start(): Promise<void>;
-  /** Stops claiming, releases unstarted claims, gives running handlers `graceMs`, then closes the pool. */
+  /**
+   * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
+   * and meanwhile stops a fan-out at its next batch boundary (its tick is left for the next
+   * scheduler to resume); then closes the pool.
+   */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
   health(): CronqHealth;
@@ -167,6 +185,16 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     return registryPromise;
   };
 
+  // The server's max_allowed_packet, read once per pool (also for enqueues inside a caller's
+  // transaction: it is a server-wide setting).
+  const byteLimit = async () => {
+    try {
+      return await statementByteLimitOf(database.db);
+    } catch (error) {
+      throw enqueueFailure(error, 'reading max_allowed_packet');
+    }
+  };
+
   const rowsOf = async function* (jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>, registry: TaskRegistry) {
     for await (const job of jobs) yield toJobRow(job, registry);
   };
@@ -182,15 +210,24 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     async enqueue(job, { tx } = {}) {
       const row = toJobRow(job, await ready());
-      const result = await insertJobIfAbsent(tx ?? database.db, row);
+      const result = await enqueueOne(tx ?? database.db, row, await byteLimit());
       if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue);
       return result;
     },
 
     async enqueueMany(jobs, { tx } = {}) {
-      const result = await enqueueRows(tx ?? database.db, rowsOf(jobs, await ready()), { parallel: tx ? 1 : ENQUEUE_PARALLEL });
+      const rows = rowsOf(jobs, await ready());
+      const maxStatementBytes = await byteLimit();
+      let result: EnqueueOutcome;
+      try {
+        result = await enqueueRows(tx ?? database.db, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes });
+      } catch (error) {
+        throw enqueueFailure(error, 'enqueueMany');
+      }
       if (result.inserted > 0 && !tx) pool?.wake();
-      return result;
+      const written = { inserted: result.inserted, existing: result.existing };
+      if (result.refusedCount > 0) throw new EnqueueRefusedError(result.refused, result.refusedCount, written);
+      return written;
     },
 
     async start() {
@@ -261,8 +298,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     stop({ graceMs = 10_000 } = {}) {
       stopped ??= (async () => {
-        await scheduler?.stop();
-        const result = pool ? await pool.stop({ graceMs }) : { released: 0, abandoned: 0 };
+        // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
+        const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
         await heartbeat?.stop(); // after the pool: its kinds were served until now
         recoveryStop.abort();
         await recovery;

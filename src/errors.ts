@@ -38,3 +38,52 @@ export class DatabaseMissingError extends Error {
 export class NotFoundError extends UsageError {
   override name = 'NotFoundError';
 }
+
+/** A job the database refused for its content, or too large for one statement. */
+export interface RefusedJobInfo {
+  key: string;
+  /** One line: what is wrong with the job, then the server's words. Never the payload. */
+  reason: string;
+}
+
+/**
+ * The database refused the content of one or more jobs (a lone surrogate in a payload,
+ * JSON nested too deep, a row larger than max_allowed_packet...): `enqueue` wrote
+ * nothing; `enqueueMany` wrote every other job, then threw this. `refused` lists the
+ * first 1,000 refused jobs, `refusedCount` counts them all. A UsageError: the input is
+ * at fault, and the CLI exits 64.
+ */
+export class EnqueueRefusedError extends UsageError {
+  override name = 'EnqueueRefusedError';
+  constructor(
+    readonly refused: RefusedJobInfo[],
+    readonly refusedCount: number,
+    /** What was written meanwhile (enqueueMany; zeros for enqueue). */
+    readonly written: { inserted: number; existing: number },
+  ) {
+    const first = refused[0];
+    super(
+      refusedCount === 1 && first
+        ? `the database refused job ${JSON.stringify(first.key)}: ${first.reason}`
+        : `the database refused ${refusedCount} jobs (${written.inserted} others inserted, ${written.existing} already present); first ${JSON.stringify(first?.key)}: ${first?.reason}`,
+    );
+  }
+}
+
+/**
+ * Enqueueing failed for a reason other than the jobs' content (the connection, a lock
+ * wait): the message names the key (or the batch) and the server's reason, never the
+ * payload or the statement. `code` and `errno` are the driver's; `cause` is the driver's
+ * error without its SQL.
+ */
+export class EnqueueError extends Error {
+  override name = 'EnqueueError';
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly errno: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -26,6 +26,8 @@ export interface Observer {
   shutdownReleased(count: number): void;
   /** A tick of `schedule` was fanned out `latenessMs` after its instant, enqueuing `enqueued` new jobs (`schedule_tick`). */
   tick(schedule: string, latenessMs: number, enqueued: number): void;
+  /** A tick of `schedule` kept failing and was recorded as failed (`tick_failed`). */
+  tickFailed(schedule: string): void;
 }
 
 /** An Observer that does nothing: the default when none is given. */
@@ -38,6 +40,7 @@ export const noopObserver: Observer = Object.freeze({
   leasesRecovered() {},
   shutdownReleased() {},
   tick() {},
+  tickFailed() {},
 });
 
 /**

@@ -81,12 +81,12 @@ describe('schedule stats', () => {
       expect((await collectStats(t.database.db)).schedules).toEqual([
         {
           schedule: 'hourly',
-          lastTick: { scheduledAt: '2026-11-02T02:00:00.000Z', periodKey: '2026-11-02T02', outcome: 'skipped', caughtUp: true, finishedAt: '2026-11-02T03:00:00.000Z' },
+          lastTick: { scheduledAt: '2026-11-02T02:00:00.000Z', periodKey: '2026-11-02T02', outcome: 'skipped', caughtUp: true, note: null, finishedAt: '2026-11-02T03:00:00.000Z' },
           latenessMs: 300_000,
         },
         {
           schedule: 'report',
-          lastTick: { scheduledAt: '2026-11-02T02:00:00.000Z', periodKey: '2026-11-02', outcome: 'enqueued', caughtUp: false, finishedAt: null },
+          lastTick: { scheduledAt: '2026-11-02T02:00:00.000Z', periodKey: '2026-11-02', outcome: 'enqueued', caughtUp: false, note: null, finishedAt: null },
           latenessMs: 12,
         },
       ]);

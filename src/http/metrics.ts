@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { TICK_OUTCOMES } from '../db/schema.ts';
 import type { Observer } from '../observe.ts';
 import type { Stats } from '../queue/statsStore.ts';
 
@@ -42,12 +43,14 @@ export class CronqMetrics implements Observer {
   private readonly duration: Histogram<'kind'>;
   private readonly ticks: Counter<'schedule'>;
   private readonly tickEnqueued: Counter<'schedule'>;
+  private readonly ticksFailed: Counter<'schedule'>;
   private readonly tickLateness: Histogram<'schedule'>;
   private readonly jobs: Gauge<'queue' | 'status'>;
   private readonly oldestReady: Gauge<'queue'>;
   private readonly deadLetters: Gauge;
   private readonly lastTickAt: Gauge<'schedule'>;
   private readonly lastTickLateness: Gauge<'schedule'>;
+  private readonly lastTickOutcome: Gauge<'schedule' | 'outcome'>;
   private readonly databaseUp: Gauge;
   private refreshing: Promise<void> | null = null;
 
@@ -108,6 +111,12 @@ export class CronqMetrics implements Observer {
       labelNames: ['schedule'],
       registers,
     });
+    this.ticksFailed = new Counter({
+      name: 'cronq_schedule_ticks_failed_total',
+      help: 'Schedule ticks this process recorded as failed (the fan-out kept failing), by schedule.',
+      labelNames: ['schedule'],
+      registers,
+    });
     this.tickLateness = new Histogram({
       name: 'cronq_schedule_tick_lateness_seconds',
       help: 'How long after its instant a tick was fanned out, by schedule (caught-up ticks are the long tail).',
@@ -142,6 +151,12 @@ export class CronqMetrics implements Observer {
       name: 'cronq_schedule_last_tick_lateness_seconds',
       help: "How late, by any daemon, each schedule's latest enqueued tick was fanned out, as of this scrape.",
       labelNames: ['schedule'],
+      registers,
+    });
+    this.lastTickOutcome = new Gauge({
+      name: 'cronq_schedule_last_tick_outcome',
+      help: "1 for the outcome (enqueued, skipped, failed) of each schedule's latest tick ledger row, 0 for the others, as of this scrape.",
+      labelNames: ['schedule', 'outcome'],
       registers,
     });
     this.databaseUp = new Gauge({
@@ -188,6 +203,10 @@ export class CronqMetrics implements Observer {
     this.tickLateness.observe({ schedule }, Math.max(0, latenessMs) / 1000);
   }
 
+  tickFailed(schedule: string): void {
+    this.ticksFailed.inc({ schedule });
+  }
+
   /** Reads the database once (shared with concurrent scrapes) and renders every metric. Never rejects for a database error. */
   async scrape(): Promise<Scrape> {
     this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
@@ -206,6 +225,7 @@ export class CronqMetrics implements Observer {
     this.oldestReady.reset();
     this.lastTickAt.reset();
     this.lastTickLateness.reset();
+    this.lastTickOutcome.reset();
     this.deadLetters.remove({}); // absent, not 0, when unknown
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
@@ -216,6 +236,7 @@ export class CronqMetrics implements Observer {
     this.deadLetters.set(stats.deadLetters.awaitingReview);
     for (const s of stats.schedules ?? []) {
       this.lastTickAt.set({ schedule: s.schedule }, Date.parse(s.lastTick.scheduledAt) / 1000);
+      for (const outcome of TICK_OUTCOMES) this.lastTickOutcome.set({ schedule: s.schedule, outcome }, s.lastTick.outcome === outcome ? 1 : 0);
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
     }
   }

@@ -1,9 +1,20 @@
-import { UsageError } from '../errors.ts';
+import { EnqueueError, EnqueueRefusedError, UsageError } from '../errors.ts';
+import { firstLine } from './failureReason.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { driverError, type Executor } from '../db/client.ts';
-import { existingKeys, insertJobsIfAbsent, type NewJobRow } from './store.ts';
+import { refusalReason, isRowRefusal } from './refusal.ts';
+import {
+  encodeJobRow,
+  existingKeys,
+  insertJobIfAbsent,
+  insertJobsIfAbsent,
+  INSERT_STATEMENT_OVERHEAD_BYTES,
+  maxAllowedPacket,
+  type EncodedJobRow,
+  type NewJobRow,
+} from './store.ts';
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
@@ -66,63 +77,226 @@ const PRECHECK_MIN_ROWS = 10;
 /** Rows per INSERT statement when enqueueing many. */
 export const ENQUEUE_BATCH_SIZE = 1000;
 
+/** Refused jobs an enqueue keeps (key and reason) beyond counting them: memory stays bounded. */
+export const REFUSED_LISTED_MAX = 1000;
+
+/** A job the database refused for its content (or too large to send): never inserted. */
+export interface RefusedJob {
+  key: string;
+  /** One line: what is wrong, then the server's words. Never the payload. */
+  reason: string;
+}
+
+/** In a stream of rows: one its producer refused already (a fan-out entity that is not a valid job). */
+export interface RefusedRow {
+  refused: RefusedJob;
+}
+
+/** What enqueueRows did. */
+export interface EnqueueOutcome {
+  inserted: number;
+  existing: number;
+  /** How many rows were refused (see RefusedJob); the first REFUSED_LISTED_MAX are in `refused`. */
+  refusedCount: number;
+  refused: RefusedJob[];
+  /** True when `signal` stopped the stream at a batch boundary: rows after it were not read. */
+  stopped: boolean;
+}
+
+export interface EnqueueRowsOptions {
+  batchSize?: number;
+  /**
+   * Most bytes one INSERT statement may have (below the server's max_allowed_packet:
+   * see statementByteLimit). A single row larger than that is refused, never sent.
+   * Default: statementByteLimitOf(exec).
+   */
+  maxStatementBytes?: number;
+  /** Runs after each batch is written, told what that batch did. */
+  afterBatch?: (batch: { inserted: number; existing: number; refused: number }) => Promise<void>;
+  /** Batch INSERTs in flight at once (1 inside a caller's transaction). */
+  parallel?: number;
+  /** Told about each refused row as it is found (too large: at once; refused by the server: when its batch is written). */
+  onRefused?: (job: RefusedJob) => void;
+  /** Checked between batches: once aborted, no further row is read and the writes in flight finish. */
+  signal?: AbortSignal;
+}
+
 /**
- * Streams rows into the queue in batches of `batchSize`: a batch of ten rows or more
+ * The largest statement to send to a server whose max_allowed_packet is `maxAllowedPacket`:
+ * a tenth below it, so the protocol's framing never tips a batch over.
+ */
+export function statementByteLimit(maxAllowedPacket: number): number {
+  return Math.floor(maxAllowedPacket * 0.9) - 1024;
+}
+
+const byteLimits = new WeakMap<object, Promise<number>>();
+
+/**
+ * statementByteLimit of the server behind `db` (a pool-backed Db: one per Database), read
+ * once per pool and shared by every enqueue on it. A failed read is not cached.
+ */
+export function statementByteLimitOf(db: Executor): Promise<number> {
+  let limit = byteLimits.get(db);
+  if (!limit) {
+    limit = maxAllowedPacket(db).then(statementByteLimit);
+    limit.catch(() => byteLimits.delete(db));
+    byteLimits.set(db, limit);
+  }
+  return limit;
+}
+
+/**
+ * Streams rows into the queue in batches of at most `batchSize` rows and
+ * `maxStatementBytes` bytes: a batch of ten rows or more
  * first reads which of its keys exist (a cheap unique-index read, so repeating a fan-out
  * writes nothing) until a batch finds none,
  * then inserts the rest in one statement whose ON DUPLICATE KEY clause absorbs keys
- * that appeared meanwhile. Holds at most two batches in memory: one being written, one
- * being gathered. `afterBatch` runs after
- * each batch (a fan-out renews its tick lease there).
+ * that appeared meanwhile. Holds at most `parallel` + 1 batches in memory. `afterBatch`
+ * runs after each batch (a fan-out renews its tick lease there).
+ *
+ * A batch the server refuses for a row's content is split in halves until the refused
+ * rows are alone (O(bad · log n) statements); the others are inserted and each refused
+ * one is counted, listed and passed to `onRefused`. Any other error (connection,
+ * lock wait) fails the call as it is: rows written before it stay written.
  */
 export async function enqueueRows(
   exec: Executor,
-  rows: AsyncIterable<NewJobRow> | Iterable<NewJobRow>,
-  options: { batchSize?: number; afterBatch?: () => Promise<void>; parallel?: number } = {},
-): Promise<{ inserted: number; existing: number }> {
+  rows: AsyncIterable<NewJobRow | RefusedRow> | Iterable<NewJobRow | RefusedRow>,
+  options: EnqueueRowsOptions,
+): Promise<EnqueueOutcome> {
   const batchSize = options.batchSize ?? ENQUEUE_BATCH_SIZE;
-  let inserted = 0;
+  const maxStatementBytes = options.maxStatementBytes ?? (await statementByteLimitOf(exec));
+  const maxRowBytes = maxStatementBytes - INSERT_STATEMENT_OVERHEAD_BYTES;
+  const parallel = Math.max(1, options.parallel ?? 1);
+  const outcome: EnqueueOutcome = { inserted: 0, existing: 0, refusedCount: 0, refused: [], stopped: false };
   let total = 0;
-  let batch: NewJobRow[] = [];
+  let refusedSent = 0;
+  const refuse = (job: RefusedJob) => {
+    outcome.refusedCount += 1;
+    if (outcome.refused.length < REFUSED_LISTED_MAX) outcome.refused.push(job);
+    options.onRefused?.(job);
+  };
+  // Only outside a caller's transaction (parallel > 1): a deadlock there rolls back the
+  // caller's whole transaction, which a retry must not paper over. Per statement, so a
+  // retry never re-reports rows refused by an earlier statement of the same batch.
+  const insert = (batch: EncodedJobRow[]) =>
+    parallel > 1 ? withDeadlockRetry(() => insertJobsIfAbsent(exec, batch)) : insertJobsIfAbsent(exec, batch);
+  /** Inserts `batch`; when the server refuses a row, halves it until each refused row is alone. Returns [inserted, refused]. */
+  const insertFindingRefused = async (batch: EncodedJobRow[]): Promise<[number, number]> => {
+    try {
+      return [await insert(batch), 0];
+    } catch (error) {
+      if (!isRowRefusal(error)) throw error;
+      if (batch.length === 1) {
+        refuse({ key: batch[0].key, reason: refusalReason(batch[0].payloadJson, error) });
+        return [0, 1];
+      }
+      const half = batch.length >> 1;
+      const [a, ra] = await insertFindingRefused(batch.slice(0, half));
+      const [b, rb] = await insertFindingRefused(batch.slice(half));
+      return [a + b, ra + rb];
+    }
+  };
   let lastBatchHadExisting = true;
-  const write = async (rows: NewJobRow[]) => {
+  const write = async (batch: EncodedJobRow[]) => {
     // Read which keys exist only while that pays: for a handful of rows the read costs as
     // much as it saves, and once a batch found none (a fresh fan-out, or a resumed one past
     // where it stopped) the rest are new too; ON DUPLICATE KEY absorbs any straggler.
-    const check = rows.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
-    const present = check ? await existingKeys(exec, rows.map((r) => r.key)) : new Set<string>();
+    const check = batch.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
+    const present = check ? await existingKeys(exec, batch.map((r) => r.key)) : new Set<string>();
     lastBatchHadExisting = present.size > 0;
-    const fresh = present.size === 0 ? rows : rows.filter((r) => !present.has(r.key));
-    const added = await insertJobsIfAbsent(exec, fresh); // not `inserted += await`: writes overlap
-    inserted += added;
-    total += rows.length;
-    await options.afterBatch?.();
+    const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
+    const [added, refused] = await insertFindingRefused(fresh); // not `inserted += await`: writes overlap
+    outcome.inserted += added;
+    refusedSent += refused;
+    total += batch.length;
+    await options.afterBatch?.({ inserted: added, existing: batch.length - added - refused, refused });
   };
   // Batches are written while the next is gathered, so producing rows (the caller's
   // generator) and the database's work overlap; at most `parallel` writes in flight,
   // each on its own pooled connection. Pass 1 (the default) inside a transaction.
-  const parallel = Math.max(1, options.parallel ?? 1);
   const writing: Promise<void>[] = [];
+  /** Failed writes, first first: after one, no further row is read. */
+  const failures: unknown[] = [];
+  let batch: EncodedJobRow[] = [];
+  let batchBytes = 0;
   const flush = async () => {
     if (writing.length >= parallel) await writing.shift();
-    const current = batch;
-    // Only outside a caller's transaction (parallel > 1): a deadlock there rolls back the
-    // caller's whole transaction, which a retry must not paper over.
-    const pending = parallel > 1 ? withDeadlockRetry(() => write(current)) : write(current);
-    pending.catch(() => undefined); // awaited (and rethrown) below
-    writing.push(pending);
+    writing.push(write(batch).catch((error) => void failures.push(error)));
     batch = [];
+    batchBytes = 0;
   };
-  for await (const row of rows) {
-    batch.push(row);
-    if (batch.length >= batchSize) await flush();
+  let streamError: { error: unknown } | null = null;
+  try {
+    for await (const row of rows) {
+      // A batch boundary (nothing gathered since the last flush): the only place a stop may cut the stream.
+      if (batch.length === 0 && (options.signal?.aborted || failures.length > 0)) {
+        outcome.stopped = failures.length === 0;
+        break;
+      }
+      if ('refused' in row) {
+        refuse(row.refused);
+        continue;
+      }
+      const encoded = encodeJobRow(row);
+      if (encoded.bytes > maxRowBytes) {
+        refuse({ key: row.key, reason: tooLarge(encoded.bytes + INSERT_STATEMENT_OVERHEAD_BYTES, maxStatementBytes) });
+        continue;
+      }
+      if (batchBytes + encoded.bytes > maxRowBytes) await flush();
+      batch.push(encoded);
+      batchBytes += encoded.bytes;
+      if (batch.length >= batchSize) await flush();
+    }
+  } catch (error) {
+    // The rows' producer failed: what it yielded before still goes in.
+    streamError = { error };
   }
-  if (batch.length > 0) await flush();
-  // Every write settles before we return, and the first failure is the one reported.
-  const settled = await Promise.allSettled(writing);
-  const failed = settled.find((r) => r.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-  return { inserted, existing: total - inserted };
+  if (batch.length > 0 && failures.length === 0) await flush();
+  // No write is left in flight when this returns, and the first failure is the one reported.
+  await Promise.all(writing);
+  if (failures.length > 0) throw failures[0];
+  if (streamError) throw streamError.error;
+  outcome.existing = total - outcome.inserted - refusedSent;
+  return outcome;
+}
+
+/**
+ * Inserts one job unless its key exists (insertJobIfAbsent), for the API. A job larger
+ * than one statement may carry, or whose content the server refuses, throws
+ * EnqueueRefusedError naming its key and what is wrong; any other failure throws
+ * EnqueueError with the server's reason. Neither carries the payload or the SQL.
+ */
+export async function enqueueOne(exec: Executor, row: NewJobRow, maxStatementBytes: number): Promise<{ id: number; created: boolean }> {
+  const bytes = encodeJobRow(row).bytes + INSERT_STATEMENT_OVERHEAD_BYTES;
+  if (bytes > maxStatementBytes) throw new EnqueueRefusedError([{ key: row.key, reason: tooLarge(bytes, maxStatementBytes) }], 1, NOTHING_WRITTEN);
+  try {
+    return await insertJobIfAbsent(exec, row);
+  } catch (error) {
+    if (isRowRefusal(error)) {
+      throw new EnqueueRefusedError([{ key: row.key, reason: refusalReason(row.payloadJson, error) }], 1, NOTHING_WRITTEN);
+    }
+    throw enqueueFailure(error, `enqueueing job ${JSON.stringify(row.key)}`);
+  }
+}
+
+const NOTHING_WRITTEN = Object.freeze({ inserted: 0, existing: 0 });
+
+function tooLarge(bytes: number, maxStatementBytes: number): string {
+  return `job is ${bytes} bytes as SQL, more than one statement may carry (${maxStatementBytes} bytes, below the server's max_allowed_packet)`;
+}
+
+/**
+ * What the API throws for a failed statement: an EnqueueError with the driver's code and
+ * first line, never drizzle's wrapper (whose message holds the SQL with every payload)
+ * nor the driver's error as it is (it keeps the SQL too). Other errors pass unchanged.
+ */
+export function enqueueFailure(error: unknown, what: string): unknown {
+  const e = driverError(error) as { code?: string; errno?: number; message?: string; sqlState?: string; fatal?: boolean };
+  if (e === error && typeof e?.errno !== 'number') return error;
+  const message = firstLine(e?.message ?? 'no message').slice(0, 500);
+  const cause = Object.assign(new Error(message), { code: e?.code, errno: e?.errno, sqlState: e?.sqlState, fatal: e?.fatal });
+  return new EnqueueError(`${what} failed: ${e?.code ? `${e.code}: ` : ''}${message}`, e?.code, e?.errno, { cause });
 }
 
 /**

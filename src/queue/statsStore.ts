@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import { JOB_STATUSES, type JobStatus, type TickOutcome } from '../db/schema.ts';
 
 /** One queue's jobs by status, as of one statement. */
 export interface QueueStats extends Record<JobStatus, number> {
@@ -37,8 +37,10 @@ export interface ScheduleStats {
   lastTick: {
     scheduledAt: string;
     periodKey: string;
-    outcome: 'enqueued' | 'skipped';
+    outcome: TickOutcome;
     caughtUp: boolean;
+    /** Why it was skipped or failed, what was refused, or that it was caught up (null: nothing to say). */
+    note: string | null;
     /** Null while the fan-out is still running (or was abandoned and awaits takeover). */
     finishedAt: string | null;
   };
@@ -92,8 +94,8 @@ export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> 
  * index.
  */
 export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
-  const latest = rows<{ schedule_name: string; scheduled_at: string; period_key: string; outcome: 'enqueued' | 'skipped'; caught_up: number; finished_at: string | null }>(
-    await exec.execute(sql`SELECT t.schedule_name, t.scheduled_at, t.period_key, t.outcome, t.caught_up, t.finished_at
+  const latest = rows<{ schedule_name: string; scheduled_at: string; period_key: string; outcome: TickOutcome; caught_up: number; note: string | null; finished_at: string | null }>(
+    await exec.execute(sql`SELECT t.schedule_name, t.scheduled_at, t.period_key, t.outcome, t.caught_up, t.note, t.finished_at
       FROM cronq_schedule_ticks t
       JOIN (SELECT schedule_name, MAX(scheduled_at) AS at FROM cronq_schedule_ticks GROUP BY schedule_name) m
         ON m.schedule_name = t.schedule_name AND m.at = t.scheduled_at
@@ -114,6 +116,7 @@ export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
       periodKey: r.period_key,
       outcome: r.outcome,
       caughtUp: Boolean(r.caught_up),
+      note: r.note,
       finishedAt: r.finished_at === null ? null : iso(r.finished_at),
     },
     latenessMs: latenessBy.get(r.schedule_name) ?? null,

@@ -113,14 +113,47 @@ export async function insertJobIfAbsent(exec: Executor, row: NewJobRow): Promise
   return { id: Number(insertId), created: affectedRows === 1 };
 }
 
+/** A row as it will be sent: its VALUES tuple, escaped once, and that tuple's size in bytes. */
+export interface EncodedJobRow {
+  readonly key: string;
+  readonly payloadJson: string;
+  readonly tuple: string;
+  readonly bytes: number;
+}
+
+const INSERT_MANY_SUFFIX = ' ON DUPLICATE KEY UPDATE id = id';
+
+/**
+ * Escapes a row for a batch INSERT once, so a batch can be bounded by the bytes it will
+ * send (and split, when the server refuses a row, without escaping it again).
+ */
+export function encodeJobRow(row: NewJobRow): EncodedJobRow {
+  const tuple = mysqlFormat('(?)', [insertValues(row)] as Parameters<typeof mysqlFormat>[1]);
+  return { key: row.key, payloadJson: row.payloadJson, tuple, bytes: Buffer.byteLength(tuple) + 1 };
+}
+
+/** Bytes of a batch INSERT besides its rows' tuples (each tuple counts its separating comma). */
+export const INSERT_STATEMENT_OVERHEAD_BYTES = Buffer.byteLength(`${INSERT_JOBS}${INSERT_MANY_SUFFIX}`);
+
 /**
  * Inserts many jobs in one statement; rows whose key exists (or repeats within
- * the batch) are left as they are. Returns how many rows were new.
+ * the batch) are left as they are. Returns how many rows were new. A row the server
+ * refuses (its content: see refusal.ts) fails the whole statement, which inserts nothing.
  */
-export async function insertJobsIfAbsent(exec: Executor, batch: NewJobRow[]): Promise<number> {
+export async function insertJobsIfAbsent(exec: Executor, batch: Array<NewJobRow | EncodedJobRow>): Promise<number> {
   if (batch.length === 0) return 0;
-  const result = await exec.execute(formatted(`${INSERT_JOBS} ON DUPLICATE KEY UPDATE id = id`, [batch.map(insertValues)]));
+  const tuples = batch.map((r) => ('tuple' in r ? r : encodeJobRow(r)).tuple);
+  const result = await exec.execute(sql.raw(`${INSERT_JOBS.slice(0, -1)}${tuples.join(',')}${INSERT_MANY_SUFFIX}`));
   return header(result).affectedRows;
+}
+
+/**
+ * The server's `max_allowed_packet` in bytes: no statement may be larger. A global
+ * setting (read-only per session), so callers read it once per pool and cache it.
+ */
+export async function maxAllowedPacket(exec: Executor): Promise<number> {
+  const result = await exec.execute(sql`SELECT @@max_allowed_packet AS bytes`);
+  return Number(rows<{ bytes: number | string }>(result)[0].bytes);
 }
 
 /** Which of `keys` already exist (a cheap read that lets a repeated fan-out skip its inserts). */

@@ -1,8 +1,9 @@
 import type { Executor } from '../db/client.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
-import { UsageError } from '../errors.ts';
-import { enqueueRows } from '../queue/enqueue.ts';
+import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../queue/enqueue.ts';
 import type { NewJobRow } from '../queue/store.ts';
+import { firstLine } from '../queue/failureReason.ts';
+import { describeFailure } from '../worker/failure.ts';
 import type { Schedule } from './define.ts';
 import { periodKey } from './period.ts';
 
@@ -16,20 +17,26 @@ export function scheduledJobKey(scheduleName: string, entityKey: string | null, 
  * single job without fan-out), keyed by the tick's period, streamed in batches so a
  * fan-out of 100,000 entities never sits in memory. Keys that exist are left alone,
  * which makes repeating a tick harmless. `afterBatch` runs after each batch.
+ *
+ * An entity that cannot become a job (the database refuses its content, it is too large
+ * for one statement, its key is too long, or jobs() yielded something that is not
+ * `{ key, payload? }`) is refused alone: passed to `onRefused`, counted and listed in the
+ * outcome, while the other entities are enqueued. Once `signal` aborts, the fan-out
+ * stops at the next batch boundary (`stopped`); the rest is left for a resumption.
  */
 export async function enqueueTick(
   exec: Executor,
   schedule: Schedule,
   scheduledAt: Date,
-  afterBatch?: () => Promise<void>,
-): Promise<{ periodKey: string; inserted: number; existing: number }> {
+  options: Pick<EnqueueRowsOptions, 'afterBatch' | 'onRefused' | 'signal'> = {},
+): Promise<EnqueueOutcome & { periodKey: string }> {
   const period = periodKey(schedule.period, scheduledAt, schedule.timezone);
   // Two batch INSERTs in flight: the database then uses both cores (about 1.5× the rate of one).
-  const result = await enqueueRows(exec, tickRows(schedule, scheduledAt, period), { afterBatch, parallel: 2 });
+  const result = await enqueueRows(exec, tickRows(schedule, scheduledAt, period), { ...options, parallel: 2 });
   return { periodKey: period, ...result };
 }
 
-async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string): AsyncGenerator<NewJobRow> {
+async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string): AsyncGenerator<NewJobRow | RefusedRow> {
   const base = {
     queue: schedule.queue,
     kind: schedule.name,
@@ -43,16 +50,31 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string):
     yield { ...base, key: scheduledJobKey(schedule.name, null, period), payloadJson: '{}' };
     return;
   }
+  let index = 0;
   for await (const item of schedule.jobs({ scheduledAt, periodKey: period })) {
+    index += 1;
     if (typeof item !== 'object' || item === null || typeof item.key !== 'string' || item.key === '') {
-      throw new UsageError(`schedule '${schedule.name}': jobs() yielded ${JSON.stringify(item)}; expected { key: string, payload? }`);
+      yield refused(`entity #${index}`, 'jobs() yielded something other than { key: string, payload? }');
+      continue;
     }
     const key = scheduledJobKey(schedule.name, item.key, period);
     if (key.length > MAX_KEY_LENGTH) {
-      throw new UsageError(`schedule '${schedule.name}': job key '${key.slice(0, 60)}…' is longer than ${MAX_KEY_LENGTH} characters`);
+      yield refused(`${key.slice(0, 60)}…`, `job key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`);
+      continue;
     }
-    const payloadJson = JSON.stringify(item.payload === undefined ? {} : item.payload);
-    if (payloadJson === undefined) throw new UsageError(`schedule '${schedule.name}': payload of '${item.key}' is not JSON`);
+    let payloadJson: string | undefined;
+    try {
+      payloadJson = JSON.stringify(item.payload === undefined ? {} : item.payload);
+    } catch (error) {
+      yield refused(key, `payload cannot be written as JSON: ${firstLine(describeFailure(error)).slice(0, 200)}`);
+      continue;
+    }
+    if (payloadJson === undefined) {
+      yield refused(key, 'payload cannot be written as JSON');
+      continue;
+    }
     yield { ...base, key, payloadJson };
   }
 }
+
+const refused = (key: string, reason: string): RefusedRow => ({ refused: { key, reason } });

@@ -136,17 +136,58 @@ export async function renewTickIfOwned(exec: Executor, id: number, claimedBy: st
   return header(result).affectedRows === 1;
 }
 
-/** Marks the fan-out finished with its counts; false when the tick was taken over meanwhile. */
+/**
+ * Marks the fan-out finished with its counts and, when given, a note (entities refused);
+ * false when the tick was taken over meanwhile.
+ */
 export async function finishTickIfOwned(
   exec: Executor,
   id: number,
   claimedBy: string,
-  counts: { inserted: number; existing: number },
+  counts: { inserted: number; existing: number; note?: string | null },
 ): Promise<boolean> {
+  const note = counts.note ? sql`, note = ${boundedNote(counts.note)}` : sql``;
   const result = await exec.execute(sql`UPDATE cronq_schedule_ticks
-    SET finished_at = ${NOW}, fanout_until = NULL, jobs_enqueued = ${counts.inserted}, jobs_existing = ${counts.existing}
+    SET finished_at = ${NOW}, fanout_until = NULL, jobs_enqueued = ${counts.inserted}, jobs_existing = ${counts.existing}${note}
     WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
   return header(result).affectedRows === 1;
+}
+
+/**
+ * Records a tick whose fan-out kept failing as finished with outcome 'failed', the jobs
+ * enqueued before it gave up counted and `note` saying why. It is never resumed: the
+ * schedule moves on to later ticks. False when the tick was taken over meanwhile.
+ */
+export async function failTickIfOwned(
+  exec: Executor,
+  id: number,
+  claimedBy: string,
+  result: { inserted: number; existing: number; note: string },
+): Promise<boolean> {
+  const updated = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET outcome = 'failed', finished_at = ${NOW}, fanout_until = NULL, jobs_enqueued = ${result.inserted},
+        jobs_existing = ${result.existing}, note = ${boundedNote(result.note)}
+    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
+  return header(updated).affectedRows === 1;
+}
+
+/**
+ * Gives up a fan-out cut short on purpose (shutdown): the row stays unfinished and its
+ * lease ends now, so the next scheduler of any daemon resumes it at once instead of
+ * after the lease. False when the tick was no longer ours.
+ */
+export async function releaseTickIfOwned(exec: Executor, id: number, claimedBy: string): Promise<boolean> {
+  const result = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET fanout_until = ${NOW} - INTERVAL 1 MICROSECOND
+    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
+  return header(result).affectedRows === 1;
+}
+
+/** The ledger's note column holds 255 characters. */
+export const NOTE_MAX = 255;
+
+function boundedNote(note: string): string {
+  return note.length <= NOTE_MAX ? note : `${note.slice(0, NOTE_MAX - 1)}…`;
 }
 
 export interface SkippedTick {

@@ -22,9 +22,10 @@ export interface SchedulerOptions {
 
 /**
  * Runs one ScheduleTicker loop per schedule, so a slow fan-out of one schedule never
- * delays another's tick. `stop()` aborts every loop between steps and resolves once
- * they have all returned; a fan-out cut short is finished by the next pass of any
- * daemon (its keys make that harmless).
+ * delays another's tick. `stop()` aborts every loop between steps (a fan-out at its next
+ * batch boundary) and resolves once they have all returned; a fan-out cut short is
+ * handed back with its lease ended and finished by the next pass of any daemon (its keys
+ * make that harmless).
  */
 export class Scheduler {
   private readonly abort = new AbortController();

@@ -1,15 +1,21 @@
-import type { Db } from '../db/client.ts';
+import { isConnectionError, type Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
+import { retryDelayMs, type Backoff } from '../queue/backoff.ts';
+import type { RefusedJob } from '../queue/enqueue.ts';
+import { firstLine } from '../queue/failureReason.ts';
 import { describeDbError } from '../worker/dbHealth.ts';
+import { describeFailure } from '../worker/failure.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
 import {
   claimTickFanout,
+  failTickIfOwned,
   finishTickIfOwned,
   latestTick,
   recordSkippedTicks,
+  releaseTickIfOwned,
   renewTickIfOwned,
   resumableTicks,
 } from './ledger.ts';
@@ -29,7 +35,25 @@ export interface TickerDeps {
   onEnqueued?: () => void;
   /** Told about every tick fanned out (default: nobody). */
   observer?: Observer;
+  /** How often a failing fan-out is tried before its tick is recorded as failed (default FANOUT_RETRY). */
+  fanoutRetry?: FanoutRetry;
 }
+
+/** Attempts at one tick's fan-out, and the backoff (jittered) between them. */
+export interface FanoutRetry {
+  attempts: number;
+  backoff: Backoff;
+}
+
+/**
+ * Five attempts, 2 s·2^n apart with equal jitter: about 15–30 s of retries in all, then
+ * the tick is recorded as failed and later ticks go on. Connection errors do not count:
+ * an outage is waited out by the pass loop and the tick resumed after.
+ */
+export const FANOUT_RETRY: FanoutRetry = { attempts: 5, backoff: { baseMs: 2_000, maxMs: 30_000 } };
+
+/** `job_refused` lines logged per tick; the rest are only counted (in `jobs_refused` and the ledger note). */
+const REFUSED_LOGGED_PER_TICK = 10;
 
 /** Ticks enumerated per page when recording a long outage's skipped ticks. */
 const SKIP_PAGE = 10_000;
@@ -76,6 +100,7 @@ export class ScheduleTicker {
         await this.catchUp(now, signal);
         failures = 0;
       } catch (error) {
+        if (signal.aborted) return;
         failures += 1;
         this.resumeCheckedAt = Number.NEGATIVE_INFINITY; // our own unfinished tick is resumable
         const retryMs = Math.min(60_000, 500 * 2 ** Math.min(failures, 7));
@@ -99,13 +124,13 @@ export class ScheduleTicker {
     if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
       for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
         if (signal?.aborted) return;
-        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now);
+        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal);
       }
       this.resumeCheckedAt = performance.now();
     }
     const latest = await latestTick(db, this.schedule.name);
     if (latest === null) {
-      await this.startFresh(now);
+      await this.startFresh(now, signal);
       return;
     }
     let from = latest.scheduledAt;
@@ -125,7 +150,7 @@ export class ScheduleTicker {
     await this.recordSkipped(plan.skip);
     for (const tick of plan.enqueue) {
       if (signal?.aborted) return;
-      await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now);
+      await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now, signal);
     }
   }
 
@@ -134,11 +159,11 @@ export class ScheduleTicker {
    * Its latest past fire time is processed if it is on time, else recorded as skipped,
    * so the ledger has an anchor from which later outages are caught up.
    */
-  private async startFresh(now: Date): Promise<void> {
+  private async startFresh(now: Date, signal?: AbortSignal): Promise<void> {
     const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, now);
     if (anchor === null) return;
     if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
-      await this.fanOut(anchor, false, null, now);
+      await this.fanOut(anchor, false, null, now, signal);
     } else {
       await this.recordSkipped([{ at: anchor, note: 'before the schedule was first started' }]);
     }
@@ -166,10 +191,17 @@ export class ScheduleTicker {
     }
   }
 
-  /** Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it. */
-  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date): Promise<void> {
-    const { db, claimedBy } = this.deps;
+  /**
+   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it.
+   * A fan-out that fails for any reason but a lost connection is tried again
+   * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
+   * schedule moves on. Once `signal` aborts, it stops at the next batch boundary and hands
+   * the unfinished tick back (lease ended) for the next scheduler to resume.
+   */
+  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal): Promise<void> {
+    const { db, claimedBy, clock } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
+    const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
     const id = await claimTickFanout(db, {
       scheduleName: this.schedule.name,
       scheduledAt,
@@ -180,31 +212,90 @@ export class ScheduleTicker {
       leaseMs,
     });
     if (id === null) return; // another daemon owns this tick
+    const at = scheduledAt.toISOString();
     const startedAt = performance.now();
     let renewedAt = startedAt;
-    const result = await enqueueTick(db, this.schedule, scheduledAt, async () => {
+    let insertedSoFar = 0;
+    let refusedLogged = 0;
+    const onRefused = (job: RefusedJob) => {
+      if (refusedLogged >= REFUSED_LOGGED_PER_TICK) return;
+      refusedLogged += 1;
+      this.log.warn({ event: 'job_refused', scheduled_at: at, job_key: job.key, reason: job.reason }, 'entity refused; the others are enqueued');
+    };
+    const afterBatch = async (batch: { inserted: number }) => {
+      insertedSoFar += batch.inserted;
       if (performance.now() - renewedAt < leaseMs / 3) return; // a short fan-out needs no renewal
       if (!(await renewTickIfOwned(db, id, claimedBy, leaseMs))) {
-        throw new TickTakenOverError(`tick ${scheduledAt.toISOString()} was taken over by another daemon`);
+        throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
       }
       renewedAt = performance.now();
-    });
-    const finished = await finishTickIfOwned(db, id, claimedBy, result);
-    if (!finished) throw new TickTakenOverError(`tick ${scheduledAt.toISOString()} was taken over by another daemon`);
-    this.log.info(
-      {
-        event: 'schedule_tick',
-        scheduled_at: scheduledAt.toISOString(),
-        period_key: result.periodKey,
-        enqueued: result.inserted,
+    };
+    for (let attempt = 1; ; attempt++) {
+      let result: Awaited<ReturnType<typeof enqueueTick>>;
+      try {
+        result = await enqueueTick(db, this.schedule, scheduledAt, { afterBatch, onRefused, signal });
+      } catch (error) {
+        if (error instanceof TickTakenOverError || isConnectionError(error)) throw error;
+        const reason = firstLine(describeFailure(error)).slice(0, 200);
+        if (signal?.aborted) break;
+        if (attempt >= retry.attempts) {
+          await this.recordFailed(id, at, attempt, reason, insertedSoFar);
+          return;
+        }
+        const retryInMs = retryDelayMs(retry.backoff, attempt);
+        this.log.warn({ event: 'schedule_tick_retry', scheduled_at: at, attempt, retry_in_ms: retryInMs, error: reason }, 'fan-out failed; retrying');
+        await clock.sleepUntil(new Date(clock.now().getTime() + retryInMs), signal ?? new AbortController().signal);
+        if (signal?.aborted) break;
+        continue;
+      }
+      if (result.stopped) break;
+      const refusedNote = result.refusedCount === 0 ? null : refusedSummary(result.refusedCount, result.refused[0]);
+      if (refusedNote) {
+        this.log.warn({ event: 'jobs_refused', scheduled_at: at, count: result.refusedCount, logged: refusedLogged }, refusedNote);
+      }
+      const finished = await finishTickIfOwned(db, id, claimedBy, {
+        inserted: result.inserted,
         existing: result.existing,
-        caught_up: late,
-        lateness_ms: now.getTime() - scheduledAt.getTime(),
-        fanout_ms: Math.round(performance.now() - startedAt),
-      },
-      'schedule tick enqueued',
-    );
-    this.deps.observer?.tick(this.schedule.name, now.getTime() - scheduledAt.getTime(), result.inserted);
-    if (result.inserted > 0) this.deps.onEnqueued?.();
+        note: refusedNote && [note, refusedNote].filter(Boolean).join('; '),
+      });
+      if (!finished) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+      this.log.info(
+        {
+          event: 'schedule_tick',
+          scheduled_at: at,
+          period_key: result.periodKey,
+          enqueued: result.inserted,
+          existing: result.existing,
+          refused: result.refusedCount,
+          caught_up: late,
+          lateness_ms: now.getTime() - scheduledAt.getTime(),
+          fanout_ms: Math.round(performance.now() - startedAt),
+        },
+        'schedule tick enqueued',
+      );
+      this.deps.observer?.tick(this.schedule.name, now.getTime() - scheduledAt.getTime(), result.inserted);
+      if (result.inserted > 0) this.deps.onEnqueued?.();
+      return;
+    }
+    // Stopped: the rest of this tick is the next scheduler's, with no lease to wait out.
+    await releaseTickIfOwned(db, id, claimedBy);
+    this.log.info({ event: 'schedule_tick_interrupted', scheduled_at: at, enqueued: insertedSoFar }, 'fan-out stopped for shutdown; the next scheduler resumes it');
+    if (insertedSoFar > 0) this.deps.onEnqueued?.();
   }
+
+  private async recordFailed(id: number, at: string, attempts: number, reason: string, inserted: number): Promise<void> {
+    const note = `failed after ${attempts} attempts: ${reason}`;
+    if (!(await failTickIfOwned(this.deps.db, id, this.deps.claimedBy, { inserted, existing: 0, note }))) {
+      throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+    }
+    this.log.error({ event: 'tick_failed', scheduled_at: at, attempts, enqueued: inserted, error: reason }, 'tick recorded as failed; the schedule moves on');
+    this.deps.observer?.tickFailed(this.schedule.name);
+    if (inserted > 0) this.deps.onEnqueued?.();
+  }
+}
+
+/** The ledger note for refused entities: how many, and the first with its reason. */
+function refusedSummary(count: number, first: RefusedJob | undefined): string {
+  const noun = count === 1 ? 'entity' : 'entities';
+  return `${count} ${noun} refused${first ? `, first: ${first.key}: ${first.reason}` : ''}`;
 }

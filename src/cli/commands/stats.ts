@@ -20,7 +20,8 @@ its last enqueued tick started.
                           "oldestReadyAgeSeconds" (null when nothing waits) }],
              "deadLetters": { "awaitingReview" },
              "schedules": [{ "schedule", "lastTick": { "scheduledAt", "periodKey",
-                             "outcome", "caughtUp", "finishedAt" }, "latenessMs" }] }
+                             "outcome" (enqueued, skipped or failed), "caughtUp",
+                             "note", "finishedAt" }, "latenessMs" }] }
            More keys may be added; ignore the ones you do not know.
 
 ${COMMON_HELP}`,
@@ -65,7 +66,7 @@ export function statsText(stats: Stats): string {
     stats.schedules.map((s) => [
       s.schedule,
       s.lastTick.scheduledAt,
-      `${s.lastTick.outcome}${s.lastTick.outcome === 'enqueued' && s.lastTick.finishedAt === null ? ' (fan-out running)' : ''}`,
+      `${s.lastTick.outcome}${s.lastTick.outcome === 'enqueued' && s.lastTick.finishedAt === null ? ' (fan-out running)' : ''}${s.lastTick.outcome === 'failed' && s.lastTick.note ? `: ${s.lastTick.note}` : ''}`,
       s.latenessMs === null ? '-' : `${s.latenessMs} ms`,
     ]),
   );

@@ -32,7 +32,9 @@ ${COMMON_HELP}`,
       if (!fireAt) throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${at.toISOString()}`);
       const result = await enqueueTick(cronq.database.db, schedule, fireAt);
       args.out(
-        `${name} tick ${fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present`,
+        `${name} tick ${fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
+          result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''
+        }`,
       );
       return 0;
     } finally {

@@ -1,0 +1,240 @@
+import { describe, expect, it } from 'vitest';
+import { createCronq, defineSchedule, defineTask, EnqueueError, EnqueueRefusedError, type ScheduleOptions } from '../src/index.ts';
+import { CronqMetrics } from '../src/http/metrics.ts';
+import { silentLogger } from '../src/logger.ts';
+import { collectStats } from '../src/queue/statsStore.ts';
+import { payloadShape } from '../src/queue/refusal.ts';
+import { systemClock } from '../src/schedule/clock.ts';
+import { ScheduleTicker } from '../src/schedule/ticker.ts';
+import { runCli } from './support/cli.ts';
+import { useTestDatabase } from './support/db.ts';
+import { EventLog } from './support/events.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks'] });
+
+const at = (iso: string) => new Date(iso);
+const FAST_RETRY = { attempts: 3, backoff: { baseMs: 5, maxMs: 20 } };
+
+function nested(levels: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < levels; i++) value = { v: value };
+  return value;
+}
+
+function schedule(options: Partial<ScheduleOptions>) {
+  return defineSchedule({ name: 'bulk', cron: '0 2 * * *', timezone: 'UTC', period: 'day', handle: () => undefined, ...options } as ScheduleOptions);
+}
+
+function ticker(s: ReturnType<typeof schedule>, log = new EventLog()) {
+  return new ScheduleTicker(s, { db: t.database.db, clock: systemClock, log: log.logger, claimedBy: 'test:1', fanoutRetry: FAST_RETRY });
+}
+
+async function lastTickAt(name: string, iso: string) {
+  await t.sql(
+    "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at) VALUES (?, ?, 'seed', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+    [name, iso.replace('T', ' ').replace('Z', '')],
+  );
+}
+
+async function ticks(name = 'bulk') {
+  return t.sql(
+    "SELECT DATE_FORMAT(scheduled_at, '%Y-%m-%d') AS day, outcome, note, jobs_enqueued, finished_at IS NOT NULL AS finished FROM cronq_schedule_ticks WHERE schedule_name = ? AND period_key <> 'seed' ORDER BY scheduled_at",
+    [name],
+  );
+}
+
+const count = async (where = '1') => Number((await t.sql(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE ${where}`))[0].n);
+
+describe('a fan-out with entities the database refuses', () => {
+  it('enqueues the other 998 of 1,000 entities and records the lone surrogate and the 80-level payload', async () => {
+    const s = schedule({
+      async *jobs() {
+        for (let i = 0; i < 1000; i++) {
+          if (i === 300) yield { key: 'user:cut-emoji', payload: { name: 'Ada \ud83d' } };
+          else if (i === 700) yield { key: 'user:deep', payload: nested(80) };
+          else yield { key: `user:${i}`, payload: { i } };
+        }
+      },
+    });
+    await lastTickAt('bulk', '2026-11-01T02:00:00Z');
+    const log = new EventLog();
+    await ticker(s, log).catchUp(at('2026-11-02T02:00:00.100Z'));
+    expect(await count()).toBe(998);
+    expect(await count("job_key IN ('bulk:user:cut-emoji:2026-11-02', 'bulk:user:deep:2026-11-02')")).toBe(0);
+    const [tick] = await ticks();
+    expect(tick).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 998, finished: 1 });
+    expect(tick.note).toMatch(/^2 entities refused, first: bulk:user:cut-emoji:2026-11-02: payload holds a lone UTF-16 surrogate/);
+    const refused = log.named('job_refused');
+    expect(refused.map((e) => e.job_key)).toEqual(['bulk:user:cut-emoji:2026-11-02', 'bulk:user:deep:2026-11-02']);
+    expect(refused[1].reason).toMatch(/^payload is JSON nested 80 levels deep/);
+    expect(JSON.stringify(refused)).not.toContain('Ada');
+    expect(log.named('jobs_refused')).toMatchObject([{ count: 2 }]);
+  });
+
+  it('refuses an entity with a key too long or no key alone, and one larger than max_allowed_packet naming its key', async () => {
+    const [{ bytes }] = await t.sql('SELECT @@max_allowed_packet AS bytes');
+    const s = schedule({
+      async *jobs() {
+        yield { key: 'ok:1' };
+        yield { key: 'k'.repeat(300) };
+        yield { nokey: true } as never;
+        yield { key: 'huge', payload: { blob: 'x'.repeat(Number(bytes)) } };
+        yield { key: 'ok:2' };
+      },
+    });
+    await lastTickAt('bulk', '2026-11-01T02:00:00Z');
+    const log = new EventLog();
+    await ticker(s, log).catchUp(at('2026-11-02T02:00:00.100Z'));
+    expect((await t.sql('SELECT job_key FROM cronq_jobs ORDER BY job_key')).map((r) => r.job_key)).toEqual(['bulk:ok:1:2026-11-02', 'bulk:ok:2:2026-11-02']);
+    const refused = log.named('job_refused');
+    expect(refused.map((e) => e.reason)).toEqual([
+      expect.stringMatching(/^job key is \d+ characters long; at most 255/),
+      expect.stringMatching(/^jobs\(\) yielded something other than/),
+      expect.stringMatching(/^job is \d+ bytes as SQL, more than one statement may carry .*max_allowed_packet/),
+    ]);
+    expect(refused[2].job_key).toBe('bulk:huge:2026-11-02');
+    expect((await ticks())[0]).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 2, finished: 1 });
+  });
+});
+
+describe('a fan-out that keeps failing', () => {
+  it('is retried a bounded number of times, then recorded as failed, and later ticks go on', async () => {
+    let attempts = 0;
+    const s = schedule({
+      catchUp: { mode: 'all', window: '10d' },
+      async *jobs({ periodKey }) {
+        for (let i = 0; i < 5; i++) yield { key: `user:${i}` };
+        if (periodKey === '2026-11-02') {
+          attempts += 1;
+          throw new Error('the user directory answered 503\nwith a body');
+        }
+      },
+    });
+    await lastTickAt('bulk', '2026-11-01T02:00:00Z');
+    const log = new EventLog();
+    await ticker(s, log).catchUp(at('2026-11-03T02:00:00.100Z'));
+    expect(attempts).toBe(3);
+    expect(await ticks()).toEqual([
+      { day: '2026-11-02', outcome: 'failed', note: 'failed after 3 attempts: Error: the user directory answered 503', jobs_enqueued: 5, finished: 1 },
+      { day: '2026-11-03', outcome: 'enqueued', note: null, jobs_enqueued: 5, finished: 1 },
+    ]);
+    expect(log.named('tick_failed')).toHaveLength(1);
+    expect(log.named('schedule_tick_retry')).toHaveLength(2);
+    // A later pass neither resumes nor repeats the failed tick.
+    await ticker(s, log).catchUp(at('2026-11-03T02:00:30Z'));
+    expect(attempts).toBe(3);
+    const [stats] = (await collectStats(t.database.db)).schedules;
+    expect(stats.lastTick.outcome).toBe('enqueued');
+  });
+
+  it('shows a failed last tick in stats and metrics', async () => {
+    await t.sql(
+      "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, note, started_at, finished_at) VALUES ('bulk', '2026-11-02 02:00:00', '2026-11-02', 'failed', 'failed after 5 attempts: Error: boom', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+    );
+    const stats = await collectStats(t.database.db);
+    expect(stats.schedules[0].lastTick).toMatchObject({ outcome: 'failed', note: 'failed after 5 attempts: Error: boom' });
+    const metrics = new CronqMetrics({ collect: () => collectStats(t.database.db) });
+    metrics.tickFailed('bulk');
+    const { body } = await metrics.scrape();
+    expect(body).toContain('cronq_schedule_ticks_failed_total{schedule="bulk"} 1');
+    expect(body).toContain('cronq_schedule_last_tick_outcome{schedule="bulk",outcome="failed"} 1');
+    expect(body).toContain('cronq_schedule_last_tick_outcome{schedule="bulk",outcome="enqueued"} 0');
+    const listed = await runCli(['schedules', '--json'], { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout' });
+    expect(JSON.parse(listed.stdout)[0].lastTick).toMatchObject({ outcome: 'failed', note: 'failed after 5 attempts: Error: boom' });
+  });
+});
+
+describe('enqueueMany and enqueue', () => {
+  const task = defineTask({ name: 'blob', handle: () => undefined });
+  const open = () => createCronq({ databaseUrl: t.url, tasks: [task], logger: silentLogger() });
+
+  it('enqueueMany writes 1,000 jobs of 20 KB each, in statements below max_allowed_packet', async () => {
+    const cronq = open();
+    try {
+      const blob = 'x'.repeat(20_000);
+      const result = await cronq.enqueueMany(Array.from({ length: 1000 }, (_, i) => ({ kind: 'blob', key: `blob:${i}`, payload: { blob } })));
+      expect(result).toEqual({ inserted: 1000, existing: 0 });
+    } finally {
+      await cronq.stop();
+    }
+    expect(await count()).toBe(1000);
+  });
+
+  it('enqueueMany writes every job the database accepts, then names the refused ones', async () => {
+    const cronq = open();
+    const [{ bytes }] = await t.sql('SELECT @@max_allowed_packet AS bytes');
+    let error: unknown;
+    try {
+      const jobs = Array.from({ length: 500 }, (_, i) => ({ kind: 'blob', key: `many:${i}`, payload: { i } as unknown }));
+      jobs[10].payload = { s: '\udc00 secret' };
+      jobs[400].payload = { blob: 'y'.repeat(Number(bytes)) };
+      await cronq.enqueueMany(jobs);
+    } catch (e) {
+      error = e;
+    } finally {
+      await cronq.stop();
+    }
+    expect(error).toBeInstanceOf(EnqueueRefusedError);
+    const refused = error as EnqueueRefusedError;
+    expect(refused.refusedCount).toBe(2);
+    expect(refused.refused.map((r) => r.key).sort()).toEqual(['many:10', 'many:400']);
+    expect(refused.refused.find((r) => r.key === 'many:400')?.reason).toMatch(/max_allowed_packet/);
+    expect(refused.written).toEqual({ inserted: 498, existing: 0 });
+    expect(refused.message).not.toMatch(/secret|yyyy/);
+    expect(await count()).toBe(498);
+  });
+
+  it('enqueue names the key and the server reason, never the payload, whatever fails', async () => {
+    const cronq = open();
+    try {
+      const refused = await cronq.enqueue({ kind: 'blob', key: 'one:1', payload: { s: 'secret \ud800' } }).catch((e) => e);
+      expect(refused).toBeInstanceOf(EnqueueRefusedError);
+      expect(refused.message).toMatch(/^the database refused job "one:1": payload holds a lone UTF-16 surrogate .*\(errno \d+\)$/);
+      expect(refused.message).not.toContain('secret');
+      await t.sql("CREATE TRIGGER refuse_all BEFORE INSERT ON cronq_jobs FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no inserts today'");
+      try {
+        const failed = await cronq.enqueue({ kind: 'blob', key: 'one:2', payload: { s: 'secret' } }).catch((e) => e);
+        expect(failed).toBeInstanceOf(EnqueueError);
+        expect(failed.message).toBe('enqueueing job "one:2" failed: ER_SIGNAL_EXCEPTION: no inserts today');
+        expect(JSON.stringify(failed, Object.getOwnPropertyNames(failed))).not.toMatch(/secret|INSERT/);
+        const many = await cronq.enqueueMany([{ kind: 'blob', key: 'one:3', payload: { s: 'secret' } }]).catch((e) => e);
+        expect(many).toBeInstanceOf(EnqueueError);
+        expect(many.message).not.toMatch(/secret|INSERT/);
+      } finally {
+        await t.sql('DROP TRIGGER refuse_all');
+      }
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('cronq enqueue says what is wrong with a payload the database refuses, in one line, exit 64', async () => {
+    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon' };
+    for (const [payload, message] of [
+      ['{"a":"\\ud800"}', /payload holds a lone UTF-16 surrogate/],
+      [JSON.stringify(nested(40)), /payload is JSON nested 40 levels deep/],
+    ] as const) {
+      const r = await runCli(['enqueue', 'traced', '--key', 'cli:1', '--payload', payload], env);
+      expect(r.code).toBe(64);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/AUTOEXTEND|INSERT/);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stdout).toBe('');
+    }
+    expect(await count()).toBe(0);
+  });
+});
+
+describe('payloadShape', () => {
+  it('finds lone surrogates, raw or escaped, and the nesting depth, in one pass', () => {
+    expect(payloadShape('{"a":"\\ud83d\\ude00"}')).toEqual({ loneSurrogateAt: null, depth: 1 });
+    expect(payloadShape('{"a":"\\ud83d"}').loneSurrogateAt).toBe(6);
+    expect(payloadShape('{"a":"x\\\\ud800"}').loneSurrogateAt).toBe(null); // an escaped backslash, then text
+    expect(payloadShape('["\udc00"]').loneSurrogateAt).toBe(2);
+    expect(payloadShape('[[[{"a":"]]]"}]]]').depth).toBe(4);
+    const long = `[${'"ok",'.repeat(200_000)}"\\ud800"]`;
+    const started = performance.now();
+    expect(payloadShape(long).loneSurrogateAt).toBe(long.length - 8);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});
