@@ -99,12 +99,22 @@ export const tickPrecision: BenchSection = {
   },
 };
 
-/** A year of hourly fire times in Europe/Berlin (8,760, through both DST changes): best of five. */
+/** Cron expressions of every family, for the "many schedules" figure: sparse and dense, both day rules, DST-prone times. */
+const MIXED = ['0 0 1 1 *', '30 4 1 * *', '0 0 */2 * 1', '15 2 * * *', '0 0-23/2 * * *', '0 * * * *', '*/5 * * * *', '0 9 * * 1-5', '30 23 * * 6', '0 12 13 * 5'];
+const ZONES = ['Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'America/Nuuk', 'Asia/Tokyo', 'UTC'];
+
+/**
+ * Listing fire times, as `cronq schedules` does: a year of hourly fire times in Europe/Berlin
+ * (8,760, through both DST changes), best of five; `--count 1000` of yearly schedules in six
+ * zones (fire times per second); and 1,000 schedules of mixed expressions and zones, 1,000
+ * fire times each, computed as the command computes them.
+ */
 export const periods: BenchSection = {
   name: 'periods',
   async run(context) {
     const from = new Date('2026-01-01T00:00:00Z');
     const to = new Date('2027-01-01T00:00:00Z');
+    const end = new Date(8_640_000_000_000_000);
     fireTimesBetween('0 * * * *', 'Asia/Tokyo', from, new Date('2026-01-03T00:00:00Z')); // warm up
     let best = Number.POSITIVE_INFINITY;
     let count = 0;
@@ -114,5 +124,29 @@ export const periods: BenchSection = {
       best = Math.min(best, performance.now() - started);
     }
     context.results.push({ label: `a year of hourly fire times (${fmt(count)})`, value: `${best.toFixed(1)} ms`, target: '< 200 ms' });
+
+    let yearly = 0;
+    let started = performance.now();
+    for (const zone of ZONES) yearly += fireTimesBetween('0 0 1 1 *', zone, from, end, 1000).length;
+    let seconds = (performance.now() - started) / 1000;
+    context.results.push({
+      label: `--count 1000 of a yearly schedule, ${ZONES.length} zones`,
+      value: `${fmt(yearly / seconds)} fire times/s (${fmt(yearly)} in ${(seconds * 1000).toFixed(0)} ms)`,
+      target: '≥ 10,000 fire times/s',
+    });
+
+    let listed = 0;
+    started = performance.now();
+    for (let i = 0; i < 1000; i++) {
+      // Distinct text per schedule (a leading seconds field), so no compiled expression is shared.
+      const expr = `${i % 60} ${MIXED[i % MIXED.length]}`;
+      listed += fireTimesBetween(expr, ZONES[i % ZONES.length], from, end, 1000).length;
+    }
+    seconds = (performance.now() - started) / 1000;
+    context.results.push({
+      label: '1,000 schedules × --count 1000, mixed',
+      value: `${seconds.toFixed(1)} s (${fmt(listed / seconds)} fire times/s)`,
+      target: 'seconds',
+    });
   },
 };

@@ -10,9 +10,12 @@ import {
   latestFireAtOrBefore,
   nextFireAfter,
   periodKey,
+  periodKeyOfFire,
   periodLengthMs,
   validateCron,
 } from '../src/schedule/period.ts';
+import { compileCron } from '../src/schedule/dialect.ts';
+import { oracleFireKey, oracleFires } from './support/oracle.ts';
 
 const BERLIN = 'Europe/Berlin';
 const NEW_YORK = 'America/New_York';
@@ -480,6 +483,132 @@ describe('agrees with croner 11 converting time zones itself (fixedTimeRule no-w
       for (const iso of instants) {
         const expected = croner(expr, tz).previousRuns(1, new Date(at(iso).getTime() + 1))[0] ?? null;
         expect(isoOf(latestFireAtOrBefore(expr, tz, at(iso))), `${expr} at ${iso}`).toBe(isoOf(expected));
+      }
+    }
+  });
+});
+
+describe('the cron dialect is Vixie cron\'s (cronie), checked against the oracle', () => {
+  const LORD_HOWE = 'Australia/Lord_Howe'; // DST moves the clock by 30 minutes
+  const NUUK = 'America/Nuuk'; // its clocks change at midnight
+  const ZONES = [BERLIN, NEW_YORK, LORD_HOWE, NUUK];
+  const YEAR: [number, number] = [Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1)];
+
+  /** Six days around each 2026 offset change of `tz`, plus a plain week in June. */
+  const windowsOf = (tz: string): Array<[number, number]> => {
+    const offsetAt = (ms: number): number => Date.parse(`${periodKey('minute', new Date(ms), tz)}:00Z`) - ms;
+    const windows: Array<[number, number]> = [[Date.UTC(2026, 5, 10), Date.UTC(2026, 5, 17)]];
+    for (let ms = YEAR[0]; ms < YEAR[1]; ms += HOUR) {
+      if (offsetAt(ms) !== offsetAt(ms + HOUR)) windows.push([ms - 3 * DAY, ms + 3 * DAY]);
+    }
+    expect(windows.length, tz).toBe(3);
+    return windows;
+  };
+
+  /** Fires in [from, to] and their day and hour keys agree with the oracle's. */
+  const agree = (expr: string, tz: string, [from, to]: [number, number]) => {
+    const ours = fireTimesBetween(expr, tz, new Date(from - 1), new Date(to));
+    const expected = oracleFires({ kind: 'cron', expr }, tz, from, to);
+    const label = `${expr} in ${tz} from ${new Date(from).toISOString()}`;
+    expect(isos(ours), label).toEqual(expected.map((f) => new Date(f.at).toISOString()));
+    for (const period of ['day', 'hour'] as const) {
+      expect(ours.map((d) => periodKeyOfFire(period, expr, tz, d)), `${label} (${period} keys)`).toEqual(expected.map((f) => oracleFireKey(period, f)));
+    }
+  };
+
+  it.each(ZONES)('%s: a day field starting with * makes both day fields count; two restricted ones count either', (tz) => {
+    for (const expr of ['0 0 */2 * 1', '30 12 1 * */2', '0 6 13 * 5', '15 3 1-7 * 0', '0 0 * * 1', '0 9 15 * *', '0 0 */10 * 1-5']) {
+      agree(expr, tz, YEAR);
+    }
+  });
+
+  it('fires `0 0 */2 * 1` on Mondays that are odd days only: 53 times in 2026–2027, not 422', () => {
+    const fires = fireTimesBetween('0 0 */2 * 1', BERLIN, new Date(YEAR[0] - 2 * HOUR), new Date(Date.UTC(2028, 0, 1) - 2 * HOUR));
+    expect(fires).toHaveLength(53);
+    expect(fires.map((d) => wall(d, BERLIN).slice(0, 10)).slice(0, 3)).toEqual(['2026-01-05', '2026-01-19', '2026-02-09']);
+    expect(fireTimesBetween('0 0 13 * 5', 'UTC', at('2026-02-01T00:00:00Z'), at('2026-02-28T00:00:00Z')).map((d) => d.getUTCDate())).toEqual([6, 13, 20, 27]);
+  });
+
+  it.each(ZONES)('%s: only a minute or hour field starting with * makes an interval job', (tz) => {
+    for (const window of windowsOf(tz)) {
+      for (const expr of ['0 0-23/2 * * *', '30 1-23/4 * * *', '30 21-23/2 * * *', '0,30 0-3 * * *', '0 */2 * * *', '*/30 1-3 * * *', '30 * * * *', '30 2 * * *']) {
+        agree(expr, tz, window);
+      }
+    }
+  });
+
+  it('runs a stepped hour list as a fixed-time job in Berlin: the skipped 02:00 at the jump, the repeated one once', () => {
+    const spring = fireTimesBetween('0 0-23/2 * * *', BERLIN, at('2026-03-28T22:30:00Z'), at('2026-03-29T04:30:00Z'));
+    expect(spring.map((d) => wall(d, BERLIN))).toEqual(['2026-03-29 00:00:00', '2026-03-29 03:00:00', '2026-03-29 04:00:00', '2026-03-29 06:00:00']);
+    expect(periodKeyOfFire('hour', '0 0-23/2 * * *', BERLIN, spring[1])).toBe('2026-03-29T02');
+    const autumn = fireTimesBetween('0 0-23/2 * * *', BERLIN, at('2026-10-24T21:30:00Z'), at('2026-10-25T03:30:00Z'));
+    expect(isos(autumn)).toEqual(['2026-10-24T22:00:00.000Z', '2026-10-25T00:00:00.000Z', '2026-10-25T03:00:00.000Z']);
+    // `0 */2 * * *` starts with *: an interval job, so the repeated 02:00 fires twice and the skipped one not at all.
+    expect(isos(fireTimesBetween('0 */2 * * *', BERLIN, at('2026-10-24T21:30:00Z'), at('2026-10-25T03:30:00Z')))).toEqual([
+      '2026-10-24T22:00:00.000Z', '2026-10-25T00:00:00.000Z', '2026-10-25T01:00:00.000Z', '2026-10-25T03:00:00.000Z',
+    ]);
+  });
+
+  it('counts a seconds field starting with * as an interval too, and reads nicknames as cron does', () => {
+    const interval = (expr: string) => (compileCron(expr) as { interval: boolean }).interval;
+    expect([interval('*/10 30 2 * * *'), interval('0 30 2 * * *'), interval('0 0-23/2 * * *'), interval('? 2 * * *')]).toEqual([true, false, false, true]);
+    expect([interval('@hourly'), interval('@daily'), interval('@weekly'), interval('@YEARLY')]).toEqual([true, false, false, false]);
+  });
+
+  it.each(ZONES)('%s: a fixed time skipped by a jump fires at the jump, keyed by the time it was meant for', (tz) => {
+    for (const expr of ['0 23 * * *', '30 23 * * *', '59 23 * * *', '0 0 * * *', '45 1 * * *', '0,30 23 * * 6', '15 2 * * *', '15 2 */2 * 0']) {
+      agree(expr, tz, YEAR);
+    }
+  });
+
+  it('fires Nuuk\'s skipped 23:30 of Saturday 28 March 2026 at the midnight jump, under Saturday\'s key', () => {
+    const fires = fireTimesBetween('30 23 * * *', NUUK, at('2026-03-27T12:00:00Z'), at('2026-03-31T12:00:00Z'));
+    expect(fires.map((d) => [wall(d, NUUK), periodKeyOfFire('day', '30 23 * * *', NUUK, d)])).toEqual([
+      ['2026-03-27 23:30:00', '2026-03-27'],
+      ['2026-03-29 00:00:00', '2026-03-28'], // 23:00 → 00:00: 23:30 never showed
+      ['2026-03-29 23:30:00', '2026-03-29'],
+      ['2026-03-30 23:30:00', '2026-03-30'],
+    ]);
+    expect(periodKeyOfFire('hour', '30 23 * * *', NUUK, fires[1])).toBe('2026-03-28T23');
+    expect(periodKeyOfFire('tick', '30 23 * * *', NUUK, fires[1])).toBe('2026-03-29T01:00:00Z');
+    // The days of 2026 each get exactly one key.
+    const keys = firesInLocalYear('59 23 * * *', NUUK, 2026).map((d) => periodKeyOfFire('day', '59 23 * * *', NUUK, d));
+    expect(keys).toEqual(datesOf(2026));
+  });
+
+  it('fires noon of Apia\'s skipped 30 December 2011 at the jump, keyed by that day', () => {
+    const fires = fireTimesBetween('0 12 * * *', 'Pacific/Apia', at('2011-12-28T12:00:00Z'), at('2012-01-01T12:00:00Z'));
+    expect(fires.map((d) => [d.toISOString(), periodKeyOfFire('day', '0 12 * * *', 'Pacific/Apia', d)])).toEqual([
+      ['2011-12-28T22:00:00.000Z', '2011-12-28'],
+      ['2011-12-29T22:00:00.000Z', '2011-12-29'],
+      ['2011-12-30T10:00:00.000Z', '2011-12-30'], // 29 Dec 23:59:59 −10 → 31 Dec 00:00 +14
+      ['2011-12-30T22:00:00.000Z', '2011-12-31'],
+      ['2011-12-31T22:00:00.000Z', '2012-01-01'],
+    ]);
+    agree('0 12 * * *', 'Pacific/Apia', [Date.UTC(2011, 11, 20), Date.UTC(2012, 0, 10)]);
+  });
+
+  it('gives the same fires however a search is paged across a jump and a repeated range', () => {
+    for (const [expr, tz, fromIso] of [
+      ['*/20 23 * * *', NUUK, '2026-10-23T12:00:00Z'],
+      ['*/20 * * * *', LORD_HOWE, '2026-04-04T12:00:00Z'],
+      ['0,20,40 23 * * *', NUUK, '2026-03-27T12:00:00Z'],
+    ] as const) {
+      const from = at(fromIso);
+      const to = new Date(from.getTime() + 2 * DAY);
+      const all = isos(fireTimesBetween(expr, tz, from, to));
+      const paged: string[] = [];
+      for (let cursor = from; ; ) {
+        const page = fireTimesBetween(expr, tz, cursor, to, 3);
+        if (page.length === 0) break;
+        paged.push(...isos(page));
+        cursor = page[page.length - 1];
+      }
+      expect(paged, expr).toEqual(all);
+      // Starting anywhere, even inside a repeated range, gives the tail of the same list.
+      for (let ms = from.getTime(); ms < to.getTime(); ms += 7 * 60_000) {
+        const tail = all.filter((iso) => Date.parse(iso) > ms);
+        expect(isos(fireTimesBetween(expr, tz, new Date(ms), to)), `${expr} from ${new Date(ms).toISOString()}`).toEqual(tail);
       }
     }
   });

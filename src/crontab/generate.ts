@@ -43,13 +43,12 @@ export function generateScheduleFile(entry: CrontabEntry): ScheduleFile {
   const body: string[] = [`  name: ${literal(entry.name)},`];
   if (entry.days === 'either') {
     body.push(
-      '  // Both day fields are restricted, so cron runs this when EITHER the day of the month OR the',
-      "  // weekday matches. croner does the same by default (domAndDow: false).",
+      '  // Both day fields are restricted, so this runs when EITHER the day of the month OR the',
+      '  // weekday matches, in cron and in cronq alike.',
     );
   } else if (entry.days === 'both') {
     body.push(
-      '  // A day field starting with `*` makes cron require BOTH day fields to match; the `+` before',
-      "  // the weekday field asks croner for the same (croner ANDs only for a bare `*` otherwise).",
+      '  // A day field starting with `*` means BOTH day fields must match, in cron and in cronq alike.',
     );
   }
   body.push(`  cron: ${literal(entry.cron)},`);

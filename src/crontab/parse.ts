@@ -1,9 +1,9 @@
-import { Cron } from 'croner';
+import { validateCron } from '../schedule/period.ts';
 
 /**
  * Reads a crontab the way Vixie cron (and cronie, its descendant) reads one, into entries
- * that map one-to-one onto cronq command schedules. Pure: no file system, no clock
- * beyond croner's "is there a next run at all" check.
+ * that map one-to-one onto cronq command schedules. cronq's cron dialect is cron's, so the time
+ * fields are copied as written. Pure: no file system, no clock.
  */
 
 /** One crontab line that translates into a cronq schedule. */
@@ -14,17 +14,12 @@ export interface CrontabEntry {
   text: string;
   /** Unique within the crontab, derived from the command (see `scheduleNameFor`). */
   name: string;
-  /**
-   * The croner expression with cron's meaning: a nickname (`@daily`), or the five fields,
-   * with a `+` before the weekday field where cron would require both day fields to match
-   * (see `days`).
-   */
+  /** The time fields exactly as written (a nickname lowercased): cronq reads them as cron does. */
   cron: string;
   /**
    * Set when both day fields are restricted. `either`: cron runs when the day of the month
-   * OR the weekday matches, as croner does by default (`domAndDow: false`). `both`: one field
-   * starts with `*` (such as `*\/2`), which makes cron require both; croner only
-   * treats a bare `*` that way, so the translation adds croner's `+` (AND) weekday prefix.
+   * OR the weekday matches. `both`: one field starts with `*` (such as `*\/2`), so both must.
+   * Only for the comment the generated file carries: the text itself means the same in cronq.
    */
   days?: 'either' | 'both';
   /** IANA zone the schedule is read in. */
@@ -124,9 +119,12 @@ export function parseCrontab(
       );
     }
 
-    const { cron, days } = translateWhen(split.when);
-    const problem = checkExpression(cron, timezone);
-    if (problem) return fail(`'${split.when}' ${problem}`);
+    const cron = split.when;
+    const days = dayRule(cron);
+    const problem = validateCron(cron, timezone);
+    if (problem) {
+      return fail(problem.endsWith(' never fires') ? `'${cron}' never fires (no date matches it)` : `'${cron}' is not a valid cron expression: ${problem.replace(/^invalid cron expression '.*?': /s, '')}`);
+    }
 
     const { command, stdin } = splitCronCommand(split.command);
     if (command.trim() === '') return fail(stdin === undefined ? 'no command' : 'no command before the first %');
@@ -176,35 +174,13 @@ function splitScheduleLine(
   return { when, ...(user !== undefined && { user }), command: match.at(-1)! };
 }
 
-/**
- * Gives five cron fields cron's day semantics under croner. Cron (Vixie, cronie) ORs the
- * day-of-month and day-of-week fields unless either STARTS with `*`; croner (default
- * `domAndDow: false`) ORs them unless either IS `*`. They differ only for fields such as
- * `*\/2`: there cron ANDs, so the weekday gets croner's `+` (AND) prefix.
- */
-function translateWhen(when: string): { cron: string; days?: 'either' | 'both' } {
-  if (when.startsWith('@')) return { cron: when };
-  const [minute, hour, dom, month, dow] = when.split(' ');
-  // croner reads '?' as '*'; cron has no '?', but keep croner's reading consistent here.
+/** How the two day fields of five cron fields combine, when both carry a restriction. */
+function dayRule(when: string): 'either' | 'both' | undefined {
+  if (when.startsWith('@')) return undefined;
+  const [, , dom, , dow] = when.split(' ');
   const bare = (field: string) => field === '*' || field === '?';
-  if (bare(dom) || bare(dow)) return { cron: when };
-  if (dom.startsWith('*') || dow.startsWith('*')) {
-    return { cron: [minute, hour, dom, month, `+${dow}`].join(' '), days: 'both' };
-  }
-  return { cron: when, days: 'either' };
-}
-
-/** croner's complaint about `cron` in `timezone`, or undefined when it parses and fires at all. */
-function checkExpression(cron: string, timezone: string): string | undefined {
-  let job: Cron;
-  try {
-    job = new Cron(cron, { paused: true, timezone });
-  } catch (error) {
-    return `is not a valid cron expression: ${(error as Error).message.replace(/^CronPattern: /, '')}`;
-  }
-  // Cron accepts `0 0 31 2 *` and silently never runs it; a schedule that never fires is a mistake.
-  if (job.nextRun() === null) return 'never fires (no date matches it)';
-  return undefined;
+  if (bare(dom) || bare(dow)) return undefined;
+  return dom.startsWith('*') || dow.startsWith('*') ? 'both' : 'either';
 }
 
 function isTimeZone(zone: string): boolean {

@@ -2,28 +2,28 @@
  * Periods, period keys and cron fire times, all in a schedule's IANA time zone. Pure: no clock,
  * no database.
  *
- * Fire times: croner parses the expression and walks the *wall clock* (it runs with utcOffset 0,
- * so a Date's UTC fields are local fields and no DST exists there); this module turns wall times
- * into instants itself. Croner can do that conversion too (its `timezone` option), but it costs
- * ~75 µs a fire, so a year of hourly fires takes ~650 ms; the wall walk plus cached offset
- * transitions takes about a tenth of that. The DST rules below are croner 11's own rules (verified in
- * test/period.test.ts, which checks this module against croner's zone-aware enumeration):
+ * Fire times: croner parses the expression and walks the *wall clock* (dialect.ts decides what
+ * the text means, Vixie cron's way); this module turns each matching wall time into instants
+ * itself (zone.ts), which costs two Intl calls a fire away from offset changes. The DST rules
+ * are Vixie cron's (cronie's cron.c), with dialect.ts saying which jobs are interval jobs:
  *
- * - A *fixed-time* expression (seconds, minutes and hours without `*`, `?` or `/`, so lists and
- *   ranges count: croner's `fixedTimeRule: 'no-wildcard'`, close to Vixie cron) fires once in a
- *   DST overlap, at the first occurrence; a time inside a DST gap fires once, at the instant the
- *   clock jumps to, if that is still the same local day. So a daily schedule fires exactly once
- *   on every local day. Croner's default rule ('single-value') would make `30 2,14 * * *` skip
- *   02:30 on the spring day and fire it twice in autumn, which breaks that promise.
- * - Any other expression (`0 * * * *`, `*\/15 2 * * *`) is an *interval* job: it fires at every
- *   real instant whose wall time matches. In an overlap that is both occurrences (hourly fires
- *   25 times on the autumn day, and both fires share an `hour` period key, the second being a
- *   duplicate the key absorbs); in a gap the missing wall times do not fire (23 hourly fires).
+ * - A *fixed-time* job fires once per matching wall time. One that occurs twice (an overlap)
+ *   fires at its first occurrence; one that does not exist (a gap) fires once, at the instant
+ *   the clock jumps, even when the jump crosses midnight (America/Nuuk, 28 March 2026, 23:00 →
+ *   00:00) or skips a whole day (Pacific/Apia, 30 December 2011). Several skipped matches of one
+ *   gap fire once. So every local day of a daily schedule fires exactly once.
+ * - An *interval* job (`0 * * * *`, `*\/15 2 * * *`) fires at every real instant whose wall time
+ *   matches: both occurrences in an overlap (hourly fires 25 times on Berlin's autumn day, both
+ *   02:00 fires sharing an `hour` key), none in a gap (23 hourly fires in spring).
  *
- * Day-of-month and day-of-week combine with OR, as in Vixie cron (croner's default).
+ * A fire at a jump is keyed by the wall time it was meant for (periodKeyOfFire): `0 23 * * *`
+ * with `period: 'day'` in Nuuk keys its 28 March 2026 fire, which happens on the 29th at
+ * 00:00, `2026-03-28`. When a real match falls on the same instant, the instant fires once,
+ * under the earlier (skipped) wall time.
  */
-import { Cron, CronPattern } from 'croner';
+import { compileCron, type CompiledCron } from './dialect.ts';
 import { UsageError } from '../errors.ts';
+import { formatterFor, localFields, mod, requireFormatter, transitionAt, wallInstants, wallOf, type LocalFields } from './zone.ts';
 
 /** Every period a schedule can key its jobs by, shortest first, `tick` last. */
 export const PERIODS = ['minute', 'hour', 'day', 'week', 'month', 'year', 'tick'] as const;
@@ -43,75 +43,9 @@ export function isPeriod(value: unknown): value is Period {
   return typeof value === 'string' && (PERIODS as readonly string[]).includes(value);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Time zones and local fields
-
-interface LocalFields {
-  year: number;
-  month: number;
-  day: number;
-  hour: number;
-  minute: number;
-  second: number;
-}
-
-// Building a DateTimeFormat costs far more than formatting with one.
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatterFor(timezone: string): Intl.DateTimeFormat | null {
-  if (typeof timezone !== 'string' || timezone === '') return null;
-  let formatter = formatters.get(timezone);
-  if (formatter) return formatter;
-  try {
-    formatter = new Intl.DateTimeFormat('en-US', {
-      timeZone: timezone,
-      calendar: 'gregory',
-      numberingSystem: 'latn',
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-  } catch {
-    return null;
-  }
-  formatters.set(timezone, formatter);
-  return formatter;
-}
-
-function requireFormatter(timezone: string): Intl.DateTimeFormat {
-  const formatter = formatterFor(timezone);
-  if (!formatter) throw new UsageError(`unknown time zone '${timezone}'`);
-  return formatter;
-}
-
 /** True if `timezone` is a zone name this runtime's Intl knows (e.g. `Europe/Berlin`, `UTC`). */
 export function isValidTimeZone(timezone: string): boolean {
   return formatterFor(timezone) !== null;
-}
-
-function localFields(formatter: Intl.DateTimeFormat, ms: number): LocalFields {
-  const fields: LocalFields = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 };
-  for (const part of formatter.formatToParts(ms)) {
-    if (part.type in fields) fields[part.type as keyof LocalFields] = Number(part.value);
-  }
-  // Some ICU versions still say 24 for midnight despite h23.
-  if (fields.hour === 24) fields.hour = 0;
-  return fields;
-}
-
-/** Local wall time minus UTC at `ms`, in milliseconds (Berlin in summer: +2 h). */
-function offsetAt(formatter: Intl.DateTimeFormat, ms: number): number {
-  const f = localFields(formatter, ms);
-  const wall = Date.UTC(f.year, f.month - 1, f.day, f.hour, f.minute, f.second);
-  return wall - (ms - mod(ms, 1000));
-}
-
-function mod(a: number, b: number): number {
-  return ((a % b) + b) % b;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -131,7 +65,11 @@ export function periodKey(period: Period, instant: Date, timezone: string): stri
   const formatter = requireFormatter(timezone);
   const ms = msOf(instant, 'periodKey');
   if (period === 'tick') return new Date(ms - mod(ms, 1000)).toISOString().replace('.000Z', 'Z');
-  const f = localFields(formatter, ms);
+  return keyOfFields(period, localFields(formatter, ms));
+}
+
+/** The calendar period key of local fields `f` (any period but tick). */
+function keyOfFields(period: Exclude<Period, 'tick'>, f: LocalFields): string {
   const date = `${pad(f.year, 4)}-${pad(f.month)}-${pad(f.day)}`;
   switch (period) {
     case 'minute':
@@ -192,153 +130,7 @@ export function periodLengthMs(period: Period): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Offset transitions, found by sampling and cached per zone and UTC month
-
-interface Transition {
-  /** First instant with the new offset. */
-  at: number;
-  before: number;
-  after: number;
-}
-
-// Every zone in tzdata keeps an offset for far longer than this, so a sample interval holds at
-// most one transition.
-const SAMPLE_MS = 6 * HOUR_MS;
-const MAX_CACHED_MONTHS = 20_000;
-const transitionCache = new Map<string, Map<number, Transition[]>>();
-let cachedMonths = 0;
-
-function monthIndex(ms: number): number {
-  const d = new Date(ms);
-  return d.getUTCFullYear() * 12 + d.getUTCMonth();
-}
-
-function monthStart(index: number): number {
-  return Date.UTC(Math.floor(index / 12), mod(index, 12), 1);
-}
-
-/** Transitions in (start of month, start of next month]. */
-function monthTransitions(
-  timezone: string,
-  formatter: Intl.DateTimeFormat,
-  index: number,
-): Transition[] {
-  let zone = transitionCache.get(timezone);
-  if (!zone) transitionCache.set(timezone, (zone = new Map()));
-  const cached = zone.get(index);
-  if (cached) return cached;
-
-  const found: Transition[] = [];
-  const end = monthStart(index + 1);
-  let lo = monthStart(index);
-  let loOffset = offsetAt(formatter, lo);
-  while (lo < end) {
-    const hi = Math.min(lo + SAMPLE_MS, end);
-    const hiOffset = offsetAt(formatter, hi);
-    if (hiOffset !== loOffset) {
-      // Bisect to the whole second: the first instant that has left loOffset.
-      let a = lo;
-      let b = hi;
-      while (b - a > 1000) {
-        const mid = a + Math.floor((b - a) / 2000) * 1000;
-        if (offsetAt(formatter, mid) === loOffset) a = mid;
-        else b = mid;
-      }
-      found.push({ at: b, before: loOffset, after: offsetAt(formatter, b) });
-    }
-    lo = hi;
-    loOffset = hiOffset;
-  }
-
-  if (++cachedMonths > MAX_CACHED_MONTHS) {
-    transitionCache.clear();
-    cachedMonths = 1;
-    transitionCache.set(timezone, (zone = new Map()));
-  }
-  zone.set(index, found);
-  return found;
-}
-
-/** The first transition in (from, to], or null. */
-function firstTransitionIn(
-  timezone: string,
-  formatter: Intl.DateTimeFormat,
-  from: number,
-  to: number,
-): Transition | null {
-  for (let index = monthIndex(from); from < to && monthStart(index) < to; index++) {
-    for (const t of monthTransitions(timezone, formatter, index)) {
-      if (t.at > from && t.at <= to) return t;
-    }
-  }
-  return null;
-}
-
-/** The last transition in (from, to], or null. */
-function lastTransitionIn(
-  timezone: string,
-  formatter: Intl.DateTimeFormat,
-  from: number,
-  to: number,
-): Transition | null {
-  let last: Transition | null = null;
-  for (let index = monthIndex(from); monthStart(index) < to; index++) {
-    for (const t of monthTransitions(timezone, formatter, index)) {
-      if (t.at > from && t.at <= to) last = t;
-    }
-  }
-  return last;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cron expressions
-
-interface CompiledCron {
-  /** Walks wall-clock matches: a returned Date's UTC fields are the local fields. */
-  walker: Cron;
-  fixedTime: boolean;
-}
-
-const NICKNAMES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
-const MAX_COMPILED = 1_000;
-const compiledCache = new Map<string, CompiledCron | string>();
-
-/** The compiled expression, or the reason it cannot be used. */
-function compile(expr: string): CompiledCron | string {
-  if (typeof expr !== 'string') return 'cron expression must be a string';
-  const cached = compiledCache.get(expr);
-  if (cached !== undefined) return cached;
-  const result = compileUncached(expr);
-  if (compiledCache.size >= MAX_COMPILED) compiledCache.clear();
-  compiledCache.set(expr, result);
-  return result;
-}
-
-function compileUncached(expr: string): CompiledCron | string {
-  const trimmed = expr.trim();
-  const fields = trimmed === '' ? [] : trimmed.split(/\s+/);
-  const nickname = fields.length === 1 && NICKNAMES.includes(trimmed.toLowerCase());
-  if (!nickname && fields.length !== 5 && fields.length !== 6) {
-    if (fields.length === 1 && trimmed.startsWith('@')) {
-      return `invalid cron expression '${expr}': unknown nickname (use one of ${NICKNAMES.join(', ')})`;
-    }
-    return (
-      `invalid cron expression '${expr}': expected 5 fields (minute hour day-of-month month ` +
-      `day-of-week) or 6 (seconds first), got ${fields.length}`
-    );
-  }
-  try {
-    const options = { mode: '5-or-6-parts', fixedTimeRule: 'no-wildcard' } as const;
-    const walker = new Cron(trimmed, { ...options, utcOffset: 0, paused: true });
-    const { isFixedTime } = new CronPattern(trimmed, undefined, options);
-    // Feb 30 parses fine but would make every search run to croner's year-3000 limit.
-    if (walker.nextRun(new Date(0)) === null) return `cron expression '${expr}' never fires`;
-    return { walker, fixedTime: isFixedTime };
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.replace(/^CronPattern:\s*/, '') : String(error);
-    return `invalid cron expression '${expr}': ${reason}`;
-  }
-}
+// Cron fire times
 
 /** Milliseconds of a Date argument; an invalid Date would otherwise read as "no fires". */
 function msOf(date: Date, what: string): number {
@@ -347,12 +139,9 @@ function msOf(date: Date, what: string): number {
   return ms;
 }
 
-function requireCron(
-  expr: string,
-  timezone: string,
-): { cron: CompiledCron; formatter: Intl.DateTimeFormat } {
+function requireCron(expr: string, timezone: string): { cron: CompiledCron; formatter: Intl.DateTimeFormat } {
   const formatter = requireFormatter(timezone);
-  const cron = compile(expr);
+  const cron = compileCron(expr);
   if (typeof cron === 'string') throw new UsageError(cron);
   return { cron, formatter };
 }
@@ -365,77 +154,109 @@ function requireCron(
  */
 export function validateCron(expr: string, timezone: string): string | null {
   if (!isValidTimeZone(timezone)) return `unknown time zone '${timezone}'`;
-  const cron = compile(expr);
+  const cron = compileCron(expr);
   return typeof cron === 'string' ? cron : null;
 }
 
-/**
- * Fire instants in (fromMs, toMs], ascending, at most `limit`. The heart of the module: walks
- * wall-clock matches and turns each into an instant with the offset in force, stopping at every
- * offset transition on the way to apply the DST rules in the header comment.
- */
-function collect(
-  timezone: string,
-  formatter: Intl.DateTimeFormat,
-  cron: CompiledCron,
-  fromMs: number,
-  toMs: number,
-  limit: number,
-): number[] {
-  const fires: number[] = [];
-  if (!(limit > 0) || !(fromMs < toMs)) return fires;
-
-  let cursor = fromMs; // fires are > cursor
-  let offset = offsetAt(formatter, cursor);
-  let scannedTo = cursor; // transitions up to here are handled
-  if (cron.fixedTime) {
-    // A fixed-time job fired in the first pass of a repeated hour; starting inside the second
-    // pass, the rest of it must not fire again.
-    const recent = lastTransitionIn(timezone, formatter, cursor - 2 * DAY_MS, cursor);
-    if (recent && recent.before > recent.after && cursor < recent.at + recent.before - recent.after) {
-      cursor = recent.at + recent.before - recent.after - 1;
-      scannedTo = cursor;
-    }
-  }
-
-  const emit = (at: number): boolean => {
-    if (fires[fires.length - 1] !== at) fires.push(at);
-    return fires.length >= limit;
-  };
-
-  for (;;) {
-    const wall = cron.walker.nextRun(new Date(cursor + offset));
-    if (wall === null) return fires;
-    const at = wall.getTime() - offset;
-    const horizon = Math.min(at, toMs);
-    const transition = firstTransitionIn(timezone, formatter, Math.max(cursor, scannedTo), horizon);
-    if (transition) {
-      // The candidate was computed with a stale offset: resume from the transition.
-      scannedTo = transition.at;
-      if (transition.after > transition.before) {
-        if (cron.fixedTime && gapHasFire(cron, transition) && emit(transition.at)) return fires;
-        cursor = transition.at - 1;
-      } else {
-        // Overlap: the wall times just before the change come round again for
-        // (before - after); a fixed-time job already fired in the first pass and skips them.
-        const repeat = transition.before - transition.after;
-        cursor = cron.fixedTime ? transition.at + repeat - 1 : transition.at - 1;
-      }
-      offset = transition.after;
-      continue;
-    }
-    if (at > toMs) return fires;
-    if (emit(at)) return fires;
-    cursor = at;
-  }
+/** The first match strictly after wall ms `wall`, or null past croner's horizon. */
+function nextWall(cron: CompiledCron, wall: number): number | null {
+  const next = cron.walker.nextRun(new Date(wall));
+  return next === null ? null : next.getTime();
 }
 
-/** Whether a fixed-time job has a wall time in this gap on the day the clock jumps to. */
-function gapHasFire(cron: CompiledCron, gap: Transition): boolean {
-  const resumeWall = gap.at + gap.after;
-  const dayStart = Math.floor(resumeWall / DAY_MS) * DAY_MS;
-  const next = cron.walker.nextRun(new Date(Math.max(gap.at + gap.before, dayStart) - 1));
-  return next !== null && next.getTime() < resumeWall;
+/**
+ * Fire instants in (fromMs, toMs], ascending, at most `limit`: the heart of the module. Walks
+ * wall-clock matches and maps each onto instants (zone.ts), applying the rules in the header.
+ * Offset changes between two matches need no attention: the wall walk passes over their
+ * skipped or repeated wall times and found no match there. The one exception is a search
+ * starting inside the first pass of a repeated range, whose second pass lies behind the walk.
+ */
+function collect(formatter: Intl.DateTimeFormat, cron: CompiledCron, fromMs: number, toMs: number, limit: number): number[] {
+  const fires: number[] = [];
+  if (!(limit > 0) || !(fromMs < toMs)) return fires;
+  let done = false;
+  /** Records a fire; false once the walk must stop. */
+  const emit = (at: number): boolean => {
+    if (at > toMs) done = true;
+    else if (at > fromMs && at > (fires.at(-1) ?? -Infinity)) done = fires.push(at) >= limit;
+    return !done;
+  };
+
+  // Wall times are whole seconds; `cursor` is the last wall time the walk has decided.
+  let cursor = wallOf(formatter, fromMs) + mod(fromMs, 1000);
+  const start = wallInstants(formatter, cursor - mod(cursor, 1000));
+  if (start.kind === 'two' && fromMs < start.transition.at) {
+    cursor = walkOverlap(cron, start.transition, cursor, emit);
+  }
+  while (!done) {
+    const wall = nextWall(cron, cursor);
+    if (wall === null) break;
+    const instants = wallInstants(formatter, wall);
+    if (instants.kind === 'one') {
+      emit(instants.at);
+      cursor = wall;
+    } else if (instants.kind === 'two') {
+      cursor = walkOverlap(cron, instants.transition, cursor, emit);
+    } else {
+      const gap = instants.transition;
+      if (!cron.interval) emit(gap.at);
+      cursor = gap.at + gap.after - 1; // the gap's other matches fire with this one, or never
+    }
+  }
+  return fires;
+}
+
+/**
+ * Emits the fires of a repeated range whose walk has reached `cursor` (exclusive): first-pass
+ * matches, then for an interval job the whole range again on the second pass. Returns the new
+ * cursor: the last wall time of the range.
+ */
+function walkOverlap(
+  cron: CompiledCron,
+  overlap: { at: number; before: number; after: number },
+  cursor: number,
+  emit: (at: number) => boolean,
+): number {
+  const rangeStart = overlap.at + overlap.after; // first repeated wall time
+  const rangeEnd = overlap.at + overlap.before; // first wall time after the range
+  for (let wall = nextWall(cron, cursor); wall !== null && wall < rangeEnd; wall = nextWall(cron, wall)) {
+    if (!emit(wall - overlap.before)) return rangeEnd - 1;
+  }
+  if (cron.interval) {
+    for (let wall = nextWall(cron, rangeStart - 1); wall !== null && wall < rangeEnd; wall = nextWall(cron, wall)) {
+      if (!emit(wall - overlap.after)) break;
+    }
+  }
+  return rangeEnd - 1;
+}
+
+/**
+ * The key of the period a fire of `expr` at `fireAt` belongs to. Like periodKey, except that a
+ * fixed-time job's fire at a gap (the instant the clock jumps) is keyed by the first skipped
+ * wall time it stands for: Nuuk's `0 23 * * *` firing at 00:00 on 29 March 2026 has day key
+ * `2026-03-28`, hour key `2026-03-28T23`. `tick` keys are the instant, as always. Throws
+ * UsageError for anything validateCron rejects, RangeError for an invalid Date.
+ */
+export function periodKeyOfFire(period: Period, expr: string, timezone: string, fireAt: Date): string {
+  const { cron, formatter } = requireCron(expr, timezone);
+  const ms = msOf(fireAt, 'periodKeyOfFire');
+  if (period === 'tick' || cron.interval || mod(ms, 1000) !== 0) return periodKey(period, fireAt, timezone);
+  const gap = transitionAt(formatter, ms);
+  if (gap && gap.after > gap.before) {
+    const meant = nextWall(cron, gap.at + gap.before - 1);
+    if (meant !== null && meant < gap.at + gap.after) {
+      const d = new Date(meant);
+      return keyOfFields(period, {
+        year: d.getUTCFullYear(),
+        month: d.getUTCMonth() + 1,
+        day: d.getUTCDate(),
+        hour: d.getUTCHours(),
+        minute: d.getUTCMinutes(),
+        second: d.getUTCSeconds(),
+      });
+    }
+  }
+  return periodKey(period, fireAt, timezone);
 }
 
 /**
@@ -445,15 +266,16 @@ function gapHasFire(cron: CompiledCron, gap: Transition): boolean {
  */
 export function nextFireAfter(expr: string, timezone: string, after: Date): Date | null {
   const { cron, formatter } = requireCron(expr, timezone);
-  const [first] = collect(timezone, formatter, cron, msOf(after, 'nextFireAfter'), Number.POSITIVE_INFINITY, 1);
+  const [first] = collect(formatter, cron, msOf(after, 'nextFireAfter'), Number.POSITIVE_INFINITY, 1);
   return first === undefined ? null : new Date(first);
 }
 
 /**
  * Fire instants in (fromExclusive, toInclusive], ascending, at most `limit` (default: all).
  * To page, call again with the last instant returned as `fromExclusive`: the fire set does not
- * depend on where a search starts. A year of hourly fires takes well under 200 ms; a year of
- * minutely ones (525,600) is better paged. Throws UsageError for anything validateCron rejects.
+ * depend on where a search starts. Costs about one croner step and two Intl calls a fire
+ * (`npm run bench`, section periods); a year of minutely fires (525,600) is better paged.
+ * Throws UsageError for anything validateCron rejects.
  */
 export function fireTimesBetween(
   expr: string,
@@ -465,7 +287,7 @@ export function fireTimesBetween(
   const { cron, formatter } = requireCron(expr, timezone);
   const fromMs = msOf(fromExclusive, 'fireTimesBetween');
   const toMs = msOf(toInclusive, 'fireTimesBetween');
-  return collect(timezone, formatter, cron, fromMs, toMs, limit).map((ms) => new Date(ms));
+  return collect(formatter, cron, fromMs, toMs, limit).map((ms) => new Date(ms));
 }
 
 /**
@@ -487,7 +309,7 @@ export function latestFireAtOrBefore(expr: string, timezone: string, at: Date): 
   let hi = atMs;
   for (let span = MINUTE_MS; hi > floor; span *= 8) {
     const lo = Math.max(floor, hi - span);
-    const fires = collect(timezone, formatter, cron, lo, hi, Number.POSITIVE_INFINITY);
+    const fires = collect(formatter, cron, lo, hi, Number.POSITIVE_INFINITY);
     if (fires.length > 0) return new Date(fires[fires.length - 1]);
     hi = lo;
   }

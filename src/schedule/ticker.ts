@@ -19,7 +19,7 @@ import {
   renewTickIfOwned,
   resumableTicks,
 } from './ledger.ts';
-import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKey } from './period.ts';
+import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, planDueTicks } from './plan.ts';
 
 export interface TickerDeps {
@@ -173,7 +173,7 @@ export class ScheduleTicker {
     if (ticks.length === 0) return;
     const rows = ticks.map((t) => ({
       scheduledAt: t.at,
-      periodKey: periodKey(this.schedule.period, t.at, this.schedule.timezone),
+      periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
       note: t.note,
     }));
     const recorded = await recordSkippedTicks(this.deps.db, this.schedule.name, rows);
@@ -205,7 +205,7 @@ export class ScheduleTicker {
     const id = await claimTickFanout(db, {
       scheduleName: this.schedule.name,
       scheduledAt,
-      periodKey: periodKey(this.schedule.period, scheduledAt, this.schedule.timezone),
+      periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt),
       caughtUp: late,
       note,
       claimedBy,

@@ -10,15 +10,23 @@
  * Fire instants
  * - `daily` (fixed local time HH:MM, optionally only on some ISO weekdays): every local day
  *   fires exactly once. A local time that does not exist (spring forward) fires at the next
- *   valid instant, the moment the clock jumps (same local day); a local time that occurs twice
- *   (fall back) fires once, at its first occurrence.
+ *   valid instant, the moment the clock jumps, even when that is the next local day; a local
+ *   time that occurs twice (fall back) fires once, at its first occurrence.
  * - `hourly` (minute M of every hour, or of some local hours: an interval job): every real
  *   instant whose local wall time matches, so both passes of a repeated hour fire and the
  *   hour that a spring-forward skips does not.
+ * - `cron` (five numeric fields: `*`, lists, ranges, steps), read as Vixie cron reads them:
+ *   a day field whose text starts with `*` is unrestricted; the day of month and the weekday
+ *   are ORed when both are restricted, else ANDed. A job whose minute or hour text starts with
+ *   `*` is an interval job (as `hourly`); any other is a fixed-time job (as `daily`, for each
+ *   of its local times). Several local times of one job landing on the same instant (times
+ *   skipped by one jump) fire once, meant for the earliest of them.
  *
  * Period keys, in the schedule's zone: minute-less `hour` `2026-11-30T06`, `day`
  * `2026-11-30`, ISO `week` `2026-W49`, `month` `2026-11`; `tick` is the UTC instant
- * `2026-11-30T06:15:00Z`. Job keys are `<name>:<entity>:<period>` (fan-out) or `<name>:<period>`.
+ * `2026-11-30T06:15:00Z`. A fire is keyed by the local time it was meant for, so a skipped
+ * time firing at the jump keeps its own date and hour. Job keys are `<name>:<entity>:<period>`
+ * (fan-out) or `<name>:<period>`.
  *
  * Decisions (a "pass" is a moment a scheduler looks at the clock and the ledger)
  * - First pass ever of a schedule (no ledger row): only its latest fire ≤ now is recorded,
@@ -38,7 +46,8 @@ export type OraclePeriod = 'tick' | 'hour' | 'day' | 'week' | 'month';
 
 export type FireRule =
   | { kind: 'daily'; hour: number; minute: number; /** ISO weekdays, 1 = Monday … 7 = Sunday; default every day. */ weekdays?: number[] }
-  | { kind: 'hourly'; minute: number; /** Local hours it fires in; default every hour. */ hours?: number[] };
+  | { kind: 'hourly'; minute: number; /** Local hours it fires in; default every hour. */ hours?: number[] }
+  | { kind: 'cron'; /** Five numeric fields, e.g. `0 0 *\/2 * 1`. */ expr: string };
 
 export interface OracleSchedule {
   name: string;
@@ -132,7 +141,17 @@ const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 /** Local `YYYY-MM-DD`, `YYYY-MM`, etc. of an instant, in `tz`. */
 export function oraclePeriodKey(period: OraclePeriod, ms: number, tz: string): string {
   if (period === 'tick') return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-  const w = wallOf(ms, tz);
+  return keyOfWall(period, wallOf(ms, tz));
+}
+
+/** The key of a fire: its instant for `tick`, else the local time it was meant for. */
+export function oracleFireKey(period: OraclePeriod, fire: Fire): string {
+  if (period === 'tick') return oraclePeriodKey('tick', fire.at, 'UTC');
+  const d = new Date(fire.wall);
+  return keyOfWall(period, { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: 0, second: 0 });
+}
+
+function keyOfWall(period: Exclude<OraclePeriod, 'tick'>, w: Wall): string {
   const date = `${pad(w.year, 4)}-${pad(w.month)}-${pad(w.day)}`;
   switch (period) {
     case 'hour':
@@ -153,10 +172,17 @@ export function oraclePeriodKey(period: OraclePeriod, ms: number, tz: string): s
   }
 }
 
+/** Every instant showing local time `hour:minute` on y-m-d in `tz` (none in a gap, two in an overlap). */
+export function instantsShowing(tz: string, y: number, m: number, d: number, hour: number, minute: number): number[] {
+  const target = Date.UTC(y, m - 1, d, hour, minute);
+  const offsets = new Set([offsetAt(target - 14 * HOUR, tz), offsetAt(target, tz), offsetAt(target + 14 * HOUR, tz)]);
+  return [...offsets].map((o) => target - o).filter((u) => wallMs(wallOf(u, tz)) === target).sort((a, b) => a - b);
+}
+
 /**
  * The instant a fixed local time `hour:minute` on local date y-m-d fires in `tz`: the first
  * instant showing that wall time, or, if the wall time falls into a gap, the instant the
- * clock jumps (the next valid instant of that day).
+ * clock jumps (the next valid instant, which may be on the next local day).
  */
 export function localFire(tz: string, y: number, m: number, d: number, hour: number, minute: number): number {
   const target = Date.UTC(y, m - 1, d, hour, minute);
@@ -177,35 +203,108 @@ export function localFire(tz: string, y: number, m: number, d: number, hour: num
     if (wallMs(wallOf(mid, tz)) > target) hi = mid;
     else lo = mid;
   }
-  const w = wallOf(hi, tz);
-  if (w.year !== y || w.month !== m || w.day !== d) throw new Error(`oracle: gap fire of ${y}-${m}-${d} leaves the day in ${tz}`);
   return hi;
+}
+
+/** One fire: its instant, and the local time it was meant for (read as UTC, as `wallMs`). */
+export interface Fire {
+  at: number;
+  wall: number;
 }
 
 /** Fire instants of a rule in [fromMs, toMs], ascending. */
 export function fireInstants(rule: FireRule, tz: string, fromMs: number, toMs: number): number[] {
-  const out: number[] = [];
+  return oracleFires(rule, tz, fromMs, toMs).map((f) => f.at);
+}
+
+/** Fires of a rule in [fromMs, toMs], ascending by instant, one per instant. */
+export function oracleFires(rule: FireRule, tz: string, fromMs: number, toMs: number): Fire[] {
+  if (rule.kind === 'cron') return cronFires(parseCron(rule.expr), tz, fromMs, toMs);
   if (rule.kind === 'daily') {
-    // Walk local dates from a day before to a day after, keep instants inside the range.
-    const first = wallOf(fromMs - DAY, tz);
-    for (let day = Date.UTC(first.year, first.month - 1, first.day); day <= toMs + 2 * DAY; day += DAY) {
-      const date = new Date(day);
-      const isoDay = ((date.getUTCDay() + 6) % 7) + 1;
-      if (rule.weekdays && !rule.weekdays.includes(isoDay)) continue;
-      const at = localFire(tz, date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), rule.hour, rule.minute);
-      if (at >= fromMs && at <= toMs) out.push(at);
-    }
-  } else {
-    // Every real instant whose local wall time matches: in each UTC hour, the one instant whose
-    // local minute is the rule's (zones are offset by whole minutes), checked once more by Intl.
-    for (let hour = Math.floor(fromMs / HOUR) * HOUR; hour <= toMs; hour += HOUR) {
-      const t = hour + ((((rule.minute - wallOf(hour, tz).minute) % 60) + 60) % 60) * MINUTE;
-      if (t < fromMs || t > toMs) continue;
-      const w = wallOf(t, tz);
-      if (w.minute === rule.minute && w.second === 0 && (!rule.hours || rule.hours.includes(w.hour))) out.push(t);
-    }
+    const weekdays = rule.weekdays ? rule.weekdays.map((d) => d % 7).join(',') : '*';
+    return cronFires(parseCron(`${rule.minute} ${rule.hour} * * ${weekdays}`), tz, fromMs, toMs);
+  }
+  // Every real instant whose local wall time matches: in each UTC hour, the one instant whose
+  // local minute is the rule's (zones are offset by whole minutes), checked once more by Intl.
+  const out: Fire[] = [];
+  for (let hour = Math.floor(fromMs / HOUR) * HOUR; hour <= toMs; hour += HOUR) {
+    const t = hour + ((((rule.minute - wallOf(hour, tz).minute) % 60) + 60) % 60) * MINUTE;
+    if (t < fromMs || t > toMs) continue;
+    const w = wallOf(t, tz);
+    if (w.minute === rule.minute && w.second === 0 && (!rule.hours || rule.hours.includes(w.hour))) out.push({ at: t, wall: wallMs(w) });
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small Vixie-style cron reader (numbers only; no names, nicknames or seconds)
+
+interface ParsedCron {
+  minutes: number[];
+  hours: number[];
+  doms: Set<number>;
+  months: Set<number>;
+  dows: Set<number>;
+  /** Day fields whose text starts with `*` (Vixie's DOM_STAR / DOW_STAR). */
+  domStar: boolean;
+  dowStar: boolean;
+  /** Minute or hour text starts with `*` (Vixie's MIN_STAR / HR_STAR): an interval job. */
+  interval: boolean;
+}
+
+function parseField(text: string, lo: number, hi: number): number[] {
+  const out = new Set<number>();
+  for (const part of text.split(',')) {
+    const [range, stepText] = part.split('/');
+    const step = stepText === undefined ? 1 : Number(stepText);
+    let [a, b] = range === '*' ? [lo, hi] : range.split('-').map(Number);
+    if (b === undefined) b = stepText === undefined ? a : hi;
+    if (![a, b, step].every(Number.isInteger) || a < lo || b > hi || a > b || step < 1) throw new Error(`oracle: bad cron field '${text}'`);
+    for (let v = a; v <= b; v += step) out.add(v);
+  }
+  return [...out].sort((x, y) => x - y);
+}
+
+export function parseCron(expr: string): ParsedCron {
+  const f = expr.trim().split(/\s+/);
+  if (f.length !== 5) throw new Error(`oracle: expected five fields in '${expr}'`);
+  return {
+    minutes: parseField(f[0], 0, 59),
+    hours: parseField(f[1], 0, 23),
+    doms: new Set(parseField(f[2], 1, 31)),
+    months: new Set(parseField(f[3], 1, 12)),
+    dows: new Set(parseField(f[4], 0, 7).map((d) => d % 7)),
+    domStar: f[2].startsWith('*'),
+    dowStar: f[4].startsWith('*'),
+    interval: f[0].startsWith('*') || f[1].startsWith('*'),
+  };
+}
+
+/** Whether local date y-m-d matches the day fields, Vixie's way. */
+function dayMatches(c: ParsedCron, y: number, m: number, d: number): boolean {
+  if (!c.months.has(m)) return false;
+  const dom = c.doms.has(d);
+  const dow = c.dows.has(new Date(Date.UTC(y, m - 1, d)).getUTCDay());
+  return c.domStar || c.dowStar ? dom && dow : dom || dow;
+}
+
+function cronFires(c: ParsedCron, tz: string, fromMs: number, toMs: number): Fire[] {
+  const found: Fire[] = [];
+  const first = wallOf(fromMs - 2 * DAY, tz);
+  for (let day = Date.UTC(first.year, first.month - 1, first.day); day <= toMs + 2 * DAY; day += DAY) {
+    const date = new Date(day);
+    const [y, m, d] = [date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate()];
+    if (!dayMatches(c, y, m, d)) continue;
+    for (const hour of c.hours) {
+      for (const minute of c.minutes) {
+        const wall = Date.UTC(y, m - 1, d, hour, minute);
+        const ats = c.interval ? instantsShowing(tz, y, m, d, hour, minute) : [localFire(tz, y, m, d, hour, minute)];
+        for (const at of ats) if (at >= fromMs && at <= toMs) found.push({ at, wall });
+      }
+    }
+  }
+  found.sort((a, b) => a.at - b.at || a.wall - b.wall);
+  return found.filter((f, i) => i === 0 || found[i - 1].at !== f.at);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,11 +327,13 @@ export function oracleExpectation(schedules: OracleSchedule[], history: History,
   const ticks = new Map<string, ExpectedTick[]>();
   const jobKeys = new Set<string>();
   for (const s of schedules) {
-    const fires = fireInstants(s.fires, s.timezone, fromMs, toMs);
+    const scheduleFires = oracleFires(s.fires, s.timezone, fromMs, toMs);
+    const meantAt = new Map(scheduleFires.map((f) => [f.at, f]));
+    const fires = scheduleFires.map((f) => f.at);
     const passes = passInstants(s, fires, history);
     const rows: ExpectedTick[] = [];
     const add = (at: number, outcome: 'enqueued' | 'skipped', reason: Reason, decidedAt: number) =>
-      rows.push({ at, periodKey: oraclePeriodKey(s.period, at, s.timezone), outcome, reason, decidedAt });
+      rows.push({ at, periodKey: oracleFireKey(s.period, meantAt.get(at)!), outcome, reason, decidedAt });
     let fi = 0; // index of the first fire not decided yet
     passes.forEach((now, n) => {
       if (n === 0) {

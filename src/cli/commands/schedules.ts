@@ -6,15 +6,19 @@ import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
 
+/** The IANA time-zone data release this runtime computes fire times with, e.g. `2025c`. */
+const TZDATA = process.versions.tz ?? 'unknown';
+
 export const schedulesCommand: Command = {
   name: 'schedules',
   summary: 'list schedules with their next fire times and last tick',
   help: `Usage: cronq schedules [--json] [--from ISO] [--count N]
 
 Lists every schedule in the schedules folder: name, cron, time zone, its next N
-fire instants (UTC) after --from (default now), and its last tick ledger row.
+fire instants (UTC) after --from (default now), and its last tick ledger row,
+after the version of the zone data fire times come from (Node's process.versions.tz).
 
-  --json            [{ name, cron, timezone, period, next: [ISO...], lastTick }]
+  --json            [{ name, cron, timezone, tzdata, period, next: [ISO...], lastTick }]
   --from ISO        list fire times after this instant (default now)
   --count N         how many fire times (default 5, at most 1000)
   --schedules DIR   where schedules are defined (default ./schedules)
@@ -33,13 +37,14 @@ ${COMMON_HELP}`,
       for (const s of (await cronq.ready()).schedules()) {
         const next = fireTimesBetween(s.cron, s.timezone, from, new Date(8_640_000_000_000_000), count);
         const [last] = await recentTicks(cronq.database.db, s.name, 1);
-        listed.push({ name: s.name, cron: s.cron, timezone: s.timezone, period: s.period, next: next.map((d) => d.toISOString()), lastTick: last ? tickJson(last) : null });
+        listed.push({ name: s.name, cron: s.cron, timezone: s.timezone, tzdata: TZDATA, period: s.period, next: next.map((d) => d.toISOString()), lastTick: last ? tickJson(last) : null });
       }
       if (args.values.json) {
         args.out(JSON.stringify(listed, null, 2));
       } else if (listed.length === 0) {
         args.out('no schedules');
       } else {
+        args.out(`zone data: tz ${TZDATA} (Node ${process.version})`);
         for (const s of listed) {
           args.out(`${s.name}  ${s.cron}  ${s.timezone}  period ${s.period}`);
           args.out(`  next: ${s.next.join(', ') || '(never)'}`);
