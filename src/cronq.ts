@@ -4,6 +4,7 @@ import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { UsageError } from './errors.ts';
+import { errorText } from './errorText.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
 import { enqueueRows, toJobRow, type EnqueueJob } from './queue/enqueue.ts';
@@ -128,7 +129,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   });
   const healthTracker = new DbHealth(log);
   const observer = guardObserver(options.observer, (method, error) =>
-    log.warn({ event: 'observer_error', method, error: String(error) }, 'observer threw; ignored'),
+    log.warn({ event: 'observer_error', method, error: errorText(error) }, 'observer threw; ignored'),
   );
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
   let prune: Promise<void> | null = null;

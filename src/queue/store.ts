@@ -15,6 +15,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
+import { sliceChars } from '../errorText.ts';
 
 const NOW = sql`UTC_TIMESTAMP(6)`;
 const LAST_ERROR_MAX = 2000;
@@ -66,9 +67,9 @@ function interval(ms: number): SQL {
   return sql`INTERVAL ${Math.max(0, Math.round(ms * 1000))} MICROSECOND`;
 }
 
-/** Truncates an error text for `last_error` / `failure_reason`. */
+/** Truncates an error text for `last_error` / `failure_reason` (never splitting a surrogate pair). */
 export function truncateError(text: string, max = LAST_ERROR_MAX): string {
-  return text.length <= max ? text : `${text.slice(0, max - 15)}… [truncated]`;
+  return text.length <= max ? text : `${sliceChars(text, max - 15)}… [truncated]`;
 }
 
 const NOW_RAW = mysqlRaw('UTC_TIMESTAMP(6)');

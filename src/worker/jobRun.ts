@@ -1,4 +1,5 @@
 import type { Db } from '../db/client.ts';
+import { errorText } from '../errorText.ts';
 import { driverError, isConnectionError } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
@@ -9,7 +10,7 @@ import type { Task } from '../tasks/define.ts';
 import type { Effect, Job } from '../tasks/job.ts';
 import type { Completer, CompletionReceiver } from './completer.ts';
 import type { DbHealth } from './dbHealth.ts';
-import { describeFailure, isPermanent } from './failure.ts';
+import { isPermanent } from './failure.ts';
 import { sleep } from './wakeup.ts';
 
 export interface JobRunDeps {
@@ -142,7 +143,7 @@ export class JobRun implements CompletionReceiver {
       this.deps.health.ok(this.completionSentAt);
       this.recordCompleted(done, this.startedAt);
     } catch (error) {
-      this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+      this.log.error({ event: 'job_run_error', error: errorText(error) }, 'unexpected error finishing job');
     } finally {
       this.settled();
     }
@@ -166,7 +167,7 @@ export class JobRun implements CompletionReceiver {
     try {
       return this.task.parse(payload);
     } catch (error) {
-      return new PermanentFailure(`payload rejected by parse: ${(error as Error)?.message ?? String(error)}`);
+      return new PermanentFailure(`payload rejected by parse: ${errorText(error)}`);
     }
   }
 
@@ -192,7 +193,7 @@ export class JobRun implements CompletionReceiver {
     try {
       await work;
     } catch (error) {
-      this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+      this.log.error({ event: 'job_run_error', error: errorText(error) }, 'unexpected error finishing job');
     } finally {
       this.settled();
     }
@@ -357,7 +358,7 @@ export class JobRun implements CompletionReceiver {
   private async fail(error: unknown, startedAt: number): Promise<void> {
     const permanent = isPermanent(error);
     const retryInMs = this.task ? retryDelayMs(this.task.backoff, this.job.attempt) : 0;
-    const message = describeFailure(error);
+    const message = errorText(error);
     const result = await this.finishWithRetry('fail', () =>
       failIfLeased(this.deps.db, this.lease, { error: message, permanent, retryInMs }),
     );

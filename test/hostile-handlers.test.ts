@@ -1,0 +1,107 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createCronq, defineTask, type Cronq, type Task } from '../src/index.ts';
+import { useTestDatabase } from './support/db.ts';
+import { EventLog } from './support/events.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
+let cronq: Cronq | null = null;
+let log: EventLog;
+
+beforeEach(() => {
+  log = new EventLog('info');
+});
+afterEach(async () => {
+  await cronq?.stop({ graceMs: 500 });
+  cronq = null;
+});
+
+function start(tasks: Task[], options: Partial<Parameters<typeof createCronq>[0]> = {}): Promise<Cronq> {
+  cronq = createCronq({ databaseUrl: t.url, tasks, logger: log.logger, concurrency: 4, pollInterval: '50ms', ...options });
+  return cronq.start().then(() => cronq!);
+}
+
+describe('hostile handler errors', () => {
+  it('a handler throwing a 1 MB message does not stall the daemon: other jobs keep completing and renewing, last_error is bounded', async () => {
+    const sizes = [1_000_000, 1_000_000];
+    const messages = [
+      'a0+.-'.repeat(sizes[0] / 5), // a run the quadratic URL regex choked on
+      `mysql://user:${'x'.repeat(sizes[1])}`, // scheme://user: and no '@'
+    ];
+    const c = await start([
+      defineTask({
+        name: 'loud',
+        maxAttempts: 1,
+        handle: (job) => {
+          throw new Error(messages[Number(job.key.split(':')[1])]);
+        },
+      }),
+      // Runs across several renewals of a 1 s lease: a stalled event loop would lose it.
+      defineTask({ name: 'steady', lease: '1s', handle: () => new Promise((resolve) => setTimeout(resolve, 1_500)) }),
+      defineTask({ name: 'quick', handle: () => undefined }),
+    ]);
+    await c.enqueue({ kind: 'steady', key: 'steady:1' });
+    await c.enqueueMany([0, 1].map((i) => ({ kind: 'loud', key: `loud:${i}` })));
+    await c.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ kind: 'quick', key: `quick:${i}` })));
+    await log.waitFor('job_dead', 2);
+    await log.waitFor('job_completed', 21);
+    expect(log.named('job_lease_lost')).toEqual([]);
+    const rows = await t.sql("SELECT job_key, status, attempts, CHAR_LENGTH(last_error) AS n FROM cronq_jobs WHERE kind <> 'quick' ORDER BY job_key");
+    expect(rows).toEqual([
+      { job_key: 'loud:0', status: 'dead', attempts: 1, n: expect.any(Number) },
+      { job_key: 'loud:1', status: 'dead', attempts: 1, n: expect.any(Number) },
+      { job_key: 'steady:1', status: 'done', attempts: 1, n: null },
+    ]);
+    for (const row of rows.slice(0, 2)) expect(row.n).toBeLessThanOrEqual(2000);
+    const reasons = await t.sql('SELECT failure_reason FROM cronq_dead_letters ORDER BY job_key');
+    expect(reasons[0].failure_reason).toMatch(/^Error: (a0\+\.-)+.*\[truncated\]$/);
+    expect(reasons[1].failure_reason).toMatch(/^Error: mysql:\/\/user:x+… \[truncated\]$/);
+    for (const e of log.named('job_failed')) expect(e.error.length).toBeLessThanOrEqual(2000);
+  });
+
+  it('fails the attempt with a readable reason whatever the handler throws, never leaving the job reserved', async () => {
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const thrown: Array<[unknown, RegExp]> = [
+      [Object.create(null), /^non-error thrown: an object without a message$/],
+      [{ weird: true }, /^non-error thrown: an object with keys weird$/],
+      [{ toString: () => { throw new Error('nope'); } }, /^non-error thrown: an object with keys toString$/],
+      [revoked.proxy, /^non-error thrown: an object that cannot be read$/],
+      [new Proxy(new Error('x'), { get: () => { throw new Error('trap'); } }), /^Error: \(no readable message\)$/],
+      [Symbol('sym'), /^non-error thrown: Symbol\(sym\)$/],
+      [null, /^non-error thrown: null$/],
+      [undefined, /^non-error thrown: undefined$/],
+      ['s'.repeat(500_000), /^non-error thrown: s+… \[truncated\]$/],
+    ];
+    const c = await start([
+      defineTask({
+        name: 'odd',
+        maxAttempts: 1,
+        async handle(job) {
+          throw thrown[Number(job.key.split(':')[1])][0];
+        },
+      }),
+      defineTask({
+        name: 'odd-sync',
+        maxAttempts: 2,
+        backoff: { base: '1h' },
+        handle() {
+          throw Object.create(null);
+        },
+      }),
+    ]);
+    await c.enqueueMany(thrown.map((_, i) => ({ kind: 'odd', key: `odd:${i}` })));
+    await c.enqueue({ kind: 'odd-sync', key: 'odd-sync:0' });
+    await log.waitFor('job_dead', thrown.length);
+    await log.waitFor('job_failed', thrown.length + 1);
+    expect(log.named('job_run_error')).toEqual([]);
+    const letters = await t.sql("SELECT job_key, failure_reason FROM cronq_dead_letters WHERE kind = 'odd'");
+    for (const letter of letters) {
+      const [, expected] = thrown[Number(letter.job_key.split(':')[1])];
+      expect(letter.failure_reason).toMatch(expected);
+      expect(letter.failure_reason.length).toBeLessThanOrEqual(2000);
+    }
+    const [retried] = await t.sql("SELECT status, last_error FROM cronq_jobs WHERE kind = 'odd-sync'");
+    expect(retried.status).not.toBe('reserved');
+    expect(retried.last_error).toBe('non-error thrown: an object without a message');
+  });
+});
