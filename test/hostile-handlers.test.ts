@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCronq, defineTask, type Cronq, type Task } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
+import { runCli } from './support/cli.ts';
 import { EventLog } from './support/events.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
@@ -103,5 +104,23 @@ describe('hostile handler errors', () => {
     const [retried] = await t.sql("SELECT status, last_error FROM cronq_jobs WHERE kind = 'odd-sync'");
     expect(retried.status).not.toBe('reserved');
     expect(retried.last_error).toBe('non-error thrown: an object without a message');
+  });
+});
+
+describe('payloads stay out of error text', () => {
+  it('LOG_LEVEL=debug prints neither the statement nor the payload of a failed enqueue', async () => {
+    await t.sql("CREATE TRIGGER refuse_all BEFORE INSERT ON cronq_jobs FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a trigger'");
+    try {
+      const result = await runCli(
+        ['enqueue', 'anything', '--key', 'k:1', '--payload', '{"card":"PAYLOAD-MARK-4242"}', '--allow-unknown-kind'],
+        { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon', LOG_LEVEL: 'debug' },
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('refused by a trigger');
+      expect(result.stderr).not.toContain('PAYLOAD-MARK');
+      expect(result.stderr).not.toMatch(/INSERT INTO/i);
+    } finally {
+      await t.sql('DROP TRIGGER refuse_all');
+    }
   });
 });
