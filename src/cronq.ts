@@ -107,6 +107,8 @@ export interface CronqHealth {
   lastClaimLoopAt: number | null;
   /** Scheduler started and not stopping. */
   scheduler: boolean | null;
+  /** How long the oldest job running in this process has run, in ms (0 when none; null without workers). */
+  oldestRunningJobAgeMs: number | null;
 }
 
 /**
@@ -244,6 +246,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         workers: pool ? !pool.isStopping : null,
         lastClaimLoopAt: pool ? pool.lastLoopAt : null,
         scheduler: scheduler ? scheduler.running : null,
+        oldestRunningJobAgeMs: pool ? pool.oldestRunningAgeMs : null,
       };
     },
   };

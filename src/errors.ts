@@ -33,3 +33,11 @@ export class DatabaseUnreachableError extends Error {
 export class NotFoundError extends UsageError {
   override name = 'NotFoundError';
 }
+
+/**
+ * An attempt ran longer than its task's or schedule's `timeout`: the reason `ctx.signal`
+ * aborts with, and the error the attempt fails with (retryable, like any handler error).
+ */
+export class JobTimeoutError extends Error {
+  override name = 'JobTimeoutError';
+}

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCronq, defineTask, type Cronq, type Task } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, JobTimeoutError, UsageError, type Cronq, type Task } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { runCli } from './support/cli.ts';
 import { EventLog } from './support/events.ts';
@@ -122,5 +122,62 @@ describe('payloads stay out of error text', () => {
     } finally {
       await t.sql('DROP TRIGGER refuse_all');
     }
+  });
+});
+
+describe('task timeout', () => {
+  it('fails an attempt past its timeout (retryable) and frees the slot, whether or not the handler listens to its signal', async () => {
+    const reasons: unknown[] = [];
+    const c = await start(
+      [
+        // Never settles and never looks at its signal.
+        defineTask({ name: 'deaf', timeout: '300ms', maxAttempts: 3, backoff: { base: '1h' }, handle: () => new Promise(() => {}) }),
+        defineTask({
+          name: 'listens',
+          timeout: '300ms',
+          maxAttempts: 3,
+          backoff: { base: '1h' },
+          handle: (_job, ctx) =>
+            new Promise((_resolve, reject) =>
+              ctx.signal.addEventListener('abort', () => {
+                reasons.push(ctx.signal.reason);
+                reject(ctx.signal.reason);
+              }),
+            ),
+        }),
+        defineTask({ name: 'quick', handle: () => undefined }),
+      ],
+      { concurrency: 2 },
+    );
+    await c.enqueueMany([{ kind: 'deaf', key: 'deaf:1' }, { kind: 'listens', key: 'listens:1' }]);
+    await log.waitFor('job_failed', 2);
+    // Both slots are free again: a job enqueued now runs at once.
+    await c.enqueue({ kind: 'quick', key: 'quick:after' });
+    await log.waitFor('job_completed', 1);
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toBeInstanceOf(JobTimeoutError);
+    const rows = await t.sql("SELECT job_key, status, attempts, last_error FROM cronq_jobs WHERE kind <> 'quick' ORDER BY job_key");
+    expect(rows).toEqual([
+      { job_key: 'deaf:1', status: 'ready', attempts: 1, last_error: 'JobTimeoutError: timed out after 300ms' },
+      { job_key: 'listens:1', status: 'ready', attempts: 1, last_error: 'JobTimeoutError: timed out after 300ms' },
+    ]);
+    expect(c.health().oldestRunningJobAgeMs).toBe(0);
+  });
+
+  it('reports the age of the oldest job running in this process, 0 when none', async () => {
+    const c = await start([
+      defineTask({ name: 'waits', handle: (_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve)) }),
+    ]);
+    expect(c.health().oldestRunningJobAgeMs).toBe(0);
+    await c.enqueue({ kind: 'waits', key: 'waits:1' });
+    await log.waitFor('job_claimed', 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(c.health().oldestRunningJobAgeMs).toBeGreaterThanOrEqual(150);
+  });
+
+  it('refuses a bad timeout on a task or a schedule, naming it', () => {
+    expect(() => defineTask({ name: 'bad', timeout: 'soon', handle: () => undefined })).toThrow(UsageError);
+    expect(() => defineTask({ name: 'bad', timeout: 0, handle: () => undefined })).toThrow(/task 'bad': timeout must be between/);
+    expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', timeout: '30d', handle: () => undefined })).toThrow(/schedule 'bad': timeout/);
   });
 });

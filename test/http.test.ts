@@ -54,6 +54,7 @@ const okHealth = (over: Partial<CronqHealth> = {}): CronqHealth => ({
   workers: true,
   lastClaimLoopAt: Date.now(),
   scheduler: null,
+  oldestRunningJobAgeMs: 0,
   ...over,
 });
 

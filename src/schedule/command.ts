@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { formatDuration } from '../duration.ts';
-import { PermanentError, UsageError } from '../errors.ts';
+import { JobTimeoutError, PermanentError, UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Handler, Job, JobContext } from '../tasks/job.ts';
 
@@ -231,7 +231,7 @@ function stopTrigger(signal: AbortSignal, timeoutMs: number | undefined): { reas
   const reason = new Promise<StopReason>((resolve) => {
     onAbort = () => resolve(abortedError(signal.reason));
     signal.addEventListener('abort', onAbort, { once: true });
-    if (timeoutMs !== undefined) timer = setTimeout(() => resolve(new Error(`command timed out after ${formatDuration(timeoutMs)}`)), timeoutMs);
+    if (timeoutMs !== undefined) timer = setTimeout(() => resolve(new JobTimeoutError(`command timed out after ${formatDuration(timeoutMs)}`)), timeoutMs);
   });
   return {
     reason,

@@ -62,8 +62,8 @@ export class JobRun implements CompletionReceiver {
   /** Local estimate of when our lease ends; only used to stop retrying a finish. */
   private leaseDeadline: number;
   private slotFree = false;
-  /** Set by execute: when the run started, and when its batched completion was handed in. */
-  private startedAt = 0;
+  /** Set by execute: when the run started (performance.now()), and when its batched completion was handed in. */
+  startedAt = 0;
   private completionSentAt = 0;
 
   /**
