@@ -10,7 +10,7 @@ import { guardObserver, type Observer } from './observe.ts';
 import { enqueueRows, toJobRow, type EnqueueJob } from './queue/enqueue.ts';
 import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
-import { insertJobIfAbsent } from './queue/store.ts';
+import { insertJobIfAbsent, MAX_LEASE_EXPIRIES } from './queue/store.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -19,6 +19,7 @@ import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './worker/dbHealth.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
+import { catchUncaught } from './worker/uncaught.ts';
 
 export type { EnqueueJob };
 
@@ -69,6 +70,19 @@ export interface CronqOptions {
   pruneDoneOlderThan?: Duration;
   /** How often that pruning runs (default 5m). */
   pruneEvery?: Duration;
+  /**
+   * A job whose lease expired this many times goes dead (1–1000, default 3): the
+   * processes running it stopped or stalled that often without finishing it (a handler
+   * calling process.exit, running out of memory, blocking the event loop past its lease).
+   */
+  maxLeaseExpiries?: number;
+  /**
+   * From start() to stop(), log an `unhandledRejection` or `uncaughtException` as one
+   * JSON event naming the job whose handler caused it, and keep the process running,
+   * instead of Node's default (print and exit). Default false: the process owner
+   * decides; `cronq start` turns it on.
+   */
+  catchUncaught?: boolean;
 }
 
 export interface Cronq {
@@ -133,6 +147,11 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const observer = guardObserver(options.observer, (method, error) =>
     log.warn({ event: 'observer_error', method, error: errorText(error) }, 'observer threw; ignored'),
   );
+  const maxLeaseExpiries = options.maxLeaseExpiries ?? MAX_LEASE_EXPIRIES;
+  if (!Number.isInteger(maxLeaseExpiries) || maxLeaseExpiries < 1 || maxLeaseExpiries > 1000) {
+    throw new UsageError(`maxLeaseExpiries must be a whole number from 1 to 1000 (got ${maxLeaseExpiries})`);
+  }
+  let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
   let prune: Promise<void> | null = null;
   let pool: WorkerPool | null = null;
@@ -181,6 +200,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const registry = await ready();
       if (pruneMs !== null) checkRetention(pruneMs, registry.schedules(), 'pruneDoneOlderThan');
       await ping(database);
+      if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
       if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
         scheduler = new Scheduler({
           db: database.db,
@@ -221,6 +241,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           batchSize: RECOVERY_DEFAULTS.batchSize,
           maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
           observer,
+          maxLeaseExpiries,
         },
         recoveryStop.signal,
       );
@@ -234,6 +255,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         await recovery;
         await prune;
         await database.close();
+        uncaughtGuard?.();
         return result;
       })();
       return stopped;

@@ -43,6 +43,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     postClaimPauseMs: config.postClaimPauseMs,
     observer: metrics ?? undefined,
     pruneDoneOlderThan: config.pruneDoneOlderThanMs ?? undefined,
+    catchUncaught: true,
   });
   let stopping: Promise<unknown> | null = null;
   let stopRequested!: () => void;

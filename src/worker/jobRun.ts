@@ -11,6 +11,7 @@ import type { Effect, Job } from '../tasks/job.ts';
 import type { Completer, CompletionReceiver } from './completer.ts';
 import type { DbHealth } from './dbHealth.ts';
 import { isPermanent } from './failure.ts';
+import { runAsJob } from './runningJob.ts';
 import { sleep } from './wakeup.ts';
 
 export interface JobRunDeps {
@@ -115,6 +116,12 @@ export class JobRun implements CompletionReceiver {
   execute(): void {
     const startedAt = performance.now();
     this.startedAt = startedAt;
+    if (this.job.leaseExpiries > 0) {
+      this.log.warn(
+        { event: 'job_reclaimed_after_lease_expiry', key: this.job.key, attempt: this.job.attempt, lease_expiries: this.job.leaseExpiries },
+        'a process running this job before stopped or stalled without finishing it; if that repeats, its handler may be crashing the process',
+      );
+    }
     const effects: Effect[] = [];
     let ran: Outcome | Promise<Outcome>;
     try {
@@ -272,7 +279,8 @@ export class JobRun implements CompletionReceiver {
     this.inHandler = true;
     let result: unknown;
     try {
-      result = this.task!.handle(job, ctx);
+      const task = this.task!;
+      result = runAsJob({ job_id: job.id, kind: job.kind, key: job.key }, () => task.handle(job, ctx));
     } catch (error) {
       this.inHandler = false;
       return { ok: false, error };
