@@ -107,7 +107,21 @@ describe('hostile handler errors', () => {
   });
 });
 
-describe('payloads stay out of error text', () => {
+describe('payloads and passwords stay out of error text', () => {
+  it("masks a DATABASE_URL password holding a space, '@', '/' or '#' in the CLI's message, whatever the URL's shape", async () => {
+    const urls = [
+      'mysql://root:my SECRET@127.0.0.1:3306/',
+      'mysql://root:my SECRET@[::1/cronq',
+      'mysql://root:my@SE/CRET#x@127.0.0.1:3306/',
+    ];
+    const results = await Promise.all(urls.map((url) => runCli(['stats'], { DATABASE_URL: url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon' })));
+    for (const result of results) {
+      expect(result.code).toBe(64);
+      expect(result.stderr).toMatch(/^cronq: DATABASE_URL .*mysql:\/\/root:\*\*\*@/);
+      expect(result.stderr).not.toMatch(/SECRET|SE\/CRET/);
+    }
+  });
+
   it('LOG_LEVEL=debug prints neither the statement nor the payload of a failed enqueue', async () => {
     await t.sql("CREATE TRIGGER refuse_all BEFORE INSERT ON cronq_jobs FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a trigger'");
     try {

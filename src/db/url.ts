@@ -24,6 +24,14 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`DATABASE_URL must start with mysql:// (got ${parsed.protocol}//)`);
   }
+  // An unencoded '/', '?' or '#' before the last '@' ends the authority early: the URL
+  // would parse, with pieces of the password read as host and database.
+  const afterScheme = url.slice(url.indexOf('//') + 2);
+  if (/[/?#]/.test(afterScheme.slice(0, Math.max(0, afterScheme.lastIndexOf('@'))))) {
+    throw new UsageError(
+      `DATABASE_URL has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
+    );
+  }
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
     throw new UsageError(`DATABASE_URL must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
