@@ -82,6 +82,15 @@ describe('hostile handler errors', () => {
         },
       }),
       defineTask({
+        name: 'odd-then',
+        maxAttempts: 1,
+        handle: () => ({
+          get then() {
+            throw new Error('a then getter that throws');
+          },
+        }),
+      }),
+      defineTask({
         name: 'odd-sync',
         maxAttempts: 2,
         backoff: { base: '1h' },
@@ -92,9 +101,12 @@ describe('hostile handler errors', () => {
     ]);
     await c.enqueueMany(thrown.map((_, i) => ({ kind: 'odd', key: `odd:${i}` })));
     await c.enqueue({ kind: 'odd-sync', key: 'odd-sync:0' });
-    await log.waitFor('job_dead', thrown.length);
-    await log.waitFor('job_failed', thrown.length + 1);
+    await c.enqueue({ kind: 'odd-then', key: 'odd-then:0' });
+    await log.waitFor('job_dead', thrown.length + 1);
+    await log.waitFor('job_failed', thrown.length + 2);
     expect(log.named('job_run_error')).toEqual([]);
+    const [thenLetter] = await t.sql("SELECT failure_reason FROM cronq_dead_letters WHERE kind = 'odd-then'");
+    expect(thenLetter.failure_reason).toBe('Error: a then getter that throws');
     const letters = await t.sql("SELECT job_key, failure_reason FROM cronq_dead_letters WHERE kind = 'odd'");
     for (const letter of letters) {
       const [, expected] = thrown[Number(letter.job_key.split(':')[1])];

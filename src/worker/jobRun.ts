@@ -285,7 +285,15 @@ export class JobRun implements CompletionReceiver {
       this.inHandler = false;
       return { ok: false, error };
     }
-    if (!isThenable(result)) {
+    let thenable: boolean;
+    try {
+      thenable = isThenable(result);
+    } catch (error) {
+      // A returned value whose `then` getter throws: that throw is the handler's failure.
+      this.inHandler = false;
+      return { ok: false, error };
+    }
+    if (!thenable) {
       this.inHandler = false;
       return SUCCEEDED;
     }
