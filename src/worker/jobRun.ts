@@ -1,6 +1,6 @@
 import type { Db } from '../db/client.ts';
-import { errorText } from '../errorText.ts';
 import { driverError, isConnectionError } from '../db/client.ts';
+import { errorText } from '../errorText.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs } from '../queue/backoff.ts';
@@ -280,7 +280,7 @@ export class JobRun implements CompletionReceiver {
     let result: unknown;
     try {
       const task = this.task!;
-      result = runAsJob({ job_id: job.id, kind: job.kind, key: job.key }, () => task.handle(job, ctx));
+      result = runAsJob(job, () => task.handle(job, ctx));
     } catch (error) {
       this.inHandler = false;
       return { ok: false, error };
