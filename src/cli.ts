@@ -64,7 +64,7 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const text = shown instanceof Error ? shown.message : String(shown);
   const message = maskUrl(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);
   process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
-  if (debug && error instanceof Error && error.stack) process.stderr.write(`${maskUrl(error.stack)}\n`);
+  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${maskUrl(shown.stack)}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
   if (error instanceof DatabaseUnreachableError) return 1;
   return 1;

@@ -4,6 +4,7 @@ import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
+import { errorText } from './errorText.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
 import {
@@ -17,6 +18,7 @@ import {
 } from './queue/enqueue.ts';
 import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
+import { insertJobIfAbsent, MAX_LEASE_EXPIRIES } from './queue/store.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -27,6 +29,7 @@ import { DbHealth } from './worker/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';
+import { catchUncaught } from './worker/uncaught.ts';
 
 export type { EnqueueJob };
 
@@ -88,6 +91,19 @@ export interface CronqOptions {
   unknownKindGraceMs?: number;
   /** How often this daemon's cronq_daemons row is refreshed while its workers run (default 10s). */
   heartbeatInterval?: Duration;
+  /**
+   * A job whose lease expired this many times goes dead (1–1000, default 3): the
+   * processes running it stopped or stalled that often without finishing it (a handler
+   * calling process.exit, running out of memory, blocking the event loop past its lease).
+   */
+  maxLeaseExpiries?: number;
+  /**
+   * From start() to stop(), log an `unhandledRejection` or `uncaughtException` as one
+   * JSON event naming the job whose handler caused it, and keep the process running,
+   * instead of Node's default (print and exit). Default false: the process owner
+   * decides; `cronq start` turns it on.
+   */
+  catchUncaught?: boolean;
 }
 
 export interface Cronq {
@@ -137,6 +153,8 @@ export interface CronqHealth {
   lastClaimLoopAt: number | null;
   /** Scheduler started and not stopping. */
   scheduler: boolean | null;
+  /** How long the oldest job running in this process has run, in ms (0 when none; null without workers). */
+  oldestRunningJobAgeMs: number | null;
 }
 
 /**
@@ -159,13 +177,18 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   });
   const healthTracker = new DbHealth(log);
   const observer = guardObserver(options.observer, (method, error) =>
-    log.warn({ event: 'observer_error', method, error: String(error) }, 'observer threw; ignored'),
+    log.warn({ event: 'observer_error', method, error: errorText(error) }, 'observer threw; ignored'),
   );
   const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_DEFAULTS.graceMs;
   if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
     throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
   }
   const heartbeatMs = options.heartbeatInterval === undefined ? UNKNOWN_KIND_DEFAULTS.heartbeatMs : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
+  const maxLeaseExpiries = options.maxLeaseExpiries ?? MAX_LEASE_EXPIRIES;
+  if (!Number.isInteger(maxLeaseExpiries) || maxLeaseExpiries < 1 || maxLeaseExpiries > 1000) {
+    throw new UsageError(`maxLeaseExpiries must be a whole number from 1 to 1000 (got ${maxLeaseExpiries})`);
+  }
+  let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
   let prune: Promise<void> | null = null;
   let pool: WorkerPool | null = null;
@@ -234,6 +257,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const registry = await ready();
       if (pruneMs !== null) checkRetention(pruneMs, registry.schedules(), 'pruneDoneOlderThan');
       await ping(database);
+      if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
       if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
         scheduler = new Scheduler({
           db: database.db,
@@ -291,6 +315,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           batchSize: RECOVERY_DEFAULTS.batchSize,
           maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
           observer,
+          maxLeaseExpiries,
         },
         recoveryStop.signal,
       );
@@ -305,6 +330,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         await recovery;
         await prune;
         await database.close();
+        uncaughtGuard?.();
         return result;
       })();
       return stopped;
@@ -317,6 +343,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         workers: pool ? !pool.isStopping : null,
         lastClaimLoopAt: pool ? pool.lastLoopAt : null,
         scheduler: scheduler ? scheduler.running : null,
+        oldestRunningJobAgeMs: pool ? pool.oldestRunningAgeMs : null,
       };
     },
   };

@@ -23,7 +23,12 @@ import { checkRetention } from './schedule/retention.ts';
 export async function runDaemon(config: DaemonConfig, log: Logger): Promise<number> {
   // Created first so the engine reports to it from the start; it reads the database
   // through `cronq` only when scraped.
-  const metrics = config.http ? new CronqMetrics({ collect: () => collectStats(cronq.database.db) }) : null;
+  const metrics = config.http
+    ? new CronqMetrics({
+        collect: () => collectStats(cronq.database.db),
+        oldestRunningJobAgeSeconds: () => (cronq.health().oldestRunningJobAgeMs ?? 0) / 1000,
+      })
+    : null;
   let http: HttpServer | null = null;
   const cronq: Cronq = createCronq({
     databaseUrl: config.databaseUrl,
@@ -40,6 +45,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     observer: metrics ?? undefined,
     pruneDoneOlderThan: config.pruneDoneOlderThanMs ?? undefined,
     unknownKindGraceMs: config.unknownKindGraceMs,
+    catchUncaught: true,
   });
   let stopping: Promise<unknown> | null = null;
   let stopRequested!: () => void;

@@ -87,3 +87,11 @@ export class EnqueueError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * An attempt ran longer than its task's or schedule's `timeout`: the reason `ctx.signal`
+ * aborts with, and the error the attempt fails with (retryable, like any handler error).
+ */
+export class JobTimeoutError extends Error {
+  override name = 'JobTimeoutError';
+}

@@ -14,6 +14,7 @@ const job = (id: number, kind = 'k'): ClaimedJob => ({
   periodKey: null,
   scheduledAt: null,
   leaseToken: 'f'.repeat(32),
+  leaseExpiries: 0,
 });
 
 describe('claim buffer', () => {

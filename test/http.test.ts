@@ -55,6 +55,7 @@ const okHealth = (over: Partial<CronqHealth> = {}): CronqHealth => ({
   workers: true,
   lastClaimLoopAt: Date.now(),
   scheduler: null,
+  oldestRunningJobAgeMs: 0,
   ...over,
 });
 

@@ -308,7 +308,7 @@ describe('recovery and release', () => {
       { job_key: 'r-live', status: 'reserved', attempts: 1, lease_token: expect.any(String) },
     ]);
     const letters = await t.sql('SELECT job_key, failure_reason FROM cronq_dead_letters');
-    expect(letters).toEqual([{ job_key: 'r-last', failure_reason: 'lease expired after the final attempt' }]);
+    expect(letters).toEqual([{ job_key: 'r-last', failure_reason: 'lease expired while held by test:1 after the final attempt' }]);
   });
 
   it('recovers in bounded batches', async () => {

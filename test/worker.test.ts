@@ -175,7 +175,7 @@ describe('worker', () => {
     await log.waitFor('job_dead');
     expect(ran).toBe(false);
     const [letter] = await t.sql('SELECT failure_reason, attempts FROM cronq_dead_letters');
-    expect(letter).toEqual({ failure_reason: 'PermanentError: payload rejected by parse: userId must be an integer', attempts: 1 });
+    expect(letter).toEqual({ failure_reason: 'PermanentError: payload rejected by parse: TypeError: userId must be an integer', attempts: 1 });
     await c.enqueue({ kind: 'typed', key: 'typed:good', payload: { userId: 42 } });
     await log.waitFor('job_completed');
     expect(ran).toBe(true);

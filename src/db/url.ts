@@ -24,10 +24,20 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`DATABASE_URL must start with mysql:// (got ${parsed.protocol}//)`);
   }
+  // An unencoded '/', '?' or '#' before the last '@' ends the authority early: the URL
+  // would parse, with pieces of the password read as host and database.
+  const afterScheme = url.slice(url.indexOf('//') + 2);
+  if (/[/?#]/.test(afterScheme.slice(0, Math.max(0, afterScheme.lastIndexOf('@'))))) {
+    throw new UsageError(
+      `DATABASE_URL has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
+    );
+  }
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
     throw new UsageError(`DATABASE_URL must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
   }
+  rememberPassword(decodeURIComponent(parsed.password));
+  rememberPassword(parsed.password);
   return {
     host: parsed.hostname || '127.0.0.1',
     port: parsed.port ? Number(parsed.port) : 3306,
@@ -38,7 +48,83 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   };
 }
 
-/** Replaces the password of any URL-looking `scheme://user:pass@` in `text` by `***`. */
+/** How far past `scheme://user:` the masker looks for the `@` that ends a password. */
+export const MASK_WINDOW = 256;
+/** Passwords of the database URLs parsed in this process, masked wherever they appear. */
+const knownPasswords = new Set<string>();
+
+function rememberPassword(password: string): void {
+  // Shorter ones would mask ordinary words; their URL form is still masked by shape.
+  if (password.length >= 3 && knownPasswords.size < 16) knownPasswords.add(password);
+}
+
+/**
+ * Masks URL passwords in `text`: in every `scheme://user:pass@` the password becomes
+ * `***`, whatever it holds (spaces, `@`, `/`, `:`, `#`: it runs to the last `@` on its
+ * line within MASK_WINDOW characters, so a few characters too many may be masked, never
+ * too few), and the password of any database URL parsed in this process (DATABASE_URL,
+ * MIGRATION_DATABASE_URL), raw or percent-encoded, is masked wherever it appears.
+ *
+ * Linear in `text`'s length: each `://` is found by one forward search and looked past
+ * by at most MASK_WINDOW characters. Callers holding text of unbounded length cut it
+ * first (see boundedText).
+ */
 export function maskUrl(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)[^@\s]*@/gi, '$1***@');
+  let out = '';
+  let copied = 0;
+  let searchFrom = 0;
+  const at = new NextIndex(text, '@');
+  const newline = new NextIndex(text, '\n');
+  const carriageReturn = new NextIndex(text, '\r');
+  for (;;) {
+    const separator = text.indexOf('://', searchFrom);
+    if (separator === -1) break;
+    searchFrom = separator + 3;
+    const colon = userEnd(text, searchFrom);
+    if (colon === -1) continue;
+    const passwordStart = colon + 1;
+    const windowEnd = Math.min(passwordStart + MASK_WINDOW, newline.from(passwordStart), carriageReturn.from(passwordStart));
+    if (at.from(passwordStart) >= windowEnd) continue;
+    const end = text.lastIndexOf('@', windowEnd - 1);
+    out += `${text.slice(copied, passwordStart)}***`;
+    copied = end;
+    searchFrom = end + 1;
+  }
+  out = copied === 0 ? text : out + text.slice(copied);
+  for (const password of knownPasswords) {
+    out = out.split(password).join('***');
+    const encoded = encodeURIComponent(password);
+    if (encoded !== password) out = out.split(encoded).join('***');
+  }
+  return out;
+}
+
+/** The next index of one character at or after a position that only moves forward: each search resumes where the last stopped. */
+class NextIndex {
+  private found = -1;
+
+  constructor(
+    private readonly text: string,
+    private readonly char: string,
+  ) {}
+
+  /** The index of the next `char` at or after `position` (text.length when none). */
+  from(position: number): number {
+    if (this.found < position && this.found !== this.text.length) {
+      const i = this.text.indexOf(this.char, position);
+      this.found = i === -1 ? this.text.length : i;
+    }
+    return this.found;
+  }
+}
+
+/** The index of the `:` ending a URL's user name that starts at `from`, or -1 when there is none. */
+function userEnd(text: string, from: number): number {
+  const end = Math.min(text.length, from + MASK_WINDOW);
+  for (let i = from; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 58) return i; // ':'
+    if (c === 47 || c === 64 || c <= 32) return -1; // '/', '@', space or control
+  }
+  return -1;
 }

@@ -17,6 +17,8 @@ export interface MetricsOptions {
   collect: () => Promise<Stats>;
   /** A collect slower than this counts as the database being down (default 5s). */
   collectTimeoutMs?: number;
+  /** How long the oldest job running in this process has run, in seconds (0 when none; default: not reported). */
+  oldestRunningJobAgeSeconds?: () => number;
 }
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -164,6 +166,18 @@ export class CronqMetrics implements Observer {
       help: '1 when this scrape could read the queue state from the database, else 0.',
       registers,
     });
+    const oldestRunning = options.oldestRunningJobAgeSeconds;
+    if (oldestRunning) {
+      // Read at scrape time from this process, whether or not the database answers.
+      new Gauge({
+        name: 'cronq_oldest_running_job_age_seconds',
+        help: 'How long the oldest job running in this process has run (0 when none); a handler past its timeout no longer counts.',
+        registers,
+        collect() {
+          this.set(oldestRunning());
+        },
+      });
+    }
     for (const outcome of ['returned', 'dead']) this.leasesRecoveredTotal.inc({ outcome }, 0);
   }
 

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { errorText } from '../errorText.ts';
 import type { Logger } from '../logger.ts';
 import { formatAddress, type HttpAddress } from './address.ts';
 import type { HealthReport } from './health.ts';
@@ -31,7 +32,7 @@ export interface HttpServer {
 export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
   const server = createServer((req, res) => {
     void respond(req, res, endpoints).catch((error) => {
-      log.warn({ event: 'http_error', path: req.url, error: String(error) }, 'http request failed');
+      log.warn({ event: 'http_error', path: req.url, error: errorText(error) }, 'http request failed');
       if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', req.method === 'HEAD');
       else res.destroy();
     });

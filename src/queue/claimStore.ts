@@ -34,6 +34,8 @@ export interface ClaimedJob {
   periodKey: string | null;
   scheduledAt: Date | null;
   leaseToken: string;
+  /** How often a lease on this job expired before (its process stopped or stalled while running it). */
+  leaseExpiries: number;
 }
 
 /**
@@ -150,6 +152,7 @@ type ClaimRow = {
   period_key: string | null;
   scheduled_at: string | null;
   lease_token: string;
+  lease_expiries: number;
 };
 
 /** One claim transaction on one connection: statements go out in as few packets as the reads allow. */
@@ -259,7 +262,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         ),
         format(
           `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
-            period_key, scheduled_at, lease_token
+            period_key, scheduled_at, lease_token, lease_expiries
           FROM cronq_jobs WHERE id IN (?) ORDER BY id`,
           [lockedIds],
         ),
@@ -282,6 +285,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       periodKey: row.period_key,
       scheduledAt: parseDbTime(row.scheduled_at),
       leaseToken: row.lease_token,
+      leaseExpiries: Number(row.lease_expiries),
     }));
   } catch (error) {
     await tx.abandon(error);

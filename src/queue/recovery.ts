@@ -17,19 +17,21 @@ export interface RecoveryOptions {
   maxBatchesPerPass: number;
   /** Told about every pass that recovered leases (default: nobody). */
   observer?: Observer;
+  /** A job whose lease expired this often goes dead (default MAX_LEASE_EXPIRIES). */
+  maxLeaseExpiries?: number;
 }
 
 export const RECOVERY_DEFAULTS = { everyMs: 5_000, batchSize: 100, maxBatchesPerPass: 20 };
 
 /**
  * One recovery pass: expired leases back to 'ready' (or 'dead' with a dead letter when
- * no attempts remain), in bounded batches. Logs `leases_recovered` when it found any.
+ * no attempts remain or the job's leases expired `maxLeaseExpiries` times), in bounded batches. Logs `leases_recovered` when it found any.
  * Safe to run in every daemon at once (SKIP LOCKED splits the rows).
  */
 export async function recoverOnce(options: RecoveryOptions): Promise<{ returned: number; dead: number }> {
   const total = { returned: 0, dead: 0 };
   for (let i = 0; i < options.maxBatchesPerPass; i++) {
-    const { returned, dead } = await recoverExpiredLeases(options.db, options.batchSize);
+    const { returned, dead } = await recoverExpiredLeases(options.db, options.batchSize, options.maxLeaseExpiries);
     total.returned += returned;
     total.dead += dead;
     if (returned + dead < options.batchSize) break;

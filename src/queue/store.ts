@@ -15,6 +15,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
+import { sliceChars } from '../errorText.ts';
 
 const NOW = sql`UTC_TIMESTAMP(6)`;
 const LAST_ERROR_MAX = 2000;
@@ -66,9 +67,9 @@ function interval(ms: number): SQL {
   return sql`INTERVAL ${Math.max(0, Math.round(ms * 1000))} MICROSECOND`;
 }
 
-/** Truncates an error text for `last_error` / `failure_reason`. */
+/** Truncates an error text for `last_error` / `failure_reason` (never splitting a surrogate pair). */
 export function truncateError(text: string, max = LAST_ERROR_MAX): string {
-  return text.length <= max ? text : `${text.slice(0, max - 15)}… [truncated]`;
+  return text.length <= max ? text : `${sliceChars(text, max - 15)}… [truncated]`;
 }
 
 const NOW_RAW = mysqlRaw('UTC_TIMESTAMP(6)');
@@ -254,10 +255,14 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
   });
 }
 
-/** Inside a transaction holding the rows' locks: 'dead' plus a dead letter each. */
-async function markDead(tx: Executor, ids: number[], error: string): Promise<void> {
+/**
+ * Inside a transaction holding the rows' locks: 'dead' plus a dead letter each. `error` is
+ * the text, or an expression over the row's columns; `also` more assignments (evaluated
+ * after last_error).
+ */
+async function markDead(tx: Executor, ids: number[], error: string | SQL, also: SQL = sql``): Promise<void> {
   await tx.execute(sql`UPDATE cronq_jobs
-    SET status = 'dead', lease_until = NULL, last_error = ${error}, finished_at = ${NOW}, updated_at = ${NOW}
+    SET status = 'dead', lease_until = NULL, last_error = ${error}, finished_at = ${NOW}, updated_at = ${NOW}${also}
     WHERE id IN ${ids}`);
   await tx.execute(sql`${DEAD_LETTER_FROM_JOB} WHERE id IN ${ids}`);
 }
@@ -288,33 +293,66 @@ export async function releaseIfLeased(db: Db, lease: Lease, reason: string, dela
   return header(result).affectedRows === 1;
 }
 
+/** Default of `maxLeaseExpiries`: a job whose lease expired this often goes dead. */
+export const MAX_LEASE_EXPIRIES = 3;
+
+/** Who held an expired lease, as the row says (an expression: texts differ per row). */
+const HELD_BY = sql`COALESCE(locked_by, 'an unknown worker')`;
+
 /**
  * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
- * counted, since the handler may have run), or to 'dead' with a dead letter when no
- * attempts remain. At most `limit` rows per call, locked with SKIP LOCKED so several
- * daemons recovering at once split the work instead of waiting on each other.
+ * counted, since the handler may have run), or to 'dead' with a dead letter. Each
+ * expiry adds one to `lease_expiries` and says in `last_error` who held the lease. A
+ * job goes dead when that count reaches `maxLeaseExpiries` (the processes running it
+ * stopped or stalled that often: a handler that kills its process must not take every
+ * daemon down in turn), or when no attempts remain. At most `limit` rows per call,
+ * locked with SKIP LOCKED so several daemons recovering at once split the work instead
+ * of waiting on each other.
  *
  * Reads the status='reserved' prefix of the claim index in index order and checks each
  * row's lease: as many rows as jobs in flight, which spares every claim and completion
  * the cost of a second index on (status, lease_until).
  */
-export async function recoverExpiredLeases(db: Db, limit: number): Promise<{ returned: number; dead: number }> {
+export async function recoverExpiredLeases(
+  db: Db,
+  limit: number,
+  maxLeaseExpiries = MAX_LEASE_EXPIRIES,
+): Promise<{ returned: number; dead: number }> {
   return db.transaction(async (tx) => {
-    const expired = rows<{ id: number; attempts: number; max_attempts: number }>(
-      await tx.execute(sql`SELECT id, attempts, max_attempts FROM cronq_jobs
+    const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
+      await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs
         WHERE status = 'reserved' AND lease_until <= ${NOW}
         ORDER BY queue, available_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
     );
-    const exhausted = expired.filter((r) => r.attempts >= r.max_attempts).map((r) => Number(r.id));
-    const retry = expired.filter((r) => r.attempts < r.max_attempts).map((r) => Number(r.id));
+    const crashed = expired.filter((r) => r.lease_expiries + 1 >= maxLeaseExpiries).map((r) => Number(r.id));
+    const exhausted = expired
+      .filter((r) => r.lease_expiries + 1 < maxLeaseExpiries && r.attempts >= r.max_attempts)
+      .map((r) => Number(r.id));
+    const retry = expired.filter((r) => r.lease_expiries + 1 < maxLeaseExpiries && r.attempts < r.max_attempts).map((r) => Number(r.id));
+    // last_error is assigned before lease_expiries grows, so it reads the old count
+    // whether the server assigns left to right or all at once.
+    const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
     if (retry.length > 0) {
       await tx.execute(sql`UPDATE cronq_jobs
-        SET status = 'ready', lease_token = NULL, lease_until = NULL, locked_by = NULL,
-            last_error = 'lease expired; returned to the queue', available_at = ${NOW}, updated_at = ${NOW}
+        SET status = 'ready', lease_token = NULL, lease_until = NULL,
+            last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
+            locked_by = NULL, available_at = ${NOW}, updated_at = ${NOW}${counted}
         WHERE id IN ${retry}`);
     }
-    if (exhausted.length > 0) await markDead(tx, exhausted, 'lease expired after the final attempt');
-    return { returned: retry.length, dead: exhausted.length };
+    if (exhausted.length > 0) {
+      await markDead(tx, exhausted, sql`CONCAT('lease expired while held by ', ${HELD_BY}, ' after the final attempt')`, counted);
+    }
+    if (crashed.length > 0) {
+      await markDead(
+        tx,
+        crashed,
+        sql`CONCAT('the process running it stopped ', lease_expiries + 1, ' times without finishing it (its lease expired; last held by ',
+          ${HELD_BY}, '). Typical causes: process.exit(), an out-of-memory kill or kill -9 while its handler ran, or a handler ',
+          'blocking the event loop longer than its lease; see "What a handler must not do" in the README')`,
+        counted,
+      );
+    }
+    return { returned: retry.length, dead: exhausted.length + crashed.length };
   });
 }
 

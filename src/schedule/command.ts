@@ -10,7 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { formatDuration } from '../duration.ts';
-import { PermanentError, UsageError } from '../errors.ts';
+import { JobTimeoutError, PermanentError, UsageError } from '../errors.ts';
+import { maskUrl } from '../db/url.ts';
 import type { Logger } from '../logger.ts';
 import type { Handler, Job, JobContext } from '../tasks/job.ts';
 
@@ -96,7 +97,8 @@ function inheritedEnv(): NodeJS.ProcessEnv {
  *   running, as under cron. Its output after the shell's exit (plus OUTPUT_DRAIN_MS) is read
  *   and discarded, so it neither blocks the job nor dies of SIGPIPE.
  * - Every stdout and stderr line is logged at debug level as
- *   `{ event: 'command_output', stream, line }`; nothing else of stdout is kept. Memory per
+ *   `{ event: 'command_output', stream, line }` (URL passwords masked, long lines in
+ *   pieces); nothing else of stdout is kept. Memory per
  *   attempt is bounded (a partial line and the stderr tail).
  * - A start failure rejects clearly: /bin/sh or the cwd missing (ENOENT, retryable), or an
  *   environment too large for exec (E2BIG, a PermanentError: a payload that big never fits).
@@ -231,7 +233,7 @@ function stopTrigger(signal: AbortSignal, timeoutMs: number | undefined): { reas
   const reason = new Promise<StopReason>((resolve) => {
     onAbort = () => resolve(abortedError(signal.reason));
     signal.addEventListener('abort', onAbort, { once: true });
-    if (timeoutMs !== undefined) timer = setTimeout(() => resolve(new Error(`command timed out after ${formatDuration(timeoutMs)}`)), timeoutMs);
+    if (timeoutMs !== undefined) timer = setTimeout(() => resolve(new JobTimeoutError(`command timed out after ${formatDuration(timeoutMs)}`)), timeoutMs);
   });
   return {
     reason,
@@ -308,7 +310,10 @@ interface Output {
 /** Logs stdout and stderr line by line at debug level and keeps stderr's tail. */
 function watchOutput(child: ChildProcess, log: Logger): Output {
   const tail = new ByteTail(STDERR_TAIL_BYTES);
-  const emit = (stream: 'stdout' | 'stderr') => (line: string) => log.debug({ event: 'command_output', stream, line }, 'command output');
+  // Lines are at most MAX_LINE_CHARS, so masking them is cheap; skipped when debug is off.
+  const emit = (stream: 'stdout' | 'stderr') => (line: string) => {
+    if (log.isLevelEnabled('debug')) log.debug({ event: 'command_output', stream, line: maskUrl(line) }, 'command output');
+  };
   const stdout = new LineSplitter(emit('stdout'));
   const stderr = new LineSplitter(emit('stderr'));
   const onStdout = (chunk: Buffer) => stdout.write(chunk);

@@ -4,7 +4,7 @@ import { TASK_BRAND, validateJobOptions, validateName, validateParse, type Task,
 import type { Handler } from '../tasks/job.ts';
 import { commandHandler } from './command.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
-import { withTimeout } from './timeout.ts';
+import { withTimeout } from '../tasks/timeout.ts';
 
 /** Brands a value as a schedule across module copies. */
 export const SCHEDULE_BRAND = Symbol.for('cronq.schedule');
@@ -59,8 +59,6 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   stdin?: string;
   /** Working directory for `command` (default: the daemon's). */
   cwd?: string;
-  /** Abort and fail an attempt that runs longer than this (handle or command). */
-  timeout?: Duration;
 }
 
 export interface ResolvedCatchUp {
@@ -78,7 +76,6 @@ export interface Schedule extends Task {
   catchUp: ResolvedCatchUp;
   jobs: FanOut | null;
   command: string | null;
-  timeoutMs: number | null;
 }
 
 export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_400_000, max: 1000 };
@@ -114,9 +111,8 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
   if (options.jobs !== undefined && typeof options.jobs !== 'function') {
     throw new UsageError(`${what}: jobs must be a function (an async generator yielding { key, payload })`);
   }
-  const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, `${what}: timeout`);
-  if (timeoutMs !== null && timeoutMs < 1) throw new UsageError(`${what}: timeout must be positive`);
   const base = validateJobOptions(options, what);
+  const { timeoutMs } = base;
   // A command enforces its own timeout: it kills the process group before failing.
   const handle: Handler = hasCommand
     ? commandHandler({ command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd, timeoutMs: timeoutMs ?? undefined })
@@ -136,7 +132,6 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
     catchUp: resolveCatchUp(options.catchUp, what),
     jobs: options.jobs ?? null,
     command: hasCommand ? options.command! : null,
-    timeoutMs,
   };
 }
 

@@ -3,7 +3,7 @@ import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../queue/enqueue.ts';
 import type { NewJobRow } from '../queue/store.ts';
 import { firstLine } from '../queue/failureReason.ts';
-import { describeFailure } from '../worker/failure.ts';
+import { errorText } from '../errorText.ts';
 import type { Schedule } from './define.ts';
 import { periodKeyOfFire } from './period.ts';
 
@@ -66,7 +66,7 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string):
     try {
       payloadJson = JSON.stringify(item.payload === undefined ? {} : item.payload);
     } catch (error) {
-      yield refused(key, `payload cannot be written as JSON: ${firstLine(describeFailure(error)).slice(0, 200)}`);
+      yield refused(key, `payload cannot be written as JSON: ${firstLine(errorText(error)).slice(0, 200)}`);
       continue;
     }
     if (payloadJson === undefined) {

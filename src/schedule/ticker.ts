@@ -5,7 +5,7 @@ import { retryDelayMs, type Backoff } from '../queue/backoff.ts';
 import type { RefusedJob } from '../queue/enqueue.ts';
 import { firstLine } from '../queue/failureReason.ts';
 import { describeDbError } from '../worker/dbHealth.ts';
-import { describeFailure } from '../worker/failure.ts';
+import { errorText } from '../errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
@@ -236,7 +236,7 @@ export class ScheduleTicker {
         result = await enqueueTick(db, this.schedule, scheduledAt, { afterBatch, onRefused, signal });
       } catch (error) {
         if (error instanceof TickTakenOverError || isConnectionError(error)) throw error;
-        const reason = firstLine(describeFailure(error)).slice(0, 200);
+        const reason = firstLine(errorText(error)).slice(0, 200);
         if (signal?.aborted) break;
         if (attempt >= retry.attempts) {
           await this.recordFailed(id, at, attempt, reason, insertedSoFar);

@@ -2,6 +2,7 @@ import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { parseBackoff, type Backoff } from '../queue/backoff.ts';
 import type { Handler } from './job.ts';
+import { withTimeout } from './timeout.ts';
 
 /** Brands a value as a cronq task across module copies (a schedule file may load its own copy of cronq). */
 export const TASK_BRAND = Symbol.for('cronq.task');
@@ -17,6 +18,8 @@ const QUEUE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_ATTEMPTS_LIMIT = 1000;
 const LEASE_MIN_MS = 1_000;
 const LEASE_MAX_MS = 24 * 3_600_000;
+/** Past this a timer would overflow (setTimeout's 2^31-1 ms); a week is plenty for one attempt. */
+const TIMEOUT_MAX_MS = 7 * 86_400_000;
 
 export interface TaskOptions<P = any> {
   /** The job kind this task handles: letters, digits, `.`, `_`, `-`; up to 64. */
@@ -27,6 +30,11 @@ export interface TaskOptions<P = any> {
   backoff?: { base?: Duration; max?: Duration };
   /** How long a claim holds the job before recovery may take it back; renewed while the handler runs. */
   lease?: Duration;
+  /**
+   * Fail an attempt that runs longer than this (retryable): `ctx.signal` aborts with a
+   * JobTimeoutError and the slot is freed, whether or not the handler stops. Default: none.
+   */
+  timeout?: Duration;
   /**
    * Checks and converts the stored payload before the handler sees it (a schema's
    * `parse`, say). If it throws, the payload is unparseable: the job goes dead at once.
@@ -45,6 +53,8 @@ export interface Task {
   maxAttempts: number;
   backoff: Backoff;
   leaseMs: number;
+  /** Attempts longer than this fail with JobTimeoutError (null: no limit). */
+  timeoutMs: number | null;
 }
 
 /**
@@ -55,12 +65,13 @@ export function defineTask<P = any>(options: TaskOptions<P>): Task {
   if (typeof options !== 'object' || options === null) throw new UsageError('defineTask needs an options object');
   const name = validateName(options.name, 'name');
   if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
+  const base = validateJobOptions(options, `task '${name}'`);
   return {
     [TASK_BRAND]: true,
     name,
-    handle: options.handle as Handler,
+    handle: base.timeoutMs === null ? (options.handle as Handler) : withTimeout(options.handle as Handler, base.timeoutMs),
     parse: validateParse(options.parse, `task '${name}'`),
-    ...validateJobOptions(options, `task '${name}'`),
+    ...base,
   };
 }
 
@@ -97,9 +108,9 @@ export function validateMaxAttempts(value: unknown, what = 'maxAttempts'): numbe
 
 /** The queue/attempt/backoff/lease options shared by tasks and schedules, validated with defaults. */
 export function validateJobOptions(
-  options: Pick<TaskOptions, 'queue' | 'maxAttempts' | 'backoff' | 'lease'>,
+  options: Pick<TaskOptions, 'queue' | 'maxAttempts' | 'backoff' | 'lease' | 'timeout'>,
   what: string,
-): Pick<Task, 'queue' | 'maxAttempts' | 'backoff' | 'leaseMs'> {
+): Pick<Task, 'queue' | 'maxAttempts' | 'backoff' | 'leaseMs' | 'timeoutMs'> {
   const queue = options.queue === undefined ? TASK_DEFAULTS.queue : validateQueue(options.queue, `${what}: queue`);
   const maxAttempts =
     options.maxAttempts === undefined ? TASK_DEFAULTS.maxAttempts : validateMaxAttempts(options.maxAttempts, `${what}: maxAttempts`);
@@ -108,7 +119,11 @@ export function validateJobOptions(
   if (leaseMs < LEASE_MIN_MS || leaseMs > LEASE_MAX_MS) {
     throw new UsageError(`${what}: lease must be between 1s and 24h (got ${leaseMs}ms)`);
   }
-  return { queue, maxAttempts, backoff, leaseMs };
+  const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, `${what}: timeout`);
+  if (timeoutMs !== null && (timeoutMs < 1 || timeoutMs > TIMEOUT_MAX_MS)) {
+    throw new UsageError(`${what}: timeout must be between 1ms and 7d (got ${JSON.stringify(options.timeout)})`);
+  }
+  return { queue, maxAttempts, backoff, leaseMs, timeoutMs };
 }
 
 /** True for anything defineTask returned, whichever copy of cronq made it. */

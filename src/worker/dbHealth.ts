@@ -1,5 +1,5 @@
 import { driverError, isConnectionError } from '../db/client.ts';
-import { maskUrl } from '../db/url.ts';
+import { errorText } from '../errorText.ts';
 import type { Logger } from '../logger.ts';
 
 /**
@@ -89,8 +89,7 @@ function jittered(ceilingMs: number): number {
   return Math.round(ceilingMs / 2 + (Math.random() * ceilingMs) / 2);
 }
 
-/** One line about a database error: the driver's code and message (not drizzle's SQL and params), any URL password masked. */
+/** One line about a database error (errorText, at most 500 characters): the driver's code and message, never drizzle's SQL and params. */
 export function describeDbError(error: unknown): string {
-  const e = driverError(error) as { code?: string; message?: string };
-  return maskUrl([e?.code, e?.message ?? String(error)].filter(Boolean).join(': ')).slice(0, 500);
+  return errorText(error, 500);
 }

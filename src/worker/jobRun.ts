@@ -1,5 +1,6 @@
 import type { Db } from '../db/client.ts';
 import { driverError, isConnectionError } from '../db/client.ts';
+import { errorText } from '../errorText.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs } from '../queue/backoff.ts';
@@ -9,7 +10,8 @@ import type { Task } from '../tasks/define.ts';
 import type { Effect, Job } from '../tasks/job.ts';
 import type { Completer, CompletionReceiver } from './completer.ts';
 import type { DbHealth } from './dbHealth.ts';
-import { describeFailure, isPermanent } from './failure.ts';
+import { isPermanent } from './failure.ts';
+import { runAsJob } from './runningJob.ts';
 import type { UnknownKinds } from './unknownKinds.ts';
 import { sleep } from './wakeup.ts';
 
@@ -64,8 +66,8 @@ export class JobRun implements CompletionReceiver {
   /** Local estimate of when our lease ends; only used to stop retrying a finish. */
   private leaseDeadline: number;
   private slotFree = false;
-  /** Set by execute: when the run started, and when its batched completion was handed in. */
-  private startedAt = 0;
+  /** Set by execute: when the run started (performance.now()), and when its batched completion was handed in. */
+  startedAt = 0;
   private completionSentAt = 0;
 
   /**
@@ -117,6 +119,12 @@ export class JobRun implements CompletionReceiver {
   execute(): void {
     const startedAt = performance.now();
     this.startedAt = startedAt;
+    if (this.job.leaseExpiries > 0) {
+      this.log.warn(
+        { event: 'job_reclaimed_after_lease_expiry', key: this.job.key, attempt: this.job.attempt, lease_expiries: this.job.leaseExpiries },
+        'a process running this job before stopped or stalled without finishing it; if that repeats, its handler may be crashing the process',
+      );
+    }
     const effects: Effect[] = [];
     let ran: Outcome | Promise<Outcome>;
     if (!this.task) {
@@ -149,7 +157,7 @@ export class JobRun implements CompletionReceiver {
       this.deps.health.ok(this.completionSentAt);
       this.recordCompleted(done, this.startedAt);
     } catch (error) {
-      this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+      this.log.error({ event: 'job_run_error', error: errorText(error) }, 'unexpected error finishing job');
     } finally {
       this.settled();
     }
@@ -172,7 +180,7 @@ export class JobRun implements CompletionReceiver {
     try {
       return this.task!.parse(payload);
     } catch (error) {
-      return new PermanentFailure(`payload rejected by parse: ${(error as Error)?.message ?? String(error)}`);
+      return new PermanentFailure(`payload rejected by parse: ${errorText(error)}`);
     }
   }
 
@@ -218,7 +226,7 @@ export class JobRun implements CompletionReceiver {
     try {
       await work;
     } catch (error) {
-      this.log.error({ event: 'job_run_error', error: describeFailure(error) }, 'unexpected error finishing job');
+      this.log.error({ event: 'job_run_error', error: errorText(error) }, 'unexpected error finishing job');
     } finally {
       this.settled();
     }
@@ -297,12 +305,21 @@ export class JobRun implements CompletionReceiver {
     this.inHandler = true;
     let result: unknown;
     try {
-      result = this.task!.handle(job, ctx);
+      const task = this.task!;
+      result = runAsJob(job, () => task.handle(job, ctx));
     } catch (error) {
       this.inHandler = false;
       return { ok: false, error };
     }
-    if (!isThenable(result)) {
+    let thenable: boolean;
+    try {
+      thenable = isThenable(result);
+    } catch (error) {
+      // A returned value whose `then` getter throws: that throw is the handler's failure.
+      this.inHandler = false;
+      return { ok: false, error };
+    }
+    if (!thenable) {
       this.inHandler = false;
       return SUCCEEDED;
     }
@@ -383,7 +400,7 @@ export class JobRun implements CompletionReceiver {
   private async fail(error: unknown, startedAt: number): Promise<void> {
     const permanent = isPermanent(error);
     const retryInMs = this.task ? retryDelayMs(this.task.backoff, this.job.attempt) : 0;
-    const message = describeFailure(error);
+    const message = errorText(error);
     const result = await this.finishWithRetry('fail', () =>
       failIfLeased(this.deps.db, this.lease, { error: message, permanent, retryInMs }),
     );

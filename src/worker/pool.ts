@@ -161,6 +161,16 @@ export class WorkerPool {
     return this.running.size;
   }
 
+  /**
+   * How long the oldest run holding a worker slot has been running, in ms (0 when none).
+   * `running` keeps start order, so that is its first run. A run timed out or finished
+   * has left it, even if an abandoned handler still runs in the background.
+   */
+  get oldestRunningAgeMs(): number {
+    for (const run of this.running) return run.startedAt > 0 ? performance.now() - run.startedAt : 0;
+    return 0;
+  }
+
   get isStopping(): boolean {
     return this.stopping.signal.aborted;
   }

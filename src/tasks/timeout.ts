@@ -1,14 +1,13 @@
-import type { Handler, JobContext } from '../tasks/job.ts';
-
-/** The attempt ran longer than its schedule's `timeout`. Retryable, like any handler error. */
-export class TimeoutError extends Error {
-  override name = 'TimeoutError';
-}
+import { formatDuration } from '../duration.ts';
+import { JobTimeoutError } from '../errors.ts';
+import type { Handler, JobContext } from './job.ts';
 
 /**
- * Wraps a handler so an attempt longer than `timeoutMs` has its signal aborted and
- * fails with TimeoutError, whether or not the handler honours the signal. The inner
- * signal also follows the outer one (lease lost, shutdown).
+ * Wraps a handler so an attempt longer than `timeoutMs` has its signal aborted with a
+ * JobTimeoutError and fails with it, whether or not the handler honours the signal: the
+ * worker slot is freed then. A handler that ignores the signal keeps running in the
+ * background; whatever it returns or registers later is discarded. The inner signal also
+ * follows the outer one (lease lost, shutdown).
  */
 export function withTimeout(inner: Handler, timeoutMs: number): Handler {
   return async (job, ctx) => {
@@ -19,13 +18,13 @@ export function withTimeout(inner: Handler, timeoutMs: number): Handler {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        const error = new TimeoutError(`timed out after ${timeoutMs} ms`);
+        const error = new JobTimeoutError(`timed out after ${formatDuration(timeoutMs)}`);
         abort.abort(error);
         reject(error);
       }, timeoutMs);
     });
     try {
-      const innerCtx: JobContext = { ...ctx, signal: abort.signal };
+      const innerCtx: JobContext = { signal: abort.signal, log: ctx.log, effect: ctx.effect };
       return await Promise.race([Promise.resolve(inner(job, innerCtx)), timedOut]);
     } finally {
       clearTimeout(timer);

@@ -1,0 +1,102 @@
+/**
+ * The one way cronq turns something thrown (by a handler, an effect, a parse, the
+ * driver) into text for `last_error`, `failure_reason` and log fields.
+ *
+ * Whatever was thrown, the answer is readable, at most ERROR_TEXT_MAX characters, free
+ * of URL passwords, and made in time linear in that bound: user text is cut before it
+ * is masked, and a thrown value is only ever read through guards (a Proxy, a getter or
+ * a `toString` that throws, an object without a prototype all give a text, never an
+ * exception). Never a stack (paths and values leak there) and never drizzle's wrapper
+ * of a failed statement (its message is the SQL with every parameter, payloads included).
+ */
+import { driverError } from './db/client.ts';
+import { MASK_WINDOW, maskUrl } from './db/url.ts';
+
+/** Most characters of an error text (last_error, failure_reason, log fields). */
+export const ERROR_TEXT_MAX = 2000;
+const TRUNCATED = '… [truncated]';
+
+/**
+ * `Name: message` for an error (`CODE: message` for a driver error, whose name is plain
+ * `Error`), `non-error thrown: …` for anything else; at most `max` characters.
+ */
+export function errorText(thrown: unknown, max = ERROR_TEXT_MAX): string {
+  return boundedText(rawText(thrown, max + MASK_WINDOW), max);
+}
+
+/**
+ * `text` cut to `max` characters (ending `… [truncated]` when cut), URL passwords masked.
+ * Cut first, with room for a password straddling the cut, so masking is linear in `max`
+ * however long `text` is; a cut never splits a surrogate pair.
+ */
+export function boundedText(text: string, max = ERROR_TEXT_MAX): string {
+  const cut = text.length > max + MASK_WINDOW;
+  const head = maskUrl(cut ? text.slice(0, max + MASK_WINDOW) : text);
+  if (!cut && head.length <= max) return head;
+  return `${sliceChars(head, Math.max(0, max - TRUNCATED.length))}${TRUNCATED}`;
+}
+
+/** The first `n` UTF-16 units of `text`, one fewer if that would split a surrogate pair. */
+export function sliceChars(text: string, n: number): string {
+  if (text.length <= n) return text;
+  const last = text.charCodeAt(n - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? n - 1 : n);
+}
+
+function rawText(thrown: unknown, limit: number): string {
+  const value = guarded(() => driverError(thrown)) ?? thrown;
+  switch (typeof value) {
+    case 'string':
+      return `non-error thrown: ${value.slice(0, limit)}`;
+    case 'object':
+    case 'function':
+      return value === null ? 'non-error thrown: null' : objectText(value, limit);
+    case 'symbol':
+      return `non-error thrown: ${guarded(() => value.toString().slice(0, limit)) ?? 'a symbol'}`;
+    case 'bigint':
+      return `non-error thrown: ${value.toString().slice(0, limit)}`;
+    default:
+      return `non-error thrown: ${String(value)}`;
+  }
+}
+
+function objectText(value: object, limit: number): string {
+  const message = stringProperty(value, 'message', limit);
+  const isError = guarded(() => value instanceof Error) === true;
+  if (message !== undefined || isError) {
+    const name = stringProperty(value, 'name', 100);
+    const code = stringProperty(value, 'code', 100);
+    const text = message ?? '(no readable message)';
+    const label = name && name !== 'Error' ? name : code && !text.includes(code) ? code : 'Error';
+    return `${label}: ${text}`;
+  }
+  const custom = guarded(() => {
+    const toString = (value as { toString?: unknown }).toString;
+    return typeof toString === 'function' && toString !== Object.prototype.toString && toString !== Function.prototype.toString
+      ? String(toString.call(value)).slice(0, limit)
+      : undefined;
+  });
+  if (custom !== undefined) return `non-error thrown: ${custom}`;
+  if (typeof value === 'function') return 'non-error thrown: a function';
+  const keys = guarded(() => Object.keys(value).slice(0, 10).map((k) => k.slice(0, 40)));
+  if (keys === undefined) return 'non-error thrown: an object that cannot be read';
+  return keys.length === 0 ? 'non-error thrown: an object without a message' : `non-error thrown: an object with keys ${keys.join(', ')}`;
+}
+
+/** `value[key]` when it is a string or a number (cut to `limit`), else undefined; never throws. */
+function stringProperty(value: object, key: string, limit: number): string | undefined {
+  return guarded(() => {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'string') return v.slice(0, limit);
+    if (typeof v === 'number') return String(v);
+    return undefined;
+  });
+}
+
+function guarded<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
