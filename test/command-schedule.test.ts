@@ -1,23 +1,17 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, type Cronq } from '../src/index.ts';
 import { enqueueTick } from '../src/schedule/fanout.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 import { isGone } from './support/process.ts';
 
-let t: TestDatabase;
+const t = useTestDatabase();
 let cronq: Cronq | null = null;
 const dir = mkdtempSync(join(tmpdir(), 'cronq-cmd-'));
 
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t.drop();
-});
 afterEach(async () => {
   await cronq?.stop({ graceMs: 1_000 });
   cronq = null;

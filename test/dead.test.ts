@@ -15,21 +15,13 @@ import { failIfLeased, insertJobIfAbsent } from '../src/queue/store.ts';
 import { THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
-let t: TestDatabase;
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 let env: Record<string, string>;
 
-beforeAll(async () => {
-  t = await createTestDatabase();
+beforeAll(() => {
   env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: '', LOG_LEVEL: 'info' };
-});
-afterAll(async () => {
-  await t.drop();
-});
-beforeEach(async () => {
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
 });
 
 const db = () => t.database.db;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createCronq } from '../src/cronq.ts';
 import { DaemonProcess } from './support/cli.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 import { eventually } from './support/events.ts';
 
 /**
@@ -14,19 +14,17 @@ import { eventually } from './support/events.ts';
  */
 const TOTAL = 2_000;
 const DAEMONS = 3;
-let t: TestDatabase;
+const t = useTestDatabase();
 let traceDir: string;
 const daemons: DaemonProcess[] = [];
 
 beforeAll(async () => {
-  t = await createTestDatabase();
   await t.sql('CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_key VARCHAR(255) NOT NULL, UNIQUE KEY effects_job_key (job_key))');
   traceDir = mkdtempSync(join(tmpdir(), 'cronq-multi-'));
 });
 
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
-  await t.drop();
   rmSync(traceDir, { recursive: true, force: true });
 });
 

@@ -2,7 +2,7 @@ import { createServer, connect as tcpConnect, type Server, type Socket } from 'n
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, isConnectionError } from '../src/db/client.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
 /**
  * A TCP proxy in front of the test server that can turn into a black hole: it keeps
@@ -40,18 +40,16 @@ class BlackholeProxy {
   }
 }
 
-let t: TestDatabase;
+const t = useTestDatabase();
 let proxy: BlackholeProxy;
 
 beforeAll(async () => {
-  t = await createTestDatabase();
   const url = new URL(t.url);
   proxy = new BlackholeProxy({ host: url.hostname, port: Number(url.port || 3306) });
   await proxy.listen();
 });
 afterAll(async () => {
   await proxy.close();
-  await t.drop();
 });
 
 describe('a network that silently drops packets', () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 
 /**
@@ -16,7 +16,7 @@ const adminPassword = randomBytes(12).toString('hex');
 // Characters a URL must percent-encode, so both forms are checked for leaks.
 const password = `Pw${randomBytes(9).toString('hex')}@:/`;
 const encoded = encodeURIComponent(password);
-let t: TestDatabase;
+const t = useTestDatabase();
 let restricted: string;
 let freshName: string;
 const daemons: DaemonProcess[] = [];
@@ -38,7 +38,6 @@ function expectNoPassword(text: string, where: string): void {
 }
 
 beforeAll(async () => {
-  t = await createTestDatabase();
   freshName = `${t.name}_fresh`;
   await t.sql(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
   for (const db of [t.name, freshName]) await t.sql(`GRANT SELECT, INSERT, UPDATE, DELETE ON \`${db}\`.* TO '${user}'@'%'`);
@@ -52,7 +51,6 @@ afterAll(async () => {
   await t.sql(`DROP USER IF EXISTS '${user}'@'%'`);
   await t.sql(`DROP USER IF EXISTS '${adminUser}'@'%'`);
   await t.sql(`DROP DATABASE IF EXISTS \`${freshName}\``);
-  await t.drop();
 });
 
 describe('a runtime user with only SELECT, INSERT, UPDATE and DELETE', () => {

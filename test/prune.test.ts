@@ -4,26 +4,19 @@ import { pruneOnce } from '../src/queue/prune.ts';
 import { defineSchedule } from '../src/schedule/define.ts';
 import { checkRetention, retentionNeed } from '../src/schedule/retention.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-let t: TestDatabase;
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters', 'cronq_schedule_ticks'] });
 let env: Record<string, string>;
 const daemons: DaemonProcess[] = [];
 
-beforeAll(async () => {
-  t = await createTestDatabase();
+beforeAll(() => {
   env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon', LOG_LEVEL: 'info' };
 });
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
-  await t.drop();
-});
-beforeEach(async () => {
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
-  await t.sql('DELETE FROM cronq_schedule_ticks');
 });
 
 let seq = 0;

@@ -18,10 +18,10 @@
  */
 import { Cron } from 'croner';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { defineSchedule, type CatchUpOptions, type Schedule } from '../src/schedule/define.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase, type TestDatabase } from './support/db.ts';
 import { FakeClock } from './support/fakeClock.ts';
 import {
   fireInstants,
@@ -385,15 +385,10 @@ function diff(expected: Expectation, ledger: LedgerRow[], jobs: Map<string, numb
 
 // ---------------------------------------------------------------------------------------------
 
-let t: TestDatabase;
-
-beforeAll(async () => {
-  t = await createTestDatabase('cronq_simyear');
-});
+const t = useTestDatabase({ prefix: 'cronq_simyear' });
 
 afterAll(async () => {
   await Promise.allSettled(worlds.map((w) => w.halt()));
-  await t?.drop();
 });
 
 describe('a simulated year', () => {

@@ -1,26 +1,20 @@
 import { sql } from 'drizzle-orm';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCronq, defineTask, PermanentError, type Cronq, type Task } from '../src/index.ts';
 import { retryDelayMs, backoffCeilingMs } from '../src/queue/backoff.ts';
 import { noopObserver } from '../src/observe.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 import { EventLog, eventually } from './support/events.ts';
 
-let t: TestDatabase;
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 let cronq: Cronq | null = null;
 let log: EventLog;
 
 beforeAll(async () => {
-  t = await createTestDatabase();
   await t.sql('CREATE TABLE effects (job_key VARCHAR(255) PRIMARY KEY, attempt INT NOT NULL)');
-});
-afterAll(async () => {
-  await t.drop();
 });
 beforeEach(async () => {
   log = new EventLog();
-  await t.sql('DELETE FROM cronq_jobs');
-  await t.sql('DELETE FROM cronq_dead_letters');
   await t.sql('DELETE FROM effects');
 });
 afterEach(async () => {
@@ -473,14 +467,17 @@ describe('queues', () => {
     const c = await start([defineTask({ name: 'anywhere', handle: () => undefined })], { pollInterval: '50ms' });
     await log.waitFor('worker_started');
     const other = createCronq({ databaseUrl: t.url, tasks: [defineTask({ name: 'anywhere', handle: () => undefined })] });
+    const ids: number[] = [];
     try {
-      await other.enqueue({ kind: 'anywhere', key: 'new-queue:1', queue: 'brand-new' });
-      await other.enqueue({ kind: 'anywhere', key: 'default:1' });
+      ids.push((await other.enqueue({ kind: 'anywhere', key: 'new-queue:1', queue: 'brand-new' })).id);
+      ids.push((await other.enqueue({ kind: 'anywhere', key: 'default:1' })).id);
     } finally {
       await other.stop();
     }
-    await log.waitFor('job_completed', 2);
-    expect(c).toBeTruthy();
+    // `other` never started workers: only the running pool can have completed them.
+    const completed = await log.waitFor('job_completed', 2);
+    expect(completed.map((e) => e.job_id).sort()).toEqual(ids.sort());
+    expect(c.health().workers).toBe(true);
     expect(await t.sql("SELECT queue, status FROM cronq_jobs ORDER BY queue")).toEqual([
       { queue: 'brand-new', status: 'done' },
       { queue: 'default', status: 'done' },

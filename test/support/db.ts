@@ -47,14 +47,14 @@ export async function createTestDatabase(prefix = 'cronq_test'): Promise<TestDat
  * dropped after its last, with `emptyBeforeEach` tables emptied before every test. The
  * returned handle forwards to that database (usable inside tests and hooks only).
  */
-export function useTestDatabase(options: { emptyBeforeEach?: string[] } = {}): TestDatabase {
+export function useTestDatabase(options: { emptyBeforeEach?: string[]; prefix?: string } = {}): TestDatabase {
   let current: TestDatabase | undefined;
   const db = () => {
     if (!current) throw new Error('the test database exists only inside tests and hooks');
     return current;
   };
   beforeAll(async () => {
-    current = await createTestDatabase();
+    current = await createTestDatabase(options.prefix);
   });
   afterAll(async () => {
     await current?.drop();
