@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
-import { connect, ping, type Database, type Executor } from './db/client.ts';
+import { connect, type Database, type Executor } from './db/client.ts';
+import { ping } from './store/health.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
@@ -18,7 +19,8 @@ import {
 } from './queue/enqueue.ts';
 import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
-import { insertJobIfAbsent, MAX_LEASE_EXPIRIES } from './queue/store.ts';
+import { insertJobIfAbsent } from './store/jobs.ts';
+import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';

@@ -1,10 +1,10 @@
 import { EnqueueError, EnqueueRefusedError, UsageError } from '../errors.ts';
-import { firstLine } from './failureReason.ts';
+import { firstLine } from '../store/failureReason.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { driverError, type Executor } from '../db/client.ts';
-import { refusalReason, isRowRefusal } from './refusal.ts';
+import { refusalReason, isRowRefusal } from '../store/refusal.ts';
 import {
   encodeJobRow,
   existingKeys,
@@ -14,7 +14,8 @@ import {
   maxAllowedPacket,
   type EncodedJobRow,
   type NewJobRow,
-} from './store.ts';
+} from '../store/jobs.ts';
+import { isLockConflict } from '../store/sql.ts';
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
@@ -308,8 +309,7 @@ async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Prom
     try {
       return await write();
     } catch (error) {
-      const code = (driverError(error) as { code?: string })?.code;
-      if (attempt >= attempts || (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT')) throw error;
+      if (attempt >= attempts || !isLockConflict(error)) throw error;
     }
   }
 }

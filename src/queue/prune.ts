@@ -11,7 +11,7 @@ import {
   windowEnd,
   type DbTime,
   type PruneTarget,
-} from './pruneStore.ts';
+} from '../store/prune.ts';
 
 export interface PruneOptions {
   /** Done jobs finished, and tick rows finished, more than this long ago (database clock) go. */

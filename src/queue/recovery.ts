@@ -3,7 +3,7 @@ import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import type { DbHealth } from '../worker/dbHealth.ts';
 import { sleep } from '../worker/wakeup.ts';
-import { recoverExpiredLeases } from './store.ts';
+import { recoverExpiredLeases } from '../store/recovery.ts';
 
 export interface RecoveryOptions {
   db: Db;

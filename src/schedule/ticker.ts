@@ -3,7 +3,7 @@ import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../queue/backoff.ts';
 import type { RefusedJob } from '../queue/enqueue.ts';
-import { firstLine } from '../queue/failureReason.ts';
+import { firstLine } from '../store/failureReason.ts';
 import { describeDbError } from '../worker/dbHealth.ts';
 import { errorText } from '../errorText.ts';
 import type { Clock } from './clock.ts';
@@ -18,7 +18,7 @@ import {
   releaseTickIfOwned,
   renewTickIfOwned,
   resumableTicks,
-} from './ledger.ts';
+} from '../store/ledger.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, planDueTicks } from './plan.ts';
 

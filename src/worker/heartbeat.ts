@@ -1,6 +1,6 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, type DaemonRecord } from '../queue/daemonStore.ts';
+import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, type DaemonRecord } from '../store/daemons.ts';
 import type { DbHealth } from './dbHealth.ts';
 import { sleep } from './wakeup.ts';
 
