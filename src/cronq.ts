@@ -5,7 +5,7 @@ import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
-import { errorText } from './errorText.ts';
+import { errorText } from './runtime/errorText.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
 import {
@@ -27,7 +27,7 @@ import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
-import { DbHealth } from './worker/dbHealth.ts';
+import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';

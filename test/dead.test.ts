@@ -9,7 +9,8 @@ import {
   resolveDeadLetter,
   resolveMatching,
 } from '../src/store/deadLetters.ts';
-import { firstLine, normaliseReason } from '../src/store/failureReason.ts';
+import { firstLine } from '../src/runtime/errorText.ts';
+import { normaliseReason } from '../src/store/failureReason.ts';
 import { claimReady } from '../src/store/claims.ts';
 import { failIfLeased } from '../src/store/fenced.ts';
 import { insertJobIfAbsent } from '../src/store/jobs.ts';

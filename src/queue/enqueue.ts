@@ -1,5 +1,5 @@
 import { EnqueueError, EnqueueRefusedError, UsageError } from '../errors.ts';
-import { firstLine } from '../store/failureReason.ts';
+import { firstLine } from '../runtime/errorText.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';

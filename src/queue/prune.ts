@@ -1,7 +1,8 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { describeDbError } from '../worker/dbHealth.ts';
-import { sleep } from '../worker/wakeup.ts';
+import { uniformMs } from '../runtime/backoff.ts';
+import { DB_ERROR_TEXT_MAX, errorText } from '../runtime/errorText.ts';
+import { sleep } from '../runtime/wakeup.ts';
 import {
   countPrunable,
   cutoffBefore,
@@ -129,9 +130,9 @@ export async function pruneLoop(options: PruneLoopOptions, signal: AbortSignal):
         );
       }
     } catch (error) {
-      options.log.warn({ event: 'prune_failed', error: describeDbError(error) }, 'pruning failed; trying again next time');
+      options.log.warn({ event: 'prune_failed', error: errorText(error, DB_ERROR_TEXT_MAX) }, 'pruning failed; trying again next time');
     }
-    await sleep(Math.round(everyMs * (0.9 + Math.random() * 0.2)), signal);
+    await sleep(uniformMs(everyMs * 0.9, everyMs * 1.1), signal);
   }
 }
 

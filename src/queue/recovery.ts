@@ -1,8 +1,8 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
-import type { DbHealth } from '../worker/dbHealth.ts';
-import { sleep } from '../worker/wakeup.ts';
+import type { DbHealth } from '../runtime/dbHealth.ts';
+import { sleep } from '../runtime/wakeup.ts';
 import { recoverExpiredLeases } from '../store/recovery.ts';
 
 export interface RecoveryOptions {

@@ -18,7 +18,8 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
-import { firstLine, normaliseReason } from './failureReason.ts';
+import { firstLine } from '../runtime/errorText.ts';
+import { normaliseReason } from './failureReason.ts';
 import { NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
 /** The first line of failure_reason, computed by the server so long reasons stay there. */

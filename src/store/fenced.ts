@@ -12,7 +12,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../db/client.ts';
-import { boundedText } from '../errorText.ts';
+import { boundedText } from '../runtime/errorText.ts';
 import { formatted, header, interval, NOW, rows } from './sql.ts';
 
 /** Most characters of `last_error` (and so of `failure_reason`). */

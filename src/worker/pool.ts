@@ -8,13 +8,14 @@ import { databaseNow } from '../store/health.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
-import { DbHealth, describeDbError } from './dbHealth.ts';
+import { DbHealth } from '../runtime/dbHealth.ts';
+import { DB_ERROR_TEXT_MAX, errorText } from '../runtime/errorText.ts';
 import { ClaimBuffer } from './claimBuffer.ts';
 import { JobRun, type JobRunDeps } from './jobRun.ts';
 import { QueueList } from './queueList.ts';
 import { Prefetch } from './prefetch.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './unknownKinds.ts';
-import { sleep, Wakeup } from './wakeup.ts';
+import { sleep, Wakeup } from '../runtime/wakeup.ts';
 
 const CURSOR_MAX_AGE_MS = 1_000;
 const MAX_UNCLAIMABLE = 1_000;
@@ -339,7 +340,7 @@ export class WorkerPool {
       const [id] = error.ids;
       if (this.unclaimable.size < MAX_UNCLAIMABLE) this.unclaimable.add(id);
       this.options.log.error(
-        { event: 'job_unclaimable', job_id: id, error: describeDbError(error.cause) },
+        { event: 'job_unclaimable', job_id: id, error: errorText(error.cause, DB_ERROR_TEXT_MAX) },
         'the database refuses to reserve this job; it is skipped until repaired (and this daemon restarted)',
       );
       this.isolating = 0;
