@@ -28,7 +28,7 @@ export interface Database {
   /**
    * A second, small pool (one connection per claim lane) whose connections accept
    * several statements per packet, opened on first use. Only the claim uses it
-   * (claimStore.claimReady), with statements it builds and escapes itself: a claim is two or
+   * (store/claims.ts claimReady), with statements it builds and escapes itself: a claim is two or
    * three round trips instead of six. Same session settings as `pool`.
    */
   readonly claims: Pool;

@@ -2,7 +2,7 @@ import { isConnectionError, type Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
-import type { RefusedJob } from '../queue/enqueue.ts';
+import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorText, firstLine } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';

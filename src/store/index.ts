@@ -267,4 +267,4 @@ export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
 export type { PruneTarget } from './prune.ts';
-export type { DbTime } from './sql.ts';
+export { parseDbTime, type DbTime } from './sql.ts';

@@ -61,7 +61,7 @@ export interface StopResult {
 /**
  * Claim loops feeding up to `concurrency` handlers.
  *
- * A claim is one short transaction (claimStore.claimReady); handlers start only after
+ * A claim is one short transaction (store/claims.ts claimReady); handlers start only after
  * it commits. A claim asks for the free slots plus a read-ahead (Prefetch: none for slow
  * handlers) and its jobs wait in a ClaimBuffer until a slot frees; one that waits a
  * third of its lease is released, attempt restored. Lane 0 always claims; a second lane

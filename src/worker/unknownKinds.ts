@@ -69,7 +69,7 @@ export class UnknownKinds {
 
   /**
    * Jobs this daemon handed back for a live daemon that runs their kind, within the
-   * last 30 s: its claims leave them out (claimStore's excludeIds).
+   * last 30 s: its claims leave them out (the claim's excludeIds, store/claims.ts).
    */
   passedOverIds(now = Date.now()): number[] {
     for (const [id, until] of this.passedOver) {
