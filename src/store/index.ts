@@ -146,114 +146,140 @@ export class Store {
 
   // Tick ledger (ledger.ts)
 
+  /** The schedule's latest ledger row, or null. */
   latestTick(scheduleName: string): Promise<TickRow | null> {
     return latestTick(this.db, scheduleName);
   }
 
+  /** The latest `count` ledger rows of a schedule, newest first. */
   recentTicks(scheduleName: string, count: number): Promise<TickRow[]> {
     return recentTicks(this.db, scheduleName, count);
   }
 
+  /** Claims a tick's fan-out (inserts its row, or takes over an expired one); the row id when this caller owns it, else null. */
   claimTickFanout(claim: TickClaim): Promise<number | null> {
     return claimTickFanout(this.db, claim);
   }
 
+  /** Extends the fan-out lease; false when another daemon took the tick over. */
   renewTickIfOwned(id: number, claimedBy: string, leaseMs: number): Promise<boolean> {
     return renewTickIfOwned(this.db, id, claimedBy, leaseMs);
   }
 
+  /** Marks the fan-out finished with its counts; false when the tick was taken over. */
   finishTickIfOwned(id: number, claimedBy: string, counts: { inserted: number; existing: number; note?: string | null }): Promise<boolean> {
     return finishTickIfOwned(this.db, id, claimedBy, counts);
   }
 
+  /** Records a fan-out that kept failing as 'failed'; false when the tick was taken over. */
   failTickIfOwned(id: number, claimedBy: string, result: { inserted: number; existing: number; note: string }): Promise<boolean> {
     return failTickIfOwned(this.db, id, claimedBy, result);
   }
 
+  /** Ends the fan-out lease now so any scheduler resumes the tick at once; false when it was not ours. */
   releaseTickIfOwned(id: number, claimedBy: string): Promise<boolean> {
     return releaseTickIfOwned(this.db, id, claimedBy);
   }
 
+  /** Records ticks deliberately not enqueued; returns how many rows were new. */
   recordSkippedTicks(scheduleName: string, ticks: SkippedTick[]): Promise<number> {
     return recordSkippedTicks(this.db, scheduleName, ticks);
   }
 
+  /** Unfinished ticks of a schedule this scheduler may take over, oldest first. */
   resumableTicks(scheduleName: string, claimedBy: string): Promise<TickRow[]> {
     return resumableTicks(this.db, scheduleName, claimedBy);
   }
 
   // Dead letters (deadLetters.ts)
 
+  /** Dead letters matching a filter, oldest first, at most `limit` (listDeadLetters). */
   listDeadLetters(options: DeadLetterFilter & { includeReviewed?: boolean; limit: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }> {
     return listDeadLetters(this.db, options);
   }
 
+  /** Dead letters counted by kind and normalised first line (groupDeadLetters). */
   groupDeadLetters(options: DeadLetterFilter & { includeReviewed?: boolean }): Promise<DeadLetterGroup[]> {
     return groupDeadLetters(this.db, options);
   }
 
+  /** One dead letter with its job's current row, or null. */
   getDeadLetter(id: number): Promise<DeadLetterDetail | null> {
     return getDeadLetter(this.db, id);
   }
 
+  /** Requeues or discards one dead letter, at most once (resolveDeadLetter). */
   resolveDeadLetter(id: number, action: ReviewAction, reason: string): Promise<ReviewOutcome> {
     return resolveDeadLetter(this.db, id, action, reason);
   }
 
+  /** Requeues or discards every unreviewed dead letter matching a filter, in batches (resolveMatching). */
   resolveMatching(filter: DeadLetterFilter, action: ReviewAction, reason: string, options?: { batchSize?: number }): Promise<BulkReviewResult> {
     return resolveMatching(this.db, filter, action, reason, options);
   }
 
   // Stats (stats.ts)
 
+  /** Every stats section: queues, dead letters, schedules (collectStats). */
   stats(): Promise<Stats> {
     return collectStats(this.db);
   }
 
   // Retention (prune.ts)
 
+  /** Now minus `olderThanMs` by the database clock. */
   cutoffBefore(olderThanMs: number): Promise<DbTime> {
     return cutoffBefore(this.db, olderThanMs);
   }
 
+  /** Where a retention scan of `target` starts (the smallest id minus one), or null when empty. */
   scanStart(target: PruneTarget): Promise<number | null> {
     return scanStart(this.db, target);
   }
 
+  /** The id ending the next window of `span` rows after `afterId`, or null. */
   windowEnd(target: PruneTarget, afterId: number, span: number): Promise<number | null> {
     return windowEnd(this.db, target, afterId, span);
   }
 
+  /** Ids in the window that retention lets go, ascending, at most `limit`. */
   findPrunable(target: PruneTarget, range: { cutoff: DbTime; afterId: number; throughId: number; limit: number }): Promise<number[]> {
     return findPrunable(this.db, target, range);
   }
 
+  /** Deletes these ids, re-checking the rule under the row locks; returns how many went. */
   deletePrunable(target: PruneTarget, ids: number[], cutoff: DbTime): Promise<number> {
     return deletePrunable(this.db, target, ids, cutoff);
   }
 
+  /** How many rows retention would let go now. */
   countPrunable(target: PruneTarget, cutoff: DbTime): Promise<number> {
     return countPrunable(this.db, target, cutoff);
   }
 
   // Daemons (daemons.ts)
 
+  /** Records this daemon as running from now. */
   registerDaemon(daemon: DaemonRecord): Promise<void> {
     return registerDaemon(this.db, daemon);
   }
 
+  /** Refreshes this daemon's heartbeat (rewriting its row if it was deleted). */
   heartbeatDaemon(daemon: DaemonRecord): Promise<void> {
     return heartbeatDaemon(this.db, daemon);
   }
 
+  /** Marks this daemon stopped now. */
   markDaemonStopped(id: string): Promise<void> {
     return markDaemonStopped(this.db, id);
   }
 
+  /** Deletes daemon rows not heard from for `olderThanMs`; returns how many. */
   deleteSilentDaemons(olderThanMs?: number): Promise<number> {
     return deleteSilentDaemons(this.db, olderThanMs);
   }
 
+  /** Whether a live daemon serves a kind on a queue, and for how long none has. */
   servingOf(query: { jobId: number; kind: string; queue: string; aliveMs: number }): Promise<Serving> {
     return servingOf(this.db, query);
   }
