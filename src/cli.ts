@@ -1,6 +1,6 @@
-import { maskUrl } from './db/url.ts';
 import { driverError } from './db/client.ts';
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
+import { boundedText, STACK_TEXT_MAX } from './runtime/errorText.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
@@ -62,9 +62,9 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const shown = driverError(error);
   const code = (shown as { code?: unknown })?.code;
   const text = shown instanceof Error ? shown.message : String(shown);
-  const message = maskUrl(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);
+  const message = boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);
   process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
-  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${maskUrl(shown.stack)}\n`); // the driver's stack: no SQL, no params
+  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${boundedText(shown.stack, STACK_TEXT_MAX)}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
   if (error instanceof DatabaseUnreachableError) return 1;
   return 1;

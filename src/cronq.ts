@@ -1,31 +1,25 @@
 import { hostname } from 'node:os';
-import { connect, ping, type Database, type Executor } from './db/client.ts';
+import { connect, type Database, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
-import { errorText } from './errorText.ts';
+import { errorText } from './runtime/errorText.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
-import {
-  enqueueFailure,
-  enqueueOne,
-  enqueueRows,
-  statementByteLimitOf,
-  toJobRow,
-  type EnqueueJob,
-  type EnqueueOutcome,
-} from './queue/enqueue.ts';
-import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
-import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
-import { insertJobIfAbsent, MAX_LEASE_EXPIRIES } from './queue/store.ts';
+import { toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
+import { enqueueFailure, enqueueOne, enqueueRows, statementByteLimitOf, type EnqueueOutcome } from './enqueue/write.ts';
+import { PRUNE_DEFAULTS, pruneLoop } from './maintenance/prune.ts';
+import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
+import { Store } from './store/index.ts';
+import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
-import { DbHealth } from './worker/dbHealth.ts';
+import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';
@@ -175,6 +169,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all.
     poolSize: Math.min(concurrency + 2, 48),
   });
+  const store = new Store(database);
   const healthTracker = new DbHealth(log);
   const observer = guardObserver(options.observer, (method, error) =>
     log.warn({ event: 'observer_error', method, error: errorText(error) }, 'observer threw; ignored'),
@@ -256,7 +251,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     async start() {
       const registry = await ready();
       if (pruneMs !== null) checkRetention(pruneMs, registry.schedules(), 'pruneDoneOlderThan');
-      await ping(database);
+      await store.ping();
       if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
       if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
         scheduler = new Scheduler({
@@ -271,7 +266,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       }
       if (pruneMs !== null && !prune) {
         const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
-        prune = pruneLoop({ db: database.db, log, olderThanMs: pruneMs, everyMs }, recoveryStop.signal);
+        prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, recoveryStop.signal);
       }
       if (options.workers === false || pool) return;
       const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
@@ -308,7 +303,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       pool.start();
       recovery = recoveryLoop(
         {
-          db: database.db,
+          store,
           log,
           health: healthTracker,
           everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),

@@ -1,12 +1,12 @@
 import type { DaemonConfig } from './config.ts';
 import { createCronq, type Cronq } from './cronq.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
-import { ping } from './db/client.ts';
+import { ping } from './store/health.ts';
 import { HealthCheck } from './http/health.ts';
 import { CronqMetrics } from './http/metrics.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
 import type { Logger } from './logger.ts';
-import { collectStats } from './queue/statsStore.ts';
+import { collectStats } from './store/stats.ts';
 import { checkRetention } from './schedule/retention.ts';
 
 /**

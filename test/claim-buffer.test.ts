@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimedJob } from '../src/queue/claimStore.ts';
+import type { ClaimedJob } from '../src/store/claims.ts';
 import { ClaimBuffer } from '../src/worker/claimBuffer.ts';
 import { QueueList } from '../src/worker/queueList.ts';
 

@@ -5,8 +5,8 @@
  * Every test here starts from its own fresh table.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { claimSelectSql, readyQueues } from '../src/queue/claimStore.ts';
-import { insertJobsIfAbsent } from '../src/queue/store.ts';
+import { claimSelectSql, readyQueues } from '../src/store/claims.ts';
+import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow } from './support/jobs.ts';
 

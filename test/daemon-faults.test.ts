@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { recoverExpiredLeases } from '../src/queue/store.ts';
+import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { eventually } from './support/events.ts';

@@ -8,10 +8,12 @@ import {
   listDeadLetters,
   resolveDeadLetter,
   resolveMatching,
-} from '../src/queue/deadLetterStore.ts';
-import { firstLine, normaliseReason } from '../src/queue/failureReason.ts';
-import { claimReady } from '../src/queue/claimStore.ts';
-import { failIfLeased, insertJobIfAbsent } from '../src/queue/store.ts';
+} from '../src/store/deadLetters.ts';
+import { firstLine } from '../src/runtime/errorText.ts';
+import { normaliseReason } from '../src/store/failureReason.ts';
+import { claimReady } from '../src/store/claims.ts';
+import { failIfLeased } from '../src/store/fenced.ts';
+import { insertJobIfAbsent } from '../src/store/jobs.ts';
 import { THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';

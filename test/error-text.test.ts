@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseDatabaseUrl, maskUrl } from '../src/db/url.ts';
-import { boundedText, ERROR_TEXT_MAX, errorText } from '../src/errorText.ts';
+import { boundedText, ERROR_TEXT_MAX, errorText } from '../src/runtime/errorText.ts';
 
 /** Generous on purpose: the quadratic masker took 1.8 s for 50k characters and 127 s for 400k. */
 const LINEAR_BOUND_MS = 2_000;

@@ -8,7 +8,7 @@ import { HealthCheck, type HealthReport } from '../src/http/health.ts';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
-import type { Stats } from '../src/queue/statsStore.ts';
+import type { Stats } from '../src/store/stats.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 import { EventLog } from './support/events.ts';
 import { useTestDatabase } from './support/db.ts';

@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
-import { thrownText } from '../src/thrown.ts';
+import { thrownText } from '../src/runtime/errorText.ts';
 import { runCli, REPO_ROOT } from './support/cli.ts';
 
 // Inside the repo, so `import ... from 'cronq'` resolves for the CLI as it does for users.

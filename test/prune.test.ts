@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../src/errors.ts';
-import { pruneOnce } from '../src/queue/prune.ts';
+import { pruneOnce } from '../src/maintenance/prune.ts';
+import { Store } from '../src/store/index.ts';
 import { defineSchedule } from '../src/schedule/define.ts';
 import { checkRetention, retentionNeed } from '../src/schedule/retention.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
@@ -69,7 +70,7 @@ describe('pruneOnce', () => {
     keep.push(await job('done', 29), await job('done', 0));
     const letters = await ids('cronq_dead_letters');
 
-    const result = await pruneOnce(t.database.db, { olderThanMs: 30 * DAY_MS, batchSize: 3, scanSpan: 4, pauseMs: 0 });
+    const result = await pruneOnce(new Store(t.database), { olderThanMs: 30 * DAY_MS, batchSize: 3, scanSpan: 4, pauseMs: 0 });
 
     expect(result).toMatchObject({ jobs: 7, ticks: 0, batches: 3, dryRun: false });
     expect(Math.abs(result.cutoff.getTime() - (Date.now() - 30 * DAY_MS))).toBeLessThan(60_000);
@@ -85,12 +86,12 @@ describe('pruneOnce', () => {
     await tick('nightly', 59, 59);
     const before = await ids('cronq_jobs');
 
-    const dry = await pruneOnce(t.database.db, { olderThanMs: 30 * DAY_MS, dryRun: true });
+    const dry = await pruneOnce(new Store(t.database), { olderThanMs: 30 * DAY_MS, dryRun: true });
     expect(dry).toMatchObject({ jobs: 4, ticks: 1, batches: 0, dryRun: true });
     expect(await ids('cronq_jobs')).toEqual(before);
     expect(await ids('cronq_schedule_ticks')).toHaveLength(2);
 
-    const real = await pruneOnce(t.database.db, { olderThanMs: 30 * DAY_MS, pauseMs: 0 });
+    const real = await pruneOnce(new Store(t.database), { olderThanMs: 30 * DAY_MS, pauseMs: 0 });
     expect(real).toMatchObject({ jobs: 4, ticks: 1 });
   });
 
@@ -101,7 +102,7 @@ describe('pruneOnce', () => {
     const onlyRow = await tick('weekly', 300, 300);
     const young = [await tick('hourly', 2, 2), await tick('hourly', 1, 1)];
 
-    const result = await pruneOnce(t.database.db, { olderThanMs: 30 * DAY_MS, batchSize: 1, pauseMs: 0 });
+    const result = await pruneOnce(new Store(t.database), { olderThanMs: 30 * DAY_MS, batchSize: 1, pauseMs: 0 });
 
     expect(result).toMatchObject({ jobs: 0, ticks: 2, batches: 2 });
     expect(await ids('cronq_schedule_ticks')).toEqual([unfinished, latestOld, onlyRow, ...young]);
@@ -112,7 +113,7 @@ describe('pruneOnce', () => {
     for (let i = 0; i < 30; i++) await job('dead', 100);
     await t.sql('ALTER TABLE cronq_jobs AUTO_INCREMENT = 1000000');
     const old = await job('done', 100);
-    const result = await pruneOnce(t.database.db, { olderThanMs: 30 * DAY_MS, batchSize: 2, scanSpan: 5, pauseMs: 0 });
+    const result = await pruneOnce(new Store(t.database), { olderThanMs: 30 * DAY_MS, batchSize: 2, scanSpan: 5, pauseMs: 0 });
     expect(result.jobs).toBe(1);
     expect(await ids('cronq_jobs')).not.toContain(old);
     expect(await ids('cronq_jobs')).toHaveLength(30);

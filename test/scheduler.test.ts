@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { defineSchedule, type ScheduleOptions } from '../src/index.ts';
-import { claimTickFanout } from '../src/schedule/ledger.ts';
+import { claimTickFanout } from '../src/store/ledger.ts';
 import { planDueTicks } from '../src/schedule/plan.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { systemClock } from '../src/schedule/clock.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { age, statsText } from '../src/cli/commands/stats.ts';
-import { collectStats } from '../src/queue/statsStore.ts';
+import { collectStats } from '../src/store/stats.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 import { useTestDatabase } from './support/db.ts';

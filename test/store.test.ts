@@ -1,17 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  completeIfLeased,
-  completeManyIfLeased,
-  failIfLeased,
-  insertJobIfAbsent,
-  insertJobsIfAbsent,
-  recoverExpiredLeases,
-  releaseIfLeased,
-  renewIfLeased,
-} from '../src/queue/store.ts';
+import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased } from '../src/store/fenced.ts';
+import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
+import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { connect } from '../src/db/client.ts';
-import { claimReady, type ClaimedJob } from '../src/queue/claimStore.ts';
+import { claimReady, type ClaimedJob } from '../src/store/claims.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 

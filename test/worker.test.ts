@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCronq, defineTask, PermanentError, type Cronq, type Task } from '../src/index.ts';
-import { retryDelayMs, backoffCeilingMs } from '../src/queue/backoff.ts';
+import { retryDelayMs, backoffCeilingMs } from '../src/runtime/backoff.ts';
 import { noopObserver } from '../src/observe.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog, eventually } from './support/events.ts';

@@ -1,6 +1,6 @@
 import { baseConfig } from '../config.ts';
 import { createCronq, type Cronq } from '../cronq.ts';
-import { ping } from '../db/client.ts';
+import { ping } from '../store/health.ts';
 import { assertSchemaCurrent } from '../db/migrate.ts';
 import { createLogger } from '../logger.ts';
 import type { ParsedArgs } from './command.ts';

@@ -1,7 +1,7 @@
 import { DrizzleQueryError } from 'drizzle-orm';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
-import { DatabaseMissingError, DatabaseUnreachableError } from '../errors.ts';
+import { DatabaseUnreachableError } from '../errors.ts';
 import * as schema from './schema.ts';
 import { parseDatabaseUrl, type DatabaseTarget } from './url.ts';
 
@@ -28,7 +28,7 @@ export interface Database {
   /**
    * A second, small pool (one connection per claim lane) whose connections accept
    * several statements per packet, opened on first use. Only the claim uses it
-   * (claimStore.claimReady), with statements it builds and escapes itself: a claim is two or
+   * (store/claims.ts claimReady), with statements it builds and escapes itself: a claim is two or
    * three round trips instead of six. Same session settings as `pool`.
    */
   readonly claims: Pool;
@@ -200,23 +200,6 @@ function poolOptions(target: DatabaseTarget, size: number): PoolOptions {
     // and errors are reported by code and message anyway.
     trace: false,
   };
-}
-
-/**
- * Runs `SELECT 1`; throws DatabaseUnreachableError naming host and port (never the password)
- * when the server cannot be reached or refuses the login, DatabaseMissingError when it
- * answers but has no database of that name.
- */
-export async function ping(database: Database): Promise<void> {
-  try {
-    await database.pool.query({ sql: 'SELECT 1', timeout: TIMEOUTS.connectMs });
-  } catch (error) {
-    const { database: name, host, port } = database.target;
-    if ((error as { code?: string })?.code === 'ER_BAD_DB_ERROR') {
-      throw new DatabaseMissingError(`database '${name}' does not exist on ${host}:${port}: run 'cronq migrate' to create it`, { cause: error });
-    }
-    throw unreachable(database.target, error);
-  }
 }
 
 /** Wraps a connection failure in one line naming host, port and the server's reason. */

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { TICK_OUTCOMES } from '../db/schema.ts';
 import type { Observer } from '../observe.ts';
-import type { Stats } from '../queue/statsStore.ts';
+import type { Stats } from '../store/stats.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
 export interface Scrape {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { errorText } from '../errorText.ts';
+import { errorText } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
 import { formatAddress, type HttpAddress } from './address.ts';
 import type { HealthReport } from './health.ts';

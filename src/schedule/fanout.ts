@@ -1,9 +1,8 @@
 import type { Executor } from '../db/client.ts';
 import { MAX_KEY_LENGTH } from '../db/schema.ts';
-import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../queue/enqueue.ts';
-import type { NewJobRow } from '../queue/store.ts';
-import { firstLine } from '../queue/failureReason.ts';
-import { errorText } from '../errorText.ts';
+import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../enqueue/write.ts';
+import type { NewJobRow } from '../store/jobs.ts';
+import { errorText, firstLine } from '../runtime/errorText.ts';
 import type { Schedule } from './define.ts';
 import { periodKeyOfFire } from './period.ts';
 

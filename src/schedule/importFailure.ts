@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { extname, relative, resolve } from 'node:path';
-import { thrownText } from '../thrown.ts';
+import { thrownText } from '../runtime/errorText.ts';
 
 /** `file` relative to the working directory, as every message about schedule files shows it. */
 export function shownPath(file: string): string {

@@ -1,11 +1,9 @@
 import { isConnectionError, type Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
-import { retryDelayMs, type Backoff } from '../queue/backoff.ts';
-import type { RefusedJob } from '../queue/enqueue.ts';
-import { firstLine } from '../queue/failureReason.ts';
-import { describeDbError } from '../worker/dbHealth.ts';
-import { errorText } from '../errorText.ts';
+import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
+import type { RefusedJob } from '../enqueue/write.ts';
+import { DB_ERROR_TEXT_MAX, errorText, firstLine } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
@@ -18,7 +16,7 @@ import {
   releaseTickIfOwned,
   renewTickIfOwned,
   resumableTicks,
-} from './ledger.ts';
+} from '../store/ledger.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, planDueTicks } from './plan.ts';
 
@@ -51,6 +49,9 @@ export interface FanoutRetry {
  * an outage is waited out by the pass loop and the tick resumed after.
  */
 export const FANOUT_RETRY: FanoutRetry = { attempts: 5, backoff: { baseMs: 2_000, maxMs: 30_000 } };
+
+/** Backoff (jittered) between failed schedule passes: 1 s after the first, doubling to a minute. */
+const PASS_RETRY: Backoff = { baseMs: 1_000, maxMs: 60_000 };
 
 /** `job_refused` lines logged per tick; the rest are only counted (in `jobs_refused` and the ledger note). */
 const REFUSED_LOGGED_PER_TICK = 10;
@@ -103,8 +104,8 @@ export class ScheduleTicker {
         if (signal.aborted) return;
         failures += 1;
         this.resumeCheckedAt = Number.NEGATIVE_INFINITY; // our own unfinished tick is resumable
-        const retryMs = Math.min(60_000, 500 * 2 ** Math.min(failures, 7));
-        this.log.error({ event: 'schedule_error', error: describeDbError(error), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
+        const retryMs = retryDelayMs(PASS_RETRY, failures);
+        this.log.error({ event: 'schedule_error', error: errorText(error, DB_ERROR_TEXT_MAX), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
         await clock.sleepUntil(new Date(clock.now().getTime() + retryMs), signal);
         continue;
       }

@@ -1,6 +1,6 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
-import { parseBackoff, type Backoff } from '../queue/backoff.ts';
+import { parseBackoff, type Backoff } from '../runtime/backoff.ts';
 import type { Handler } from './job.ts';
 import { withTimeout } from './timeout.ts';
 

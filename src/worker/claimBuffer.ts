@@ -1,4 +1,4 @@
-import type { ClaimedJob } from '../queue/claimStore.ts';
+import type { ClaimedJob } from '../store/claims.ts';
 
 /**
  * Jobs claimed (their reservation committed) but not started yet, oldest first: what a

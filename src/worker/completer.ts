@@ -1,5 +1,5 @@
 import type { Db } from '../db/client.ts';
-import { completeManyIfLeased, type Lease } from '../queue/store.ts';
+import { completeManyIfLeased, type Lease } from '../store/fenced.ts';
 
 const MAX_BATCH = 500;
 

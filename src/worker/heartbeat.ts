@@ -1,8 +1,8 @@
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, type DaemonRecord } from '../queue/daemonStore.ts';
-import type { DbHealth } from './dbHealth.ts';
-import { sleep } from './wakeup.ts';
+import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, type DaemonRecord } from '../store/daemons.ts';
+import type { DbHealth } from '../runtime/dbHealth.ts';
+import { sleep } from '../runtime/wakeup.ts';
 
 /** How often silent daemons' rows are cleared (by each daemon; the DELETE is idempotent). */
 const CLEANUP_EVERY_MS = 3_600_000;

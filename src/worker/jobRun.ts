@@ -1,19 +1,20 @@
 import type { Db } from '../db/client.ts';
-import { driverError, isConnectionError } from '../db/client.ts';
-import { errorText } from '../errorText.ts';
+import { isConnectionError } from '../db/client.ts';
+import { errorText } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
-import { retryDelayMs } from '../queue/backoff.ts';
-import type { ClaimedJob } from '../queue/claimStore.ts';
-import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type Lease } from '../queue/store.ts';
+import { retryDelayMs } from '../runtime/backoff.ts';
+import type { ClaimedJob } from '../store/claims.ts';
+import { isLockConflict } from '../store/sql.ts';
+import { completeIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, type Lease } from '../store/fenced.ts';
 import type { Task } from '../tasks/define.ts';
 import type { Effect, Job } from '../tasks/job.ts';
 import type { Completer, CompletionReceiver } from './completer.ts';
-import type { DbHealth } from './dbHealth.ts';
+import type { DbHealth } from '../runtime/dbHealth.ts';
 import { isPermanent } from './failure.ts';
 import { runAsJob } from './runningJob.ts';
 import type { UnknownKinds } from './unknownKinds.ts';
-import { sleep } from './wakeup.ts';
+import { sleep } from '../runtime/wakeup.ts';
 
 export interface JobRunDeps {
   db: Db;
@@ -483,6 +484,5 @@ function elapsed(startedAt: number): number {
 
 /** Connection loss and lock-wait/deadlock errors: the database's trouble, not the handler's. */
 function isDatabaseTrouble(error: unknown): boolean {
-  const code = (driverError(error) as { code?: string })?.code ?? '';
-  return isConnectionError(error) || code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+  return isConnectionError(error) || isLockConflict(error);
 }

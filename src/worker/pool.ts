@@ -2,18 +2,20 @@ import type { Pool } from 'mysql2/promise';
 import { CLAIM_CONNECTIONS, type Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import { noopObserver, type Observer } from '../observe.ts';
-import { ClaimUpdateError, claimReady, readyQueues, type ClaimCursor, type ClaimedJob, type LeaseLengths } from '../queue/claimStore.ts';
-import { databaseNow, releaseIfLeased } from '../queue/store.ts';
+import { ClaimUpdateError, claimReady, readyQueues, type ClaimCursor, type ClaimedJob, type LeaseLengths } from '../store/claims.ts';
+import { releaseIfLeased } from '../store/fenced.ts';
+import { databaseNow } from '../store/health.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import { Completer } from './completer.ts';
-import { DbHealth, describeDbError } from './dbHealth.ts';
+import { DbHealth } from '../runtime/dbHealth.ts';
+import { DB_ERROR_TEXT_MAX, errorText } from '../runtime/errorText.ts';
 import { ClaimBuffer } from './claimBuffer.ts';
 import { JobRun, type JobRunDeps } from './jobRun.ts';
 import { QueueList } from './queueList.ts';
 import { Prefetch } from './prefetch.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './unknownKinds.ts';
-import { sleep, Wakeup } from './wakeup.ts';
+import { sleep, Wakeup } from '../runtime/wakeup.ts';
 
 const CURSOR_MAX_AGE_MS = 1_000;
 const MAX_UNCLAIMABLE = 1_000;
@@ -59,7 +61,7 @@ export interface StopResult {
 /**
  * Claim loops feeding up to `concurrency` handlers.
  *
- * A claim is one short transaction (claimStore.claimReady); handlers start only after
+ * A claim is one short transaction (store/claims.ts claimReady); handlers start only after
  * it commits. A claim asks for the free slots plus a read-ahead (Prefetch: none for slow
  * handlers) and its jobs wait in a ClaimBuffer until a slot frees; one that waits a
  * third of its lease is released, attempt restored. Lane 0 always claims; a second lane
@@ -338,7 +340,7 @@ export class WorkerPool {
       const [id] = error.ids;
       if (this.unclaimable.size < MAX_UNCLAIMABLE) this.unclaimable.add(id);
       this.options.log.error(
-        { event: 'job_unclaimable', job_id: id, error: describeDbError(error.cause) },
+        { event: 'job_unclaimable', job_id: id, error: errorText(error.cause, DB_ERROR_TEXT_MAX) },
         'the database refuses to reserve this job; it is skipped until repaired (and this daemon restarted)',
       );
       this.isolating = 0;

@@ -1,4 +1,4 @@
-import { boundedText, errorText } from '../errorText.ts';
+import { boundedText, errorText, STACK_TEXT_MAX } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
 import { currentJob, trackRunningJobs } from './runningJob.ts';
 
@@ -38,7 +38,7 @@ export function catchUncaught(log: Logger): () => void {
 function stackOf(error: unknown): string | undefined {
   try {
     const stack = (error as { stack?: unknown })?.stack;
-    return typeof stack === 'string' ? boundedText(stack, 4000) : undefined;
+    return typeof stack === 'string' ? boundedText(stack, STACK_TEXT_MAX) : undefined;
   } catch {
     return undefined;
   }

@@ -1,8 +1,8 @@
 import type { Executor } from '../db/client.ts';
 import { formatDuration } from '../duration.ts';
 import type { Logger } from '../logger.ts';
-import type { ClaimedJob } from '../queue/claimStore.ts';
-import { servingOf } from '../queue/daemonStore.ts';
+import type { ClaimedJob } from '../store/claims.ts';
+import { servingOf } from '../store/daemons.ts';
 
 export const UNKNOWN_KIND_DEFAULTS = {
   /** How long a kind may go unserved before its jobs go dead. */
@@ -69,7 +69,7 @@ export class UnknownKinds {
 
   /**
    * Jobs this daemon handed back for a live daemon that runs their kind, within the
-   * last 30 s: its claims leave them out (claimStore's excludeIds).
+   * last 30 s: its claims leave them out (the claim's excludeIds, store/claims.ts).
    */
   passedOverIds(now = Date.now()): number[] {
     for (const [id, until] of this.passedOver) {

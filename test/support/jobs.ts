@@ -1,6 +1,6 @@
 import type { Database } from '../../src/db/client.ts';
-import { claimReady } from '../../src/queue/claimStore.ts';
-import type { NewJobRow } from '../../src/queue/store.ts';
+import { claimReady } from '../../src/store/claims.ts';
+import type { NewJobRow } from '../../src/store/jobs.ts';
 
 /** A row for the store's insert functions: queue 'default', kind 'test', 3 attempts, due now. */
 export function jobRow(key: string, extra: Partial<NewJobRow> = {}): NewJobRow {

@@ -12,7 +12,7 @@ import {
   type DeadLetterFilter,
   type ReviewAction,
   type ReviewOutcome,
-} from '../../queue/deadLetterStore.ts';
+} from '../../store/deadLetters.ts';
 import type { Command, ParsedArgs } from '../command.ts';
 import { COMMON_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';

@@ -1,5 +1,6 @@
 import { baseConfig, parseRetention } from '../../config.ts';
-import { PRUNE_DEFAULTS, pruneOnce } from '../../queue/prune.ts';
+import { PRUNE_DEFAULTS, pruneOnce } from '../../maintenance/prune.ts';
+import { Store } from '../../store/index.ts';
 import { loadSchedulesDir } from '../../schedule/loader.ts';
 import { checkRetention } from '../../schedule/retention.ts';
 import { TaskRegistry } from '../../tasks/registry.ts';
@@ -57,7 +58,7 @@ ${COMMON_HELP}`,
     checkRetention(retentionMs, schedules.schedules(), '--done-older-than');
     const cronq = await openForCommand(args, { loadSchedules: false });
     try {
-      const result = await pruneOnce(cronq.database.db, { olderThanMs: retentionMs, dryRun });
+      const result = await pruneOnce(new Store(cronq.database), { olderThanMs: retentionMs, dryRun });
       if (args.values.json) {
         args.out(JSON.stringify({ ...result, cutoff: result.cutoff.toISOString() }));
       } else {

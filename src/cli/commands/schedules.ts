@@ -1,6 +1,6 @@
 import { baseConfig, parseIntFlag } from '../../config.ts';
-import { ping } from '../../db/client.ts';
-import { recentTicks, type TickRow } from '../../schedule/ledger.ts';
+import { ping } from '../../store/health.ts';
+import { recentTicks, type TickRow } from '../../store/ledger.ts';
 import { fireTimesBetween } from '../../schedule/period.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';

@@ -1,4 +1,4 @@
-import { collectStats, type Stats } from '../../queue/statsStore.ts';
+import { collectStats, type Stats } from '../../store/stats.ts';
 import { COMMON_HELP, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { renderTable } from '../textTable.ts';

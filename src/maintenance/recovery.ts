@@ -1,12 +1,15 @@
-import type { Db } from '../db/client.ts';
+/**
+ * The recovery loop: every few seconds, expired leases back to the queue (the SQL is
+ * store/recovery.ts). Runs in every daemon with workers.
+ */
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
-import type { DbHealth } from '../worker/dbHealth.ts';
-import { sleep } from '../worker/wakeup.ts';
-import { recoverExpiredLeases } from './store.ts';
+import type { DbHealth } from '../runtime/dbHealth.ts';
+import { sleep } from '../runtime/wakeup.ts';
+import type { Store } from '../store/index.ts';
 
 export interface RecoveryOptions {
-  db: Db;
+  store: Store;
   log: Logger;
   health: DbHealth;
   /** Time between passes. */
@@ -31,7 +34,7 @@ export const RECOVERY_DEFAULTS = { everyMs: 5_000, batchSize: 100, maxBatchesPer
 export async function recoverOnce(options: RecoveryOptions): Promise<{ returned: number; dead: number }> {
   const total = { returned: 0, dead: 0 };
   for (let i = 0; i < options.maxBatchesPerPass; i++) {
-    const { returned, dead } = await recoverExpiredLeases(options.db, options.batchSize, options.maxLeaseExpiries);
+    const { returned, dead } = await options.store.recoverExpiredLeases(options.batchSize, options.maxLeaseExpiries);
     total.returned += returned;
     total.dead += dead;
     if (returned + dead < options.batchSize) break;

@@ -3,12 +3,7 @@
  * that line with the parts that differ per job (ids, numbers) replaced, so one cause
  * failing fifty jobs reads as one group.
  */
-
-/** The first line of `reason`, without a trailing carriage return or spaces. */
-export function firstLine(reason: string): string {
-  const end = reason.indexOf('\n');
-  return (end === -1 ? reason : reason.slice(0, end)).trimEnd();
-}
+import { firstLine } from '../runtime/errorText.ts';
 
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
 const HEX_LITERAL = /\b0x[0-9a-f]+\b/gi;

@@ -14,7 +14,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { parseDbTime } from './store.ts';
+import { header, interval, parseDbTime, rows } from './sql.ts';
 
 /** What a daemon records about itself. */
 export interface DaemonRecord {
@@ -30,14 +30,6 @@ export interface DaemonRecord {
 
 /** Rows not heard from for this long may be deleted by any daemon. */
 export const DAEMON_ROW_RETENTION_MS = 24 * 3_600_000;
-
-function rows<T>(result: unknown): T[] {
-  return (result as [T[]])[0];
-}
-
-function micros(ms: number): number {
-  return Math.max(0, Math.round(ms * 1000));
-}
 
 /**
  * Records this daemon as running from now (started_at and heartbeat_at now, not
@@ -73,8 +65,8 @@ export async function markDaemonStopped(exec: Executor, id: string): Promise<voi
 /** Deletes rows not heard from for `olderThanMs`; returns how many. */
 export async function deleteSilentDaemons(exec: Executor, olderThanMs = DAEMON_ROW_RETENTION_MS): Promise<number> {
   const result = await exec.execute(sql`DELETE FROM cronq_daemons
-    WHERE heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ${micros(olderThanMs)} MICROSECOND`);
-  return (result as unknown as [{ affectedRows: number }])[0].affectedRows;
+    WHERE heartbeat_at < UTC_TIMESTAMP(6) - ${interval(olderThanMs)}`);
+  return header(result).affectedRows;
 }
 
 /** Whether anyone runs a kind, as `servingOf` reads it. */
@@ -97,7 +89,7 @@ export async function servingOf(exec: Executor, query: { jobId: number; kind: st
   const serves = sql`JSON_CONTAINS(kinds, JSON_QUOTE(${query.kind})) AND (queues IS NULL OR JSON_CONTAINS(queues, JSON_QUOTE(${query.queue})))`;
   const result = await exec.execute(sql`SELECT
       (SELECT COUNT(*) FROM cronq_daemons WHERE ${serves} AND stopped_at IS NULL
-        AND heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL ${micros(query.aliveMs)} MICROSECOND) AS alive,
+        AND heartbeat_at > UTC_TIMESTAMP(6) - ${interval(query.aliveMs)}) AS alive,
       (SELECT MAX(heartbeat_at) FROM cronq_daemons WHERE ${serves}) AS last_served,
       (SELECT created_at FROM cronq_jobs WHERE id = ${query.jobId}) AS created_at,
       UTC_TIMESTAMP(6) AS now`);

@@ -10,19 +10,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { TickOutcome } from '../db/schema.ts';
-import { parseDbTime } from '../queue/store.ts';
-
-const NOW = sql`UTC_TIMESTAMP(6)`;
-
-function toDbTime(date: Date): string {
-  return date.toISOString().replace('T', ' ').replace('Z', '');
-}
-
-const interval = (ms: number) => sql`INTERVAL ${Math.round(ms * 1000)} MICROSECOND`;
-
-type Header = { affectedRows: number; insertId: number };
-const header = (result: unknown) => (result as [Header])[0];
-const rows = <T>(result: unknown) => (result as [T[]])[0];
+import { header, interval, NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
 export interface TickRow {
   id: number;

@@ -18,10 +18,10 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
-import { firstLine, normaliseReason } from './failureReason.ts';
-import { parseDbTime } from './store.ts';
+import { firstLine } from '../runtime/errorText.ts';
+import { normaliseReason } from './failureReason.ts';
+import { NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
-const NOW = sql`UTC_TIMESTAMP(6)`;
 /** The first line of failure_reason, computed by the server so long reasons stay there. */
 const FIRST_LINE = sql.raw('SUBSTRING_INDEX(failure_reason, CHAR(10 USING utf8mb4), 1)');
 
@@ -104,18 +104,13 @@ export interface BulkReviewResult {
   skippedSuperseded: number;
 }
 
-const rows = <T>(result: unknown): T[] => (result as [T[]])[0];
 const time = (value: string | Date): Date => parseDbTime(value)!;
-
-function dbTime(date: Date): string {
-  return date.toISOString().replace('T', ' ').replace('Z', '');
-}
 
 function filterSql(filter: DeadLetterFilter): SQL {
   const parts: SQL[] = [];
   if (filter.queue !== undefined) parts.push(sql`queue = ${filter.queue}`);
   if (filter.kind !== undefined) parts.push(sql`kind = ${filter.kind}`);
-  if (filter.since !== undefined) parts.push(sql`dead_at >= ${dbTime(filter.since)}`);
+  if (filter.since !== undefined) parts.push(sql`dead_at >= ${toDbTime(filter.since)}`);
   return parts.length === 0 ? sql`TRUE` : sql.join(parts, sql` AND `);
 }
 

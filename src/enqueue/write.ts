@@ -1,10 +1,12 @@
-import { EnqueueError, EnqueueRefusedError, UsageError } from '../errors.ts';
-import { firstLine } from './failureReason.ts';
-import { MAX_KEY_LENGTH } from '../db/schema.ts';
-import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
-import type { TaskRegistry } from '../tasks/registry.ts';
+/**
+ * Writing validated job rows: one (enqueueOne, for the API) or a stream in batches
+ * bounded by rows and bytes (enqueueRows, for enqueueMany and fan-outs), refused rows
+ * found and named. The statements are store/jobs.ts.
+ */
+import { EnqueueError, EnqueueRefusedError } from '../errors.ts';
+import { firstLine } from '../runtime/errorText.ts';
 import { driverError, type Executor } from '../db/client.ts';
-import { refusalReason, isRowRefusal } from './refusal.ts';
+import { refusalReason, isRowRefusal } from '../store/refusal.ts';
 import {
   encodeJobRow,
   existingKeys,
@@ -14,62 +16,8 @@ import {
   maxAllowedPacket,
   type EncodedJobRow,
   type NewJobRow,
-} from './store.ts';
-
-/** A job to enqueue, as callers write it. */
-export interface EnqueueJob {
-  kind: string;
-  /** Unique across all jobs: the same key always means the same job. */
-  key: string;
-  payload?: unknown;
-  /** Defaults to the task's queue, else 'default'. */
-  queue?: string;
-  /** Not before this instant. */
-  runAt?: Date;
-  /** Defaults to the task's maxAttempts, else 5. */
-  maxAttempts?: number;
-  /** Set by the scheduler; ad-hoc jobs leave them out. */
-  scheduleName?: string;
-  periodKey?: string;
-  scheduledAt?: Date;
-}
-
-/**
- * Validates a job at the edge and fills in its task's defaults. Throws UsageError
- * naming the bad field; nothing reaches the database unless this passes.
- */
-export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
-  if (typeof job !== 'object' || job === null) throw new UsageError('a job must be an object');
-  if (typeof job.kind !== 'string' || job.kind.length === 0 || job.kind.length > 128) {
-    throw new UsageError(`job kind must be a non-empty string of at most 128 characters (got ${JSON.stringify(job.kind)})`);
-  }
-  if (typeof job.key !== 'string' || job.key.length === 0) throw new UsageError('job key is missing');
-  if (job.key.length > MAX_KEY_LENGTH) {
-    throw new UsageError(`job key is ${job.key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`);
-  }
-  const task = tasks.get(job.kind);
-  let payloadJson: string;
-  try {
-    payloadJson = JSON.stringify(job.payload === undefined ? {} : job.payload);
-  } catch (error) {
-    throw new UsageError(`payload of ${job.key} cannot be stored as JSON: ${(error as Error).message}`);
-  }
-  if (payloadJson === undefined) throw new UsageError(`payload of ${job.key} cannot be stored as JSON`);
-  if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) {
-    throw new UsageError(`runAt of ${job.key} is not a valid date`);
-  }
-  return {
-    queue: job.queue === undefined ? (task?.queue ?? TASK_DEFAULTS.queue) : validateQueue(job.queue),
-    kind: job.kind,
-    key: job.key,
-    payloadJson,
-    maxAttempts: job.maxAttempts === undefined ? (task?.maxAttempts ?? TASK_DEFAULTS.maxAttempts) : validateMaxAttempts(job.maxAttempts),
-    runAt: job.runAt ?? null,
-    scheduleName: job.scheduleName ?? null,
-    periodKey: job.periodKey ?? null,
-    scheduledAt: job.scheduledAt ?? null,
-  };
-}
+} from '../store/jobs.ts';
+import { isLockConflict } from '../store/sql.ts';
 
 /** Below this many rows a batch goes straight to the INSERT, without reading existing keys first. */
 const PRECHECK_MIN_ROWS = 10;
@@ -308,8 +256,7 @@ async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Prom
     try {
       return await write();
     } catch (error) {
-      const code = (driverError(error) as { code?: string })?.code;
-      if (attempt >= attempts || (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT')) throw error;
+      if (attempt >= attempts || !isLockConflict(error)) throw error;
     }
   }
 }

@@ -6,7 +6,7 @@
  * the same job), marks them reserved with attempts+1, a fresh random token each and
  * `lease_until = now + lease` from the database clock, and commits before it returns: no
  * handler may start before its reservation is durable. Every later write is fenced by
- * that token (store.ts).
+ * that token (fenced.ts).
  *
  * It runs on Database.claims, whose connections take several statements per packet, so
  * a claim costs two round trips (three when a cursor's instant runs out): the locking
@@ -15,10 +15,9 @@
  * Every value in these statements is escaped by mysql2's formatter.
  */
 import { randomBytes } from 'node:crypto';
-import { format as mysqlFormat } from 'mysql2';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { isConnectionError, TIMEOUTS } from '../db/client.ts';
-import { parseDbTime } from './store.ts';
+import { format, parseDbTime } from './sql.ts';
 
 /** A job as the claim returns it to the worker. */
 export interface ClaimedJob {
@@ -81,8 +80,6 @@ export interface ClaimRequest {
 export function newLeaseToken(): string {
   return randomBytes(16).toString('hex');
 }
-
-const format = (statement: string, values: unknown[]) => mysqlFormat(statement, values as Parameters<typeof mysqlFormat>[1]);
 
 /**
  * The claim's locking read of one queue, covering the claim index

@@ -1,17 +1,12 @@
-import type { Db } from '../db/client.ts';
+/**
+ * Retention: the pass that walks old done jobs and tick rows out in small batches, and
+ * the loop that runs it in a daemon (the SQL is store/prune.ts).
+ */
 import type { Logger } from '../logger.ts';
-import { describeDbError } from '../worker/dbHealth.ts';
-import { sleep } from '../worker/wakeup.ts';
-import {
-  countPrunable,
-  cutoffBefore,
-  deletePrunable,
-  findPrunable,
-  scanStart,
-  windowEnd,
-  type DbTime,
-  type PruneTarget,
-} from './pruneStore.ts';
+import { uniformMs } from '../runtime/backoff.ts';
+import { DB_ERROR_TEXT_MAX, errorText } from '../runtime/errorText.ts';
+import { sleep } from '../runtime/wakeup.ts';
+import { parseDbTime, type DbTime, type PruneTarget, type Store } from '../store/index.ts';
 
 export interface PruneOptions {
   /** Done jobs finished, and tick rows finished, more than this long ago (database clock) go. */
@@ -52,16 +47,16 @@ export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, e
  * (checkRetention). Safe to run in several processes at once: a row deleted by one is
  * simply not counted by the other.
  */
-export async function pruneOnce(db: Db, options: PruneOptions): Promise<PruneResult> {
-  const cutoff = await cutoffBefore(db, options.olderThanMs);
-  const result: PruneResult = { cutoff: fromDbTime(cutoff), jobs: 0, ticks: 0, batches: 0, dryRun: options.dryRun === true };
+export async function pruneOnce(store: Store, options: PruneOptions): Promise<PruneResult> {
+  const cutoff = await store.cutoffBefore(options.olderThanMs);
+  const result: PruneResult = { cutoff: parseDbTime(cutoff)!, jobs: 0, ticks: 0, batches: 0, dryRun: options.dryRun === true };
   if (options.dryRun) {
-    result.jobs = await countPrunable(db, 'doneJobs', cutoff);
-    result.ticks = await countPrunable(db, 'ticks', cutoff);
+    result.jobs = await store.countPrunable('doneJobs', cutoff);
+    result.ticks = await store.countPrunable('ticks', cutoff);
     return result;
   }
   for (const target of ['doneJobs', 'ticks'] as const) {
-    const { deleted, batches } = await pruneTable(db, target, cutoff, options);
+    const { deleted, batches } = await pruneTable(store, target, cutoff, options);
     if (target === 'doneJobs') result.jobs = deleted;
     else result.ticks = deleted;
     result.batches += batches;
@@ -69,7 +64,7 @@ export async function pruneOnce(db: Db, options: PruneOptions): Promise<PruneRes
   return result;
 }
 
-async function pruneTable(db: Db, target: PruneTarget, cutoff: DbTime, options: PruneOptions): Promise<{ deleted: number; batches: number }> {
+async function pruneTable(store: Store, target: PruneTarget, cutoff: DbTime, options: PruneOptions): Promise<{ deleted: number; batches: number }> {
   const batchSize = options.batchSize ?? PRUNE_DEFAULTS.batchSize;
   const pauseMs = options.pauseMs ?? PRUNE_DEFAULTS.pauseMs;
   const span = Math.max(batchSize, options.scanSpan ?? PRUNE_DEFAULTS.scanSpan);
@@ -77,17 +72,17 @@ async function pruneTable(db: Db, target: PruneTarget, cutoff: DbTime, options: 
   let batches = 0;
   let pending: number[] = [];
   const flush = async () => {
-    deleted += await deletePrunable(db, target, pending, cutoff);
+    deleted += await store.deletePrunable(target, pending, cutoff);
     batches += 1;
     pending = [];
     await sleep(pauseMs, options.signal);
   };
-  let after = await scanStart(db, target);
+  let after = await store.scanStart(target);
   while (after !== null && !options.signal?.aborted) {
-    const through = await windowEnd(db, target, after, span);
+    const through = await store.windowEnd(target, after, span);
     if (through === null) break;
     const limit = batchSize - pending.length;
-    const ids = await findPrunable(db, target, { cutoff, afterId: after, throughId: through, limit });
+    const ids = await store.findPrunable(target, { cutoff, afterId: after, throughId: through, limit });
     pending.push(...ids);
     // A full batch may have left candidates in this window: go on from its last id.
     after = ids.length === limit ? ids[ids.length - 1] : through;
@@ -98,7 +93,7 @@ async function pruneTable(db: Db, target: PruneTarget, cutoff: DbTime, options: 
 }
 
 export interface PruneLoopOptions extends PruneOptions {
-  db: Db;
+  store: Store;
   log: Logger;
   /** Time between passes (default 5 min); each wait is jittered by ±10%. */
   everyMs?: number;
@@ -114,7 +109,7 @@ export async function pruneLoop(options: PruneLoopOptions, signal: AbortSignal):
   while (!signal.aborted) {
     try {
       const started = performance.now();
-      const result = await pruneOnce(options.db, { ...options, dryRun: false, signal });
+      const result = await pruneOnce(options.store, { ...options, dryRun: false, signal });
       if (result.jobs + result.ticks > 0) {
         options.log.info(
           {
@@ -129,12 +124,8 @@ export async function pruneLoop(options: PruneLoopOptions, signal: AbortSignal):
         );
       }
     } catch (error) {
-      options.log.warn({ event: 'prune_failed', error: describeDbError(error) }, 'pruning failed; trying again next time');
+      options.log.warn({ event: 'prune_failed', error: errorText(error, DB_ERROR_TEXT_MAX) }, 'pruning failed; trying again next time');
     }
-    await sleep(Math.round(everyMs * (0.9 + Math.random() * 0.2)), signal);
+    await sleep(uniformMs(everyMs * 0.9, everyMs * 1.1), signal);
   }
-}
-
-function fromDbTime(value: DbTime): Date {
-  return new Date(`${value.replace(' ', 'T').slice(0, 23)}Z`);
 }

@@ -10,18 +10,14 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
+import { header, interval, rows, type DbTime } from './sql.ts';
 
-const rows = <T>(result: unknown): T[] => (result as [T[]])[0];
-const affected = (result: unknown): number => (result as [{ affectedRows: number }])[0].affectedRows;
-
-/** A cutoff instant as the database writes times ('YYYY-MM-DD HH:MM:SS.ffffff', UTC). */
-export type DbTime = string;
+export type { DbTime } from './sql.ts';
 
 /** Now minus `olderThanMs` by the database clock, to the microsecond. */
 export async function cutoffBefore(exec: Executor, olderThanMs: number): Promise<DbTime> {
-  const us = Math.max(0, Math.round(olderThanMs * 1000));
   const result = await exec.execute(
-    sql`SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ${us} MICROSECOND, '%Y-%m-%d %H:%i:%s.%f') AS cutoff`,
+    sql`SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - ${interval(olderThanMs)}, '%Y-%m-%d %H:%i:%s.%f') AS cutoff`,
   );
   return rows<{ cutoff: string }>(result)[0].cutoff;
 }
@@ -93,7 +89,7 @@ export async function findPrunable(
 export async function deletePrunable(exec: Executor, target: PruneTarget, ids: number[], cutoff: DbTime): Promise<number> {
   if (ids.length === 0) return 0;
   const rule = RULES[target];
-  return affected(await exec.execute(sql`DELETE FROM ${rule.table} WHERE id IN ${ids} AND ${rule.recheck(cutoff)}`));
+  return header(await exec.execute(sql`DELETE FROM ${rule.table} WHERE id IN ${ids} AND ${rule.recheck(cutoff)}`)).affectedRows;
 }
 
 /** How many rows the rule would let go now (for --dry-run). A plain read. */

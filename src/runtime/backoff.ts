@@ -1,6 +1,11 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 
+/**
+ * Every backoff and jitter in cronq: handler retries, fan-out retries, database
+ * outages and periodic passes all take their delays from here.
+ */
+
 /** Exponential backoff: base·2^(attempt−1), capped at max, then jittered. */
 export interface Backoff {
   baseMs: number;
@@ -31,5 +36,10 @@ export function backoffCeilingMs(backoff: Backoff, attempt: number): number {
  */
 export function retryDelayMs(backoff: Backoff, attempt: number, random: () => number = Math.random): number {
   const ceiling = backoffCeilingMs(backoff, attempt);
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+  return uniformMs(ceiling / 2, ceiling, random);
+}
+
+/** A whole number of milliseconds, uniformly random in [lowMs, highMs]: the one jitter. */
+export function uniformMs(lowMs: number, highMs: number, random: () => number = Math.random): number {
+  return Math.round(lowMs + random() * (highMs - lowMs));
 }

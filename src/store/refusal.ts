@@ -6,7 +6,7 @@
  * lock waits and the like are never refusals: they are outages and are retried as such.
  */
 import { driverError } from '../db/client.ts';
-import { firstLine } from './failureReason.ts';
+import { firstLine } from '../runtime/errorText.ts';
 
 /**
  * Server error numbers that reject a row for what it holds. mysql2 names errors with

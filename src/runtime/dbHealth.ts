@@ -1,5 +1,6 @@
 import { driverError, isConnectionError } from '../db/client.ts';
-import { errorText } from '../errorText.ts';
+import { retryDelayMs, type Backoff } from './backoff.ts';
+import { DB_ERROR_TEXT_MAX, errorText } from './errorText.ts';
 import type { Logger } from '../logger.ts';
 
 /**
@@ -63,33 +64,28 @@ export class DbHealth {
     if (this.failingSince === null) {
       this.failingSince = Date.now();
       this.log.warn(
-        { event: 'db_unavailable', where, error: describeDbError(error) },
+        { event: 'db_unavailable', where, error: errorText(error, DB_ERROR_TEXT_MAX) },
         'database error; backing off',
       );
     } else {
-      this.log.debug({ event: 'db_error', where, error: describeDbError(error) }, 'database still failing');
+      this.log.debug({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX) }, 'database still failing');
     }
-    return jittered(Math.min(5_000, 100 * 2 ** Math.min(this.failures, 10)));
+    return retryDelayMs(OUTAGE_BACKOFF, this.failures);
   }
 
   private statementError(error: unknown, where: string): number {
     const now = Date.now();
     if (now - (this.statementErrorLoggedAt.get(where) ?? 0) >= STATEMENT_ERROR_LOG_EVERY_MS) {
       this.statementErrorLoggedAt.set(where, now);
-      this.log.warn({ event: 'db_error', where, error: describeDbError(error) }, 'database refused a statement; backing off');
+      this.log.warn({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX) }, 'database refused a statement; backing off');
     }
-    return jittered(1_000);
+    return retryDelayMs(STATEMENT_ERROR_BACKOFF, 1);
   }
 }
 
 const STATEMENT_ERROR_LOG_EVERY_MS = 60_000;
 
-/** Uniform in [ceiling/2, ceiling]. */
-function jittered(ceilingMs: number): number {
-  return Math.round(ceilingMs / 2 + (Math.random() * ceilingMs) / 2);
-}
-
-/** One line about a database error (errorText, at most 500 characters): the driver's code and message, never drizzle's SQL and params. */
-export function describeDbError(error: unknown): string {
-  return errorText(error, 500);
-}
+/** Back-off during an outage: 200 ms after the first failed statement, doubling to 5 s. */
+const OUTAGE_BACKOFF: Backoff = { baseMs: 200, maxMs: 5_000 };
+/** Back-off after a statement the server refused: about a second, every time. */
+const STATEMENT_ERROR_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 1_000 };

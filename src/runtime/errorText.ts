@@ -1,6 +1,7 @@
 /**
  * The one way cronq turns something thrown (by a handler, an effect, a parse, the
- * driver) into text for `last_error`, `failure_reason` and log fields.
+ * driver) into text: `errorText` for `last_error`, `failure_reason` and log fields,
+ * `thrownText` for the one line a person reads on stderr.
  *
  * Whatever was thrown, the answer is readable, at most ERROR_TEXT_MAX characters, free
  * of URL passwords, and made in time linear in that bound: user text is cut before it
@@ -9,11 +10,15 @@
  * exception). Never a stack (paths and values leak there) and never drizzle's wrapper
  * of a failed statement (its message is the SQL with every parameter, payloads included).
  */
-import { driverError } from './db/client.ts';
-import { MASK_WINDOW, maskUrl } from './db/url.ts';
+import { driverError } from '../db/client.ts';
+import { MASK_WINDOW, maskUrl } from '../db/url.ts';
 
 /** Most characters of an error text (last_error, failure_reason, log fields). */
 export const ERROR_TEXT_MAX = 2000;
+/** Most characters of a log field about a failed statement (the driver's code and message). */
+export const DB_ERROR_TEXT_MAX = 500;
+/** Most characters of a stack, where one is shown at all (uncaught errors, LOG_LEVEL=debug). */
+export const STACK_TEXT_MAX = 4000;
 const TRUNCATED = '… [truncated]';
 
 /**
@@ -99,4 +104,31 @@ function guarded<T>(read: () => T): T | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The first line of `text`, without a trailing carriage return or spaces. */
+export function firstLine(text: string): string {
+  const end = text.indexOf('\n');
+  return (end === -1 ? text : text.slice(0, end)).trimEnd();
+}
+
+/**
+ * One readable line for whatever was thrown, for a person (a schedule file that failed
+ * to load): an Error's first message line, else `threw a non-Error value: ` and the value
+ * as JSON (`{"weird":true}`), or as String() when JSON cannot hold it; at most `maxChars`
+ * (the cut marked with …). Never throws, like errorText.
+ */
+export function thrownText(value: unknown, maxChars = 300): string {
+  if (value instanceof Error) {
+    const message = guarded(() => String(value.message)) ?? '';
+    return firstLineCut(message.trim() === '' ? (guarded(() => String(value.name)) ?? 'Error') : message, maxChars);
+  }
+  const shown =
+    guarded(() => JSON.stringify(value)) ?? guarded(() => String(value)) ?? guarded(() => Object.prototype.toString.call(value)) ?? 'an unprintable value';
+  return firstLineCut(`threw a non-Error value: ${shown}`, maxChars);
+}
+
+function firstLineCut(text: string, maxChars: number): string {
+  const line = firstLine(text);
+  return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }

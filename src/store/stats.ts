@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { JOB_STATUSES, type JobStatus, type TickOutcome } from '../db/schema.ts';
+import { rows } from './sql.ts';
 
 /** One queue's jobs by status, as of one statement. */
 export interface QueueStats extends Record<JobStatus, number> {
@@ -56,8 +57,6 @@ export interface DeadLetterStats {
   /** Dead letters with `reviewed_at IS NULL`. */
   awaitingReview: number;
 }
-
-const rows = <T>(result: unknown): T[] => (result as [T[]])[0];
 
 /**
  * Per-queue counts by status and the oldest waiting age, in one statement that reads

@@ -1,0 +1,64 @@
+/**
+ * A job as callers write it, checked once at the edge and turned into the row the
+ * store inserts.
+ */
+import { MAX_KEY_LENGTH } from '../db/schema.ts';
+import { UsageError } from '../errors.ts';
+import type { NewJobRow } from '../store/jobs.ts';
+import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
+import type { TaskRegistry } from '../tasks/registry.ts';
+
+/** A job to enqueue, as callers write it. */
+export interface EnqueueJob {
+  kind: string;
+  /** Unique across all jobs: the same key always means the same job. */
+  key: string;
+  payload?: unknown;
+  /** Defaults to the task's queue, else 'default'. */
+  queue?: string;
+  /** Not before this instant. */
+  runAt?: Date;
+  /** Defaults to the task's maxAttempts, else 5. */
+  maxAttempts?: number;
+  /** Set by the scheduler; ad-hoc jobs leave them out. */
+  scheduleName?: string;
+  periodKey?: string;
+  scheduledAt?: Date;
+}
+
+/**
+ * Validates a job at the edge and fills in its task's defaults. Throws UsageError
+ * naming the bad field; nothing reaches the database unless this passes.
+ */
+export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
+  if (typeof job !== 'object' || job === null) throw new UsageError('a job must be an object');
+  if (typeof job.kind !== 'string' || job.kind.length === 0 || job.kind.length > 128) {
+    throw new UsageError(`job kind must be a non-empty string of at most 128 characters (got ${JSON.stringify(job.kind)})`);
+  }
+  if (typeof job.key !== 'string' || job.key.length === 0) throw new UsageError('job key is missing');
+  if (job.key.length > MAX_KEY_LENGTH) {
+    throw new UsageError(`job key is ${job.key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`);
+  }
+  const task = tasks.get(job.kind);
+  let payloadJson: string;
+  try {
+    payloadJson = JSON.stringify(job.payload === undefined ? {} : job.payload);
+  } catch (error) {
+    throw new UsageError(`payload of ${job.key} cannot be stored as JSON: ${(error as Error).message}`);
+  }
+  if (payloadJson === undefined) throw new UsageError(`payload of ${job.key} cannot be stored as JSON`);
+  if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) {
+    throw new UsageError(`runAt of ${job.key} is not a valid date`);
+  }
+  return {
+    queue: job.queue === undefined ? (task?.queue ?? TASK_DEFAULTS.queue) : validateQueue(job.queue),
+    kind: job.kind,
+    key: job.key,
+    payloadJson,
+    maxAttempts: job.maxAttempts === undefined ? (task?.maxAttempts ?? TASK_DEFAULTS.maxAttempts) : validateMaxAttempts(job.maxAttempts),
+    runAt: job.runAt ?? null,
+    scheduleName: job.scheduleName ?? null,
+    periodKey: job.periodKey ?? null,
+    scheduledAt: job.scheduledAt ?? null,
+  };
+}

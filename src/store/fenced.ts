@@ -1,0 +1,159 @@
+/**
+ * Every write by a claimer after its claim: complete, fail, renew, release.
+ *
+ * Concurrency contract, shared by everything below:
+ * - "now" is always the database clock (`UTC_TIMESTAMP(6)`), never the host's.
+ * - A claim stamps each row with a fresh random `lease_token` and a `lease_until`.
+ *   Every later write by the claimer (`...IfLeased`) re-checks, under the row lock its
+ *   UPDATE or `SELECT ... FOR UPDATE` takes, that the row is still `reserved` with that
+ *   token and an unexpired lease; otherwise it changes nothing and reports false.
+ *   A stale worker can therefore never finish, fail, renew or release a job.
+ * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db, Executor } from '../db/client.ts';
+import { boundedText } from '../runtime/errorText.ts';
+import { formatted, header, interval, NOW, rows } from './sql.ts';
+
+/** Most characters of `last_error` (and so of `failure_reason`). */
+const LAST_ERROR_MAX = 2000;
+
+/** A claim's lease on one job: what every fenced write must present. */
+export interface Lease {
+  id: number;
+  token: string;
+}
+
+/** What `failIfLeased` did. */
+export type FailOutcome = { status: 'retry'; retryInMs: number } | { status: 'dead' } | { status: 'lease_lost' };
+
+/** The fence: still reserved, same token, lease not expired — evaluated under the row lock. */
+function leaseHeld(lease: Lease): SQL {
+  return sql`id = ${lease.id} AND status = 'reserved' AND lease_token = ${lease.token} AND lease_until > ${NOW}`;
+}
+
+/**
+ * Marks every job in `leases` done in one autocommit UPDATE, each row fenced by its
+ * own token and unexpired lease (the UPDATE re-checks them under its row lock).
+ * Returns the ids it completed; a job missing from the set had lost its lease and
+ * was not touched.
+ */
+export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set<number>> {
+  if (leases.length === 0) return new Set();
+  const sorted = [...leases].sort((a, b) => a.id - b.id); // one lock order: no deadlocks between batches
+  const ids = sorted.map((l) => l.id);
+  // Tokens are 128-bit and unique, so "token in the batch's set" is the per-row check.
+  const tokens = sorted.map((l) => l.token);
+  const result = await db.execute(
+    formatted(
+      `UPDATE cronq_jobs
+      SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+      WHERE id IN (?) AND status = 'reserved' AND lease_until > UTC_TIMESTAMP(6) AND lease_token IN (?)`,
+      [ids, tokens],
+    ),
+  );
+  if (header(result).affectedRows === sorted.length) return new Set(ids);
+  // Some leases were lost: done rows keep their token, so ask which ones were ours.
+  const done = await db.execute(sql`SELECT id FROM cronq_jobs
+    WHERE id IN ${ids} AND status = 'done' AND lease_token IN ${tokens}`);
+  return new Set(rows<{ id: number }>(done).map((r) => Number(r.id)));
+}
+
+/**
+ * Marks one job done inside a transaction that first locks the row and re-checks the
+ * lease, then runs `effect(tx)` so the business effect and "done" commit together.
+ * Returns false, having run nothing, when the lease was lost. An error thrown by the
+ * effect rolls everything back and propagates.
+ */
+export async function completeIfLeased(
+  db: Db,
+  lease: Lease,
+  effect?: (tx: Executor) => Promise<void>,
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
+    if (held.length === 0) return false;
+    if (effect) await effect(tx);
+    await tx.execute(sql`UPDATE cronq_jobs
+      SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+      WHERE id = ${lease.id}`);
+    return true;
+  });
+}
+
+export interface Failure {
+  /** Text for last_error / failure_reason (already free of secrets). */
+  error: string;
+  /** Dead at once, whatever attempts remain. */
+  permanent: boolean;
+  /** Delay before the next attempt, if one remains. */
+  retryInMs: number;
+}
+
+const DEAD_LETTER_FROM_JOB = sql.raw(`INSERT INTO cronq_dead_letters
+    (job_id, queue, kind, job_key, payload, failure_reason, attempts, dead_at)
+  SELECT id, queue, kind, job_key, payload, last_error, attempts, UTC_TIMESTAMP(6) FROM cronq_jobs`);
+
+/**
+ * Records a handler failure, fenced like completion (row lock, token, unexpired lease).
+ * With attempts left and not permanent: back to 'ready' after `retryInMs`.
+ * Otherwise: 'dead', plus a `cronq_dead_letters` row, in the same transaction.
+ */
+export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Promise<FailOutcome> {
+  return db.transaction(async (tx) => {
+    const held = rows<{ attempts: number; max_attempts: number }>(
+      await tx.execute(sql`SELECT attempts, max_attempts FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`),
+    );
+    if (held.length === 0) return { status: 'lease_lost' } as const;
+    const error = boundedText(failure.error, LAST_ERROR_MAX);
+    if (failure.permanent || held[0].attempts >= held[0].max_attempts) {
+      await markDead(tx, [lease.id], error);
+      return { status: 'dead' } as const;
+    }
+    await tx.execute(sql`UPDATE cronq_jobs
+      SET status = 'ready', lease_token = NULL, lease_until = NULL, locked_by = NULL, last_error = ${error},
+          available_at = ${NOW} + ${interval(failure.retryInMs)}, updated_at = ${NOW}
+      WHERE id = ${lease.id}`);
+    return { status: 'retry', retryInMs: failure.retryInMs } as const;
+  });
+}
+
+/**
+ * Inside a transaction holding the rows' locks: 'dead' plus a dead letter each. `error` is
+ * the text, or an expression over the row's columns; `also` more assignments (evaluated
+ * after last_error).
+ */
+export async function markDead(tx: Executor, ids: number[], error: string | SQL, also: SQL = sql``): Promise<void> {
+  await tx.execute(sql`UPDATE cronq_jobs
+    SET status = 'dead', lease_until = NULL, last_error = ${error}, finished_at = ${NOW}, updated_at = ${NOW}${also}
+    WHERE id IN ${ids}`);
+  await tx.execute(sql`${DEAD_LETTER_FROM_JOB} WHERE id IN ${ids}`);
+}
+
+/**
+ * Extends a running job's lease to now + `leaseMs`, fenced by token and unexpired lease.
+ * False means the lease is gone (recovered, or another worker holds the job): the
+ * caller must abort the handler and discard its result.
+ */
+export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Promise<boolean> {
+  const result = await db.execute(sql`UPDATE cronq_jobs
+    SET lease_until = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
+    WHERE ${leaseHeld(lease)}`);
+  return header(result).affectedRows === 1;
+}
+
+/**
+ * Gives a claimed job back without counting the attempt (shutdown before or during
+ * its handler, a kind this daemon does not run): 'ready', available now (or after
+ * `delayMs`), attempts - 1. Only the row with this token is touched; false when the
+ * lease was already lost.
+ */
+export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0): Promise<boolean> {
+  const result = await db.execute(sql`UPDATE cronq_jobs
+    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), lease_token = NULL, lease_until = NULL,
+        locked_by = NULL, last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
+    WHERE ${leaseHeld(lease)}`);
+  return header(result).affectedRows === 1;
+}
+
+/** Default of `maxLeaseExpiries`: a job whose lease expired this often goes dead. */

@@ -1,0 +1,296 @@
+/**
+ * The store: every statement cronq runs, behind one object. Each method is one of the
+ * functions beside this file, bound to one Database (its pool-backed `db`, and its
+ * multi-statement `claims` pool for the claim); the concurrency contract of each is at
+ * the top of its file. Callers hold a Store, never the driver. Code that must run a
+ * statement inside a caller's transaction (an effect's `tx`) calls the free function
+ * with that executor instead.
+ */
+import type { Database } from '../db/client.ts';
+import { claimReady, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
+import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
+import {
+  getDeadLetter,
+  groupDeadLetters,
+  listDeadLetters,
+  resolveDeadLetter,
+  resolveMatching,
+  type BulkReviewResult,
+  type DeadLetterDetail,
+  type DeadLetterFilter,
+  type DeadLetterGroup,
+  type DeadLetterSummary,
+  type ReviewAction,
+  type ReviewOutcome,
+} from './deadLetters.ts';
+import {
+  completeIfLeased,
+  completeManyIfLeased,
+  failIfLeased,
+  releaseIfLeased,
+  renewIfLeased,
+  type Failure,
+  type FailOutcome,
+  type Lease,
+} from './fenced.ts';
+import { databaseNow, ping } from './health.ts';
+import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, maxAllowedPacket, type EncodedJobRow, type NewJobRow } from './jobs.ts';
+import {
+  claimTickFanout,
+  failTickIfOwned,
+  finishTickIfOwned,
+  latestTick,
+  recentTicks,
+  recordSkippedTicks,
+  releaseTickIfOwned,
+  renewTickIfOwned,
+  resumableTicks,
+  type SkippedTick,
+  type TickClaim,
+  type TickRow,
+} from './ledger.ts';
+import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, windowEnd, type PruneTarget } from './prune.ts';
+import { recoverExpiredLeases } from './recovery.ts';
+import type { DbTime } from './sql.ts';
+import { collectStats, type Stats } from './stats.ts';
+import type { Executor } from '../db/client.ts';
+
+/** One Database's statements. Cheap to construct; holds no state of its own. */
+export class Store {
+  constructor(private readonly database: Database) {}
+
+  /** The pool-backed executor, for free functions that a caller runs outside a transaction. */
+  private get db() {
+    return this.database.db;
+  }
+
+  // Claims (claims.ts)
+
+  /** Claims up to `request.limit` ready jobs in one short transaction (claimReady). */
+  claim(request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
+    return claimReady(this.database.claims, request, rotation);
+  }
+
+  /** Queues that have ready jobs, by a loose index scan (readyQueues). */
+  readyQueues(): Promise<string[]> {
+    return readyQueues(this.database.claims);
+  }
+
+  // Fenced writes (fenced.ts): each changes nothing once the lease is lost.
+
+  /** Marks these jobs done in one statement; returns the ids it completed (completeManyIfLeased). */
+  completeMany(leases: Lease[]): Promise<Set<number>> {
+    return completeManyIfLeased(this.db, leases);
+  }
+
+  /** Marks one job done, running `effect` in the same transaction; false when the lease was lost (completeIfLeased). */
+  complete(lease: Lease, effect?: (tx: Executor) => Promise<void>): Promise<boolean> {
+    return completeIfLeased(this.db, lease, effect);
+  }
+
+  /** Records a failure: retry later or dead with a dead letter (failIfLeased). */
+  fail(lease: Lease, failure: Failure): Promise<FailOutcome> {
+    return failIfLeased(this.db, lease, failure);
+  }
+
+  /** Extends the lease to now + `leaseMs`; false when it is gone (renewIfLeased). */
+  renew(lease: Lease, leaseMs: number): Promise<boolean> {
+    return renewIfLeased(this.db, lease, leaseMs);
+  }
+
+  /** Gives the job back without counting the attempt (releaseIfLeased). */
+  release(lease: Lease, reason: string, delayMs = 0): Promise<boolean> {
+    return releaseIfLeased(this.db, lease, reason, delayMs);
+  }
+
+  // Database health (health.ts)
+
+  /** The database clock. */
+  now(): Promise<Date> {
+    return databaseNow(this.db);
+  }
+
+  /** `SELECT 1`; throws DatabaseUnreachableError or DatabaseMissingError (ping). */
+  ping(): Promise<void> {
+    return ping(this.database);
+  }
+
+  // Inserts (jobs.ts)
+
+  /** Inserts one job unless its key exists; returns its id either way (insertJobIfAbsent). */
+  insertJob(row: NewJobRow): Promise<{ id: number; created: boolean }> {
+    return insertJobIfAbsent(this.db, row);
+  }
+
+  /** Inserts a batch in one statement, existing keys left alone; returns how many were new (insertJobsIfAbsent). */
+  insertJobs(batch: Array<NewJobRow | EncodedJobRow>): Promise<number> {
+    return insertJobsIfAbsent(this.db, batch);
+  }
+
+  /** Which of `keys` already exist. */
+  existingKeys(keys: string[]): Promise<Set<string>> {
+    return existingKeys(this.db, keys);
+  }
+
+  /** The server's max_allowed_packet in bytes. */
+  maxAllowedPacket(): Promise<number> {
+    return maxAllowedPacket(this.db);
+  }
+
+  // Lease recovery (recovery.ts)
+
+  /** Expired leases back to ready, or dead; at most `limit` rows (recoverExpiredLeases). */
+  recoverExpiredLeases(limit: number, maxLeaseExpiries?: number): Promise<{ returned: number; dead: number }> {
+    return recoverExpiredLeases(this.db, limit, maxLeaseExpiries);
+  }
+
+  // Tick ledger (ledger.ts)
+
+  /** The schedule's latest ledger row, or null. */
+  latestTick(scheduleName: string): Promise<TickRow | null> {
+    return latestTick(this.db, scheduleName);
+  }
+
+  /** The latest `count` ledger rows of a schedule, newest first. */
+  recentTicks(scheduleName: string, count: number): Promise<TickRow[]> {
+    return recentTicks(this.db, scheduleName, count);
+  }
+
+  /** Claims a tick's fan-out (inserts its row, or takes over an expired one); the row id when this caller owns it, else null. */
+  claimTickFanout(claim: TickClaim): Promise<number | null> {
+    return claimTickFanout(this.db, claim);
+  }
+
+  /** Extends the fan-out lease; false when another daemon took the tick over. */
+  renewTickIfOwned(id: number, claimedBy: string, leaseMs: number): Promise<boolean> {
+    return renewTickIfOwned(this.db, id, claimedBy, leaseMs);
+  }
+
+  /** Marks the fan-out finished with its counts; false when the tick was taken over. */
+  finishTickIfOwned(id: number, claimedBy: string, counts: { inserted: number; existing: number; note?: string | null }): Promise<boolean> {
+    return finishTickIfOwned(this.db, id, claimedBy, counts);
+  }
+
+  /** Records a fan-out that kept failing as 'failed'; false when the tick was taken over. */
+  failTickIfOwned(id: number, claimedBy: string, result: { inserted: number; existing: number; note: string }): Promise<boolean> {
+    return failTickIfOwned(this.db, id, claimedBy, result);
+  }
+
+  /** Ends the fan-out lease now so any scheduler resumes the tick at once; false when it was not ours. */
+  releaseTickIfOwned(id: number, claimedBy: string): Promise<boolean> {
+    return releaseTickIfOwned(this.db, id, claimedBy);
+  }
+
+  /** Records ticks deliberately not enqueued; returns how many rows were new. */
+  recordSkippedTicks(scheduleName: string, ticks: SkippedTick[]): Promise<number> {
+    return recordSkippedTicks(this.db, scheduleName, ticks);
+  }
+
+  /** Unfinished ticks of a schedule this scheduler may take over, oldest first. */
+  resumableTicks(scheduleName: string, claimedBy: string): Promise<TickRow[]> {
+    return resumableTicks(this.db, scheduleName, claimedBy);
+  }
+
+  // Dead letters (deadLetters.ts)
+
+  /** Dead letters matching a filter, oldest first, at most `limit` (listDeadLetters). */
+  listDeadLetters(options: DeadLetterFilter & { includeReviewed?: boolean; limit: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }> {
+    return listDeadLetters(this.db, options);
+  }
+
+  /** Dead letters counted by kind and normalised first line (groupDeadLetters). */
+  groupDeadLetters(options: DeadLetterFilter & { includeReviewed?: boolean }): Promise<DeadLetterGroup[]> {
+    return groupDeadLetters(this.db, options);
+  }
+
+  /** One dead letter with its job's current row, or null. */
+  getDeadLetter(id: number): Promise<DeadLetterDetail | null> {
+    return getDeadLetter(this.db, id);
+  }
+
+  /** Requeues or discards one dead letter, at most once (resolveDeadLetter). */
+  resolveDeadLetter(id: number, action: ReviewAction, reason: string): Promise<ReviewOutcome> {
+    return resolveDeadLetter(this.db, id, action, reason);
+  }
+
+  /** Requeues or discards every unreviewed dead letter matching a filter, in batches (resolveMatching). */
+  resolveMatching(filter: DeadLetterFilter, action: ReviewAction, reason: string, options?: { batchSize?: number }): Promise<BulkReviewResult> {
+    return resolveMatching(this.db, filter, action, reason, options);
+  }
+
+  // Stats (stats.ts)
+
+  /** Every stats section: queues, dead letters, schedules (collectStats). */
+  stats(): Promise<Stats> {
+    return collectStats(this.db);
+  }
+
+  // Retention (prune.ts)
+
+  /** Now minus `olderThanMs` by the database clock. */
+  cutoffBefore(olderThanMs: number): Promise<DbTime> {
+    return cutoffBefore(this.db, olderThanMs);
+  }
+
+  /** Where a retention scan of `target` starts (the smallest id minus one), or null when empty. */
+  scanStart(target: PruneTarget): Promise<number | null> {
+    return scanStart(this.db, target);
+  }
+
+  /** The id ending the next window of `span` rows after `afterId`, or null. */
+  windowEnd(target: PruneTarget, afterId: number, span: number): Promise<number | null> {
+    return windowEnd(this.db, target, afterId, span);
+  }
+
+  /** Ids in the window that retention lets go, ascending, at most `limit`. */
+  findPrunable(target: PruneTarget, range: { cutoff: DbTime; afterId: number; throughId: number; limit: number }): Promise<number[]> {
+    return findPrunable(this.db, target, range);
+  }
+
+  /** Deletes these ids, re-checking the rule under the row locks; returns how many went. */
+  deletePrunable(target: PruneTarget, ids: number[], cutoff: DbTime): Promise<number> {
+    return deletePrunable(this.db, target, ids, cutoff);
+  }
+
+  /** How many rows retention would let go now. */
+  countPrunable(target: PruneTarget, cutoff: DbTime): Promise<number> {
+    return countPrunable(this.db, target, cutoff);
+  }
+
+  // Daemons (daemons.ts)
+
+  /** Records this daemon as running from now. */
+  registerDaemon(daemon: DaemonRecord): Promise<void> {
+    return registerDaemon(this.db, daemon);
+  }
+
+  /** Refreshes this daemon's heartbeat (rewriting its row if it was deleted). */
+  heartbeatDaemon(daemon: DaemonRecord): Promise<void> {
+    return heartbeatDaemon(this.db, daemon);
+  }
+
+  /** Marks this daemon stopped now. */
+  markDaemonStopped(id: string): Promise<void> {
+    return markDaemonStopped(this.db, id);
+  }
+
+  /** Deletes daemon rows not heard from for `olderThanMs`; returns how many. */
+  deleteSilentDaemons(olderThanMs?: number): Promise<number> {
+    return deleteSilentDaemons(this.db, olderThanMs);
+  }
+
+  /** Whether a live daemon serves a kind on a queue, and for how long none has. */
+  servingOf(query: { jobId: number; kind: string; queue: string; aliveMs: number }): Promise<Serving> {
+    return servingOf(this.db, query);
+  }
+}
+
+export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths } from './claims.ts';
+export { ClaimUpdateError } from './claims.ts';
+export type { Failure, FailOutcome, Lease } from './fenced.ts';
+export type { NewJobRow, EncodedJobRow } from './jobs.ts';
+export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
+export type { Stats } from './stats.ts';
+export type { DaemonRecord, Serving } from './daemons.ts';
+export type { PruneTarget } from './prune.ts';
+export { parseDbTime, type DbTime } from './sql.ts';

@@ -1,0 +1,80 @@
+/**
+ * Lease recovery's SQL: jobs whose lease expired go back to 'ready', or dead.
+ *
+ * Concurrency contract, shared by everything below:
+ * - "now" is always the database clock (`UTC_TIMESTAMP(6)`), never the host's.
+ * - A claim stamps each row with a fresh random `lease_token` and a `lease_until`.
+ *   Every later write by the claimer (`...IfLeased`) re-checks, under the row lock its
+ *   UPDATE or `SELECT ... FOR UPDATE` takes, that the row is still `reserved` with that
+ *   token and an unexpired lease; otherwise it changes nothing and reports false.
+ *   A stale worker can therefore never finish, fail, renew or release a job.
+ * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
+ * - Rows are locked with SKIP LOCKED, so daemons recovering at once split the work.
+ */
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { markDead } from './fenced.ts';
+import { NOW, rows } from './sql.ts';
+
+/** Default of `maxLeaseExpiries`: a job whose lease expired this often goes dead. */
+export const MAX_LEASE_EXPIRIES = 3;
+
+/** Who held an expired lease, as the row says (an expression: texts differ per row). */
+const HELD_BY = sql`COALESCE(locked_by, 'an unknown worker')`;
+
+/**
+ * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
+ * counted, since the handler may have run), or to 'dead' with a dead letter. Each
+ * expiry adds one to `lease_expiries` and says in `last_error` who held the lease. A
+ * job goes dead when that count reaches `maxLeaseExpiries` (the processes running it
+ * stopped or stalled that often: a handler that kills its process must not take every
+ * daemon down in turn), or when no attempts remain. At most `limit` rows per call,
+ * locked with SKIP LOCKED so several daemons recovering at once split the work instead
+ * of waiting on each other.
+ *
+ * Reads the status='reserved' prefix of the claim index in index order and checks each
+ * row's lease: as many rows as jobs in flight, which spares every claim and completion
+ * the cost of a second index on (status, lease_until).
+ */
+export async function recoverExpiredLeases(
+  db: Db,
+  limit: number,
+  maxLeaseExpiries = MAX_LEASE_EXPIRIES,
+): Promise<{ returned: number; dead: number }> {
+  return db.transaction(async (tx) => {
+    const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
+      await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs
+        WHERE status = 'reserved' AND lease_until <= ${NOW}
+        ORDER BY queue, available_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
+    );
+    const crashed = expired.filter((r) => r.lease_expiries + 1 >= maxLeaseExpiries).map((r) => Number(r.id));
+    const exhausted = expired
+      .filter((r) => r.lease_expiries + 1 < maxLeaseExpiries && r.attempts >= r.max_attempts)
+      .map((r) => Number(r.id));
+    const retry = expired.filter((r) => r.lease_expiries + 1 < maxLeaseExpiries && r.attempts < r.max_attempts).map((r) => Number(r.id));
+    // last_error is assigned before lease_expiries grows, so it reads the old count
+    // whether the server assigns left to right or all at once.
+    const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
+    if (retry.length > 0) {
+      await tx.execute(sql`UPDATE cronq_jobs
+        SET status = 'ready', lease_token = NULL, lease_until = NULL,
+            last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
+            locked_by = NULL, available_at = ${NOW}, updated_at = ${NOW}${counted}
+        WHERE id IN ${retry}`);
+    }
+    if (exhausted.length > 0) {
+      await markDead(tx, exhausted, sql`CONCAT('lease expired while held by ', ${HELD_BY}, ' after the final attempt')`, counted);
+    }
+    if (crashed.length > 0) {
+      await markDead(
+        tx,
+        crashed,
+        sql`CONCAT('the process running it stopped ', lease_expiries + 1, ' times without finishing it (its lease expired; last held by ',
+          ${HELD_BY}, '). Typical causes: process.exit(), an out-of-memory kill or kill -9 while its handler ran, or a handler ',
+          'blocking the event loop longer than its lease; see "What a handler must not do" in the README')`,
+        counted,
+      );
+    }
+    return { returned: retry.length, dead: exhausted.length + crashed.length };
+  });
+}

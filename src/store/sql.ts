@@ -1,0 +1,71 @@
+/**
+ * The SQL plumbing every store file shares: the database clock, time conversion,
+ * reading driver results, intervals, pre-escaped statements and the error codes that
+ * mean "lost a lock race", each defined once. No statement runs here.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
+import { driverError } from '../db/client.ts';
+
+/** The database clock: every "now" in cronq's SQL, never the host's. */
+export const NOW = sql`UTC_TIMESTAMP(6)`;
+
+/** NOW for statements built by mysql2's formatter (see `formatted`). */
+export const NOW_RAW = mysqlRaw('UTC_TIMESTAMP(6)');
+
+/** A DATETIME(6) value as the database writes it ('YYYY-MM-DD HH:MM:SS.ffffff', UTC). */
+export type DbTime = string;
+
+/** A Date as a DATETIME(6) literal (UTC, millisecond precision). */
+export function toDbTime(date: Date): DbTime {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** Parses a DATETIME string as the driver returns it ('YYYY-MM-DD HH:MM:SS.ffffff', UTC). */
+export function parseDbTime(value: string | Date | null): Date | null {
+  if (value === null) return null;
+  if (value instanceof Date) return value;
+  return new Date(`${value.replace(' ', 'T')}Z`);
+}
+
+/** What the driver reports for a write. */
+export type Header = { affectedRows: number; insertId: number };
+
+/** The write header of a statement's result. */
+export function header(result: unknown): Header {
+  return (result as [Header])[0];
+}
+
+/** The rows of a read's result. */
+export function rows<T>(result: unknown): T[] {
+  return (result as [T[]])[0];
+}
+
+/** `INTERVAL n MICROSECOND` for `ms` milliseconds; a negative span counts as zero. */
+export function interval(ms: number): SQL {
+  return sql`INTERVAL ${Math.max(0, Math.round(ms * 1000))} MICROSECOND`;
+}
+
+/** mysql2's own escaping formatter, typed for the values cronq passes it. */
+export function format(statement: string, values: unknown[]): string {
+  return mysqlFormat(statement, values as Parameters<typeof mysqlFormat>[1]);
+}
+
+/**
+ * Bulk statements are escaped by mysql2's own formatter (what the driver does to any
+ * parameterised query) and handed to drizzle as finished SQL: building a thousand-row
+ * statement chunk by chunk through drizzle's template costs more than running it.
+ */
+export function formatted(statement: string, values: unknown[]): SQL {
+  return sql.raw(format(statement, values));
+}
+
+/**
+ * True for a deadlock or a lock wait timeout: the statement lost a race for a row lock
+ * and InnoDB rolled it (or its transaction) back whole, so it changed nothing and may
+ * simply be run again. Not a connection problem (db/client.ts isConnectionError).
+ */
+export function isLockConflict(error: unknown): boolean {
+  const code = (driverError(error) as { code?: string })?.code;
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+}
