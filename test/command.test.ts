@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { commandHandler, KILL_GRACE_MS, STDERR_TAIL_BYTES, type CommandSpec } from '../src/schedule/command.ts';
+import { commandHandler, KILL_GRACE_MS, STDERR_TAIL_BYTES, type CommandSpec } from '../src/shell/handler.ts';
 import type { Job, JobContext } from '../src/tasks/job.ts';
 import { isGone } from './support/process.ts';
 import { EventLog, eventually } from './support/events.ts';

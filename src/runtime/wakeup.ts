@@ -44,3 +44,10 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/** `promise`'s value, or undefined after `ms`; the timer is cleared either way so it never holds the process. */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

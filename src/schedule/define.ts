@@ -2,7 +2,7 @@ import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { TASK_BRAND, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
 import type { Handler } from '../tasks/job.ts';
-import { commandHandler } from './command.ts';
+import { commandHandler } from '../shell/handler.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
 import { withTimeout } from '../tasks/timeout.ts';
 

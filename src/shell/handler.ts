@@ -8,33 +8,24 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
 import { formatDuration } from '../duration.ts';
 import { JobTimeoutError, PermanentError, UsageError } from '../errors.ts';
-import { maskUrl } from '../db/url.ts';
-import type { Logger } from '../logger.ts';
+import { within } from '../runtime/wakeup.ts';
 import type { Handler, Job, JobContext } from '../tasks/job.ts';
+import { watchOutput } from './output.ts';
+import { killGroup, type Exit } from './processGroup.ts';
+
+export { KILL_GRACE_MS } from './processGroup.ts';
+export { STDERR_TAIL_BYTES } from './output.ts';
 
 /** The shell every command runs through, as cron does. */
 export const COMMAND_SHELL = '/bin/sh';
-
-/** How long a stopped command's process group has between SIGTERM and SIGKILL. */
-export const KILL_GRACE_MS = 2_000;
-
-/** How much of the end of stderr a failure keeps (it becomes the job's last_error). */
-export const STDERR_TAIL_BYTES = 4_096;
 
 /**
  * After the shell exits, how long to keep reading output still in the pipes. A background
  * process the command left running may hold the pipes open forever; we stop waiting for it.
  */
 export const OUTPUT_DRAIN_MS = 500;
-
-/** Longer output lines are logged in pieces of this many characters, so a line never buffers unboundedly. */
-const MAX_LINE_CHARS = 8_192;
-
-/** How often to look whether a signalled process group has emptied. */
-const GROUP_POLL_MS = 50;
 
 /** Names cronq sets for every attempt; a spec's `env` may not set them. */
 const JOB_ENV = [
@@ -133,11 +124,6 @@ function validateSpec(spec: CommandSpec): CommandSpec {
 
 /** Why we are stopping the command: the error the attempt will reject with. */
 type StopReason = Error;
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
 
 async function runCommand(spec: CommandSpec, job: Job, ctx: JobContext): Promise<void> {
   if (ctx.signal.aborted) throw abortedError(ctx.signal.reason);
@@ -249,178 +235,9 @@ function abortedError(reason: unknown): Error {
   return new Error(`command aborted: ${message}`, { cause: reason });
 }
 
-/**
- * SIGTERM to the whole group; once the group is empty we are done, otherwise SIGKILL after
- * KILL_GRACE_MS. Kept going after the shell exits, because a background child that ignores
- * SIGTERM is still in the group. Then waits (bounded) for the shell to be reaped.
- *
- * Polling the group id is safe from reuse: Linux never hands out a pid that is still some
- * live process's group id, and the shell (our child) is not reaped before 'exit' fires.
- * Zombies still count as members, so where PID 1 reaps orphans late or never (a container
- * without a proper init) the group looks alive until then, and at worst the full grace
- * passes before a harmless SIGKILL.
- */
-async function killGroup(pid: number, exited: Promise<Exit>, log: Logger): Promise<void> {
-  signalGroup(pid, 'SIGTERM');
-  const deadline = Date.now() + KILL_GRACE_MS;
-  // The shell usually dies of the SIGTERM at once; until it is reaped the group is never empty.
-  await within(exited, KILL_GRACE_MS);
-  while (groupAlive(pid) && Date.now() < deadline) await delay(Math.min(GROUP_POLL_MS, deadline - Date.now()));
-  if (!groupAlive(pid)) return;
-  log.warn({ event: 'command_sigkill', command_pid: pid, grace_ms: KILL_GRACE_MS }, 'command still running after SIGTERM; sending SIGKILL to its process group');
-  signalGroup(pid, 'SIGKILL');
-  const reaped = (await within(exited.then(() => true), KILL_GRACE_MS)) === true;
-  if (!reaped) {
-    // Uninterruptible sleep (a hung NFS mount, say): nothing more we can do; do not hold the worker slot.
-    log.warn({ event: 'command_unkillable', command_pid: pid }, 'command did not exit after SIGKILL; giving up on it');
-  }
-}
-
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error; // already gone: fine
-  }
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function exitError(exit: Exit, tail: string): Error {
   const shown = tail === '' ? '(stderr was empty)' : tail;
   if (exit.code !== null) return new Error(`command exited with code ${exit.code}: ${shown}`);
   return new Error(`command killed by ${exit.signal}${tail === '' ? '' : `: ${tail}`}`);
 }
 
-interface Output {
-  /** Resolves when both pipes have closed (every writer, background children included, is done). */
-  closed: Promise<void>;
-  /** Flushes partial lines, then keeps the pipes drained without logging and lets them not hold the event loop. */
-  detach(): void;
-  stderrTail(): string;
-}
-
-/** Logs stdout and stderr line by line at debug level and keeps stderr's tail. */
-function watchOutput(child: ChildProcess, log: Logger): Output {
-  const tail = new ByteTail(STDERR_TAIL_BYTES);
-  // Lines are at most MAX_LINE_CHARS, so masking them is cheap; skipped when debug is off.
-  const emit = (stream: 'stdout' | 'stderr') => (line: string) => {
-    if (log.isLevelEnabled('debug')) log.debug({ event: 'command_output', stream, line: maskUrl(line) }, 'command output');
-  };
-  const stdout = new LineSplitter(emit('stdout'));
-  const stderr = new LineSplitter(emit('stderr'));
-  const onStdout = (chunk: Buffer) => stdout.write(chunk);
-  const onStderr = (chunk: Buffer) => {
-    tail.push(chunk);
-    stderr.write(chunk);
-  };
-  child.stdout?.on('data', onStdout);
-  child.stderr?.on('data', onStderr);
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  let detached = false;
-  return {
-    closed,
-    detach() {
-      if (detached) return;
-      detached = true;
-      stdout.end();
-      stderr.end();
-      for (const [pipe, listener] of [
-        [child.stdout, onStdout],
-        [child.stderr, onStderr],
-      ] as const) {
-        if (!pipe) continue;
-        pipe.off('data', listener);
-        // Destroying the pipe would SIGPIPE a process the command left running; discard instead.
-        pipe.resume();
-        (pipe as unknown as { unref?: () => void }).unref?.();
-      }
-    },
-    stderrTail: () => tail.text(),
-  };
-}
-
-/** Splits a byte stream into UTF-8 lines; a line longer than MAX_LINE_CHARS comes out in pieces. */
-class LineSplitter {
-  private readonly decoder = new StringDecoder('utf8');
-  private pending = '';
-
-  constructor(private readonly emit: (line: string) => void) {}
-
-  write(chunk: Buffer): void {
-    this.pending += this.decoder.write(chunk);
-    let newline: number;
-    while ((newline = this.pending.indexOf('\n')) !== -1) {
-      this.emitLine(this.pending.slice(0, newline));
-      this.pending = this.pending.slice(newline + 1);
-    }
-    while (this.pending.length > MAX_LINE_CHARS) {
-      this.emit(this.pending.slice(0, MAX_LINE_CHARS));
-      this.pending = this.pending.slice(MAX_LINE_CHARS);
-    }
-  }
-
-  end(): void {
-    this.pending += this.decoder.end();
-    if (this.pending !== '') this.emitLine(this.pending);
-    this.pending = '';
-  }
-
-  private emitLine(line: string): void {
-    this.emit(line.endsWith('\r') ? line.slice(0, -1) : line);
-  }
-}
-
-/** The last `limit` bytes of a stream, held in at most about twice that. */
-class ByteTail {
-  private chunks: Buffer[] = [];
-  private size = 0;
-  private truncated = false;
-
-  constructor(private readonly limit: number) {}
-
-  push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.size += chunk.length;
-    if (this.size > 2 * this.limit) this.compact();
-  }
-
-  /** The tail as trimmed text, starting with `…` when earlier output was dropped. */
-  text(): string {
-    this.compact();
-    let bytes = this.chunks[0] ?? Buffer.alloc(0);
-    // The cut may land inside a UTF-8 character: skip its continuation bytes rather than show U+FFFD.
-    let start = 0;
-    if (this.truncated) while (start < bytes.length && (bytes[start] & 0xc0) === 0x80) start++;
-    bytes = bytes.subarray(start);
-    const text = bytes.toString('utf8').trim();
-    return this.truncated && text !== '' ? `…${text}` : text;
-  }
-
-  private compact(): void {
-    const all = Buffer.concat(this.chunks);
-    if (all.length > this.limit) this.truncated = true;
-    // A copy, so the (possibly 64 KiB) chunk the tail was cut from can be collected.
-    const kept = Buffer.from(all.subarray(Math.max(0, all.length - this.limit)));
-    this.chunks = [kept];
-    this.size = kept.length;
-  }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-}
-
-/** `promise`'s value, or undefined after `ms`; the timer is cleared either way so it never holds the process. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
