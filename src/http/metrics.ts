@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { TICK_OUTCOMES } from '../db/schema.ts';
 import type { Observer } from '../observe.ts';
 import type { Stats } from '../store/stats.ts';
+import { within } from '../runtime/wakeup.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
 export interface Scrape {
@@ -231,7 +232,8 @@ export class CronqMetrics implements Observer {
   private async refresh(): Promise<void> {
     let stats: Stats | null = null;
     try {
-      stats = await withTimeout(this.options.collect(), this.options.collectTimeoutMs ?? 5_000);
+      // Unanswered within the bound: the database gauges are left out, not stale.
+      stats = (await within(this.options.collect(), this.options.collectTimeoutMs ?? 5_000)) ?? null;
     } catch {
       stats = null;
     }
@@ -254,20 +256,4 @@ export class CronqMetrics implements Observer {
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
     }
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
 }
