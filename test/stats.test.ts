@@ -49,9 +49,9 @@ describe('collectStats', () => {
     // Ages come from the database clock: the oldest runnable job became available 120 s ago.
     expect(byDefault.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(120);
     expect(byDefault.oldestReadyAgeSeconds).toBeLessThan(130);
-    expect(mail).toEqual({ queue: 'mail', ready: 0, reserved: 0, done: 2, dead: 0, oldestReadyAgeSeconds: null });
+    expect(mail).toEqual({ queue: 'mail', ready: 0, reserved: 0, done: 2, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null });
     // Ready but scheduled for later: counted as ready, but nothing is waiting.
-    expect(night).toEqual({ queue: 'night', ready: 2, reserved: 0, done: 0, dead: 0, oldestReadyAgeSeconds: null });
+    expect(night).toEqual({ queue: 'night', ready: 2, reserved: 0, done: 0, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null });
   });
 
   it('ignores future jobs when a queue has both waiting and scheduled ones', async () => {
@@ -100,8 +100,8 @@ describe('stats text', () => {
   it('renders a table of queues and the dead-letter count', () => {
     const text = statsText({
       queues: [
-        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, oldestReadyAgeSeconds: 192.5 },
-        { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, oldestReadyAgeSeconds: null },
+        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, cancelled: 0, oldestReadyAgeSeconds: 192.5 },
+        { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null },
       ],
       deadLetters: { awaitingReview: 2 },
       schedules: [],
@@ -139,7 +139,7 @@ describe('cronq stats (CLI)', () => {
     expect(json).toMatchObject({ code: 0, stderr: '' });
     const stats = JSON.parse(json.stdout);
     expect(stats).toEqual({
-      queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, oldestReadyAgeSeconds: expect.any(Number) }],
+      queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, cancelled: 0, oldestReadyAgeSeconds: expect.any(Number) }],
       deadLetters: { awaitingReview: 1 },
       schedules: [],
     });

@@ -16,6 +16,7 @@ import {
   json,
   mysqlEnum,
   mysqlTable,
+  primaryKey,
   smallint,
   text,
   uniqueIndex,
@@ -25,7 +26,7 @@ import {
 const utcNow = sql`(UTC_TIMESTAMP(6))`;
 const timestamp = (name: string) => datetime(name, { mode: 'date', fsp: 6 });
 
-export const JOB_STATUSES = ['ready', 'reserved', 'done', 'dead'] as const;
+export const JOB_STATUSES = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** Longest accepted job key (the unique index covers all of it; utf8mb4 → 1020 bytes). */
@@ -54,6 +55,9 @@ export const jobs = mysqlTable(
      * lease). Lease recovery counts them; a job that keeps doing it goes dead.
      */
     leaseExpiries: smallint('lease_expiries', { unsigned: true }).notNull().default(0),
+    /** Who cancelled the job (status 'cancelled'), and why. */
+    cancelledBy: varchar('cancelled_by', { length: 255 }),
+    cancelReason: varchar('cancel_reason', { length: 255 }),
     scheduleName: varchar('schedule_name', { length: 64 }),
     periodKey: varchar('period_key', { length: 32 }),
     /** The schedule tick this job belongs to (null for ad-hoc jobs). */
@@ -154,6 +158,38 @@ export const daemons = mysqlTable(
   },
   (t) => [index('cronq_daemons_heartbeat').on(t.heartbeatAt)],
 );
+
+export const PAUSE_TARGETS = ['schedule', 'queue'] as const;
+export type PauseTarget = (typeof PAUSE_TARGETS)[number];
+
+/**
+ * What an operator has paused: a schedule (its ticks are recorded as skipped) or a queue
+ * (no daemon claims from it). A row is the pause; resuming deletes it. Every daemon reads
+ * this table at least once per poll, so a pause holds cluster-wide and across restarts.
+ */
+export const pauses = mysqlTable(
+  'cronq_pauses',
+  {
+    target: mysqlEnum('target', PAUSE_TARGETS).notNull(),
+    name: varchar('name', { length: 128 }).notNull(),
+    reason: varchar('reason', { length: 255 }),
+    pausedBy: varchar('paused_by', { length: 255 }).notNull(),
+    pausedAt: timestamp('paused_at').notNull().default(utcNow),
+  },
+  (t) => [primaryKey({ columns: [t.target, t.name] })],
+);
+
+/**
+ * One row per task kind with a cluster-wide concurrency limit: the row a claim of that
+ * kind locks (FOR UPDATE) while it counts the kind's running jobs, so claims of one
+ * limited kind are serialised and never exceed the limit together. Kinds without a limit
+ * have no row and their claims never touch this table.
+ */
+export const kindLimits = mysqlTable('cronq_kind_limits', {
+  kind: varchar('kind', { length: 128 }).primaryKey(),
+  maxRunning: int('max_running', { unsigned: true }).notNull(),
+  updatedAt: timestamp('updated_at').notNull().default(utcNow),
+});
 
 export type JobRow = typeof jobs.$inferSelect;
 export type DeadLetterRow = typeof deadLetters.$inferSelect;
