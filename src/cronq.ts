@@ -18,7 +18,7 @@ import {
 } from './queue/enqueue.ts';
 import { PRUNE_DEFAULTS, pruneLoop } from './queue/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './queue/recovery.ts';
-import { insertJobIfAbsent, MAX_LEASE_EXPIRIES } from './queue/store.ts';
+import { insertJobIfAbsent, MAX_LEASE_EXPIRIES, type NewJobRow } from './queue/store.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -256,13 +256,14 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     if (!isTask(task)) throw new UsageError('enqueue(task, job): task must be what defineTask or defineSchedule returned');
     return { queue: task.queue, maxAttempts: task.maxAttempts, ...job, kind: task.name };
   };
-  const checkKind = (job: EnqueueJob, registry: TaskRegistry, allowUnknownKind: boolean): EnqueueJob => {
-    if (!allowUnknownKind && typeof job?.kind === 'string' && !registry.get(job.kind)) {
+  // After toJobRow: a job that is malformed is refused as such before its kind is looked up.
+  const checkKind = (row: NewJobRow, registry: TaskRegistry, allowUnknownKind: boolean): NewJobRow => {
+    if (!allowUnknownKind && !registry.get(row.kind)) {
       throw new UsageError(
-        `unknown kind '${job.kind}': no task or schedule of that name in this cronq (its tasks and schedulesDir); pass allowUnknownKind if workers elsewhere define it`,
+        `unknown kind '${row.kind}': no task or schedule of that name in this cronq (its tasks and schedulesDir); pass allowUnknownKind if workers elsewhere define it`,
       );
     }
-    return job;
+    return row;
   };
   /** (task, job, options) or (job, options), as enqueue and enqueueMany take them. */
   const callOf = <J>(args: unknown[]): { task: Task | null; jobs: J; options: EnqueueOptions } =>
@@ -277,7 +278,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     allowUnknownKind: boolean,
   ) {
     for await (const job of jobs) {
-      yield toJobRow(task ? forTask(task, job as TaskJob<unknown>) : checkKind(job as EnqueueJob, registry, allowUnknownKind), registry);
+      yield task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
     }
   };
 
@@ -294,7 +295,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
       const registry = await ready();
       const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
-      const row = toJobRow(task ? forTask(task, job as TaskJob<unknown>) : checkKind(job as EnqueueJob, registry, allowUnknown), registry);
+      const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
       const { tx } = call;
       const result = await enqueueOne(tx ?? database.db, row, await byteLimit());
       if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue);
