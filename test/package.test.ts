@@ -75,7 +75,8 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-describe('the packed cronq, installed into a fresh app', () => {
+// Child processes (Node, tsc, the CLI) on a shared machine: generous bounds, not timing assertions.
+describe('the packed cronq, installed into a fresh app', { timeout: 60_000 }, () => {
   it('runs a plain Node ESM app that migrates, enqueues and runs a job, and logs a failing job as JSON without being given a logger', async () => {
     const r = await inApp(process.execPath, ['app.mjs'], { DATABASE_URL: freshDatabase() });
     expect(r.stderr).toBe('');
@@ -108,7 +109,7 @@ describe('the packed cronq, installed into a fresh app', () => {
         { invoiceId: 8, jobKey: 'invoice:8' },
       ],
     });
-  });
+  }, 120_000); // tsc over drizzle-orm's declarations takes 15-30 s on a busy 2-core machine
 
   it('runs its CLI in a default npm project, loading a .ts schedule file (top-level await, import from cronq) as an ES module', async () => {
     const env = { DATABASE_URL: freshDatabase(), CRONQ_SCHEDULES: 'schedules' };
