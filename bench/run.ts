@@ -21,7 +21,7 @@ async function resetDatabase(): Promise<void> {
   const admin = await mysql.createConnection(parsed.toString().replace(/\/$/, ''));
   await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
   await admin.end();
-  const cronq = createCronq({ databaseUrl: url, tasks: [defineTask({ name: 'noop', handle: () => undefined })] });
+  const cronq = createCronq({ databaseUrl: url, logger: false, tasks: [defineTask({ name: 'noop', handle: () => undefined })] });
   await cronq.migrate();
   await cronq.stop();
 }

@@ -26,7 +26,7 @@ export const fanout: BenchSection = {
       },
       handle: () => undefined,
     });
-    const cronq = createCronq({ databaseUrl: context.url, tasks: [schedule] });
+    const cronq = createCronq({ databaseUrl: context.url, logger: false, tasks: [schedule] });
     const at = new Date('2026-11-01T01:00:00Z');
     global.gc?.();
     const heapBefore = process.memoryUsage().heapUsed;

@@ -50,6 +50,7 @@ const drain: BenchSection = {
     const allDone = new Promise<void>((r) => (finished = r));
     const cronq = createCronq({
       databaseUrl: context.url,
+      logger: false,
       concurrency: 16,
       tasks: [
         defineTask({
@@ -90,7 +91,7 @@ const enqueue: BenchSection = {
   name: 'enqueue',
   async run(context) {
     await truncateJobs(context.url);
-    const cronq = createCronq({ databaseUrl: context.url });
+    const cronq = createCronq({ databaseUrl: context.url, logger: false, allowUnknownKind: true });
     const total = 100_000;
     function* jobs() {
       for (let i = 0; i < total; i++) yield { kind: 'noop', key: `bulk:user:${i}:2026-11`, payload: { userId: i } };
@@ -117,6 +118,7 @@ const pickup: BenchSection = {
     let onStart: ((at: number) => void) | null = null;
     const cronq = createCronq({
       databaseUrl: context.url,
+      logger: false,
       concurrency: 4,
       tasks: [defineTask({ name: 'ping', handle: () => onStart?.(performance.now()) })],
     });
@@ -151,7 +153,7 @@ const daemons: BenchSection = {
     const rates: number[] = [];
     for (const processes of [1, 2]) {
       await truncateJobs(context.url);
-      const cronq = createCronq({ databaseUrl: context.url });
+      const cronq = createCronq({ databaseUrl: context.url, logger: false, allowUnknownKind: true });
       await cronq.enqueueMany(Array.from({ length: total }, (_, i) => ({ kind: 'noop', key: `daemons:${processes}:${i}` })));
       await cronq.stop();
       const conn = await mysql.createConnection(context.url);

@@ -1,9 +1,18 @@
 #!/usr/bin/env node
-// Entry point: TypeScript (ours and the schedule files) runs through tsx, no build step.
-import { register } from 'tsx/esm/api';
+// Entry point. The published package runs its compiled dist/. A checkout of the repository
+// (src/ beside this file; the tarball never holds src/) runs the TypeScript sources through
+// tsx instead, with 'cronq' resolving to src/ (the cronq-source export condition), so it
+// needs no build step and never runs a stale one.
+import { existsSync } from 'node:fs';
+import { register as registerHooks } from 'node:module';
 
-register();
-const { main } = await import('../src/cli.ts');
+const checkout = existsSync(new URL('../src/cli.ts', import.meta.url));
+if (checkout) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  registerHooks(new URL('./source-condition.js', import.meta.url));
+}
+const { main } = await import(checkout ? '../src/cli.ts' : '../dist/cli.js');
 const code = await main(process.argv.slice(2));
 process.exitCode = code;
 // A pipe takes 64 KiB at once and Node queues the rest: exiting now would cut the output

@@ -5,19 +5,20 @@ import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
-import { silentLogger, type Logger } from './logger.ts';
+import { libraryLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
 import { toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
 import { enqueueFailure, enqueueOne, enqueueRows, statementByteLimitOf, type EnqueueOutcome } from './enqueue/write.ts';
 import { PRUNE_DEFAULTS, pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
 import { Store } from './store/index.ts';
+import type { NewJobRow } from './store/jobs.ts';
 import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
-import type { Task } from './tasks/define.ts';
+import { isTask, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
@@ -26,6 +27,17 @@ import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';
 import { catchUncaught } from './worker/uncaught.ts';
 
 export type { EnqueueJob };
+
+/** A job for a given task (`cronq.enqueue(task, job)`): the kind is the task's, the payload its type. */
+export type TaskJob<P> = Omit<EnqueueJob, 'kind' | 'payload'> & { payload: P };
+
+/** Options of one enqueue or enqueueMany call. */
+export interface EnqueueOptions {
+  /** A Drizzle transaction (drizzle-orm/mysql2): the rows commit or roll back with it. */
+  tx?: Executor;
+  /** Accept a kind no task of this instance defines (default: createCronq's allowUnknownKind). */
+  allowUnknownKind?: boolean;
+}
 
 /** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
 export const ENQUEUE_PARALLEL = 2;
@@ -51,7 +63,18 @@ export interface CronqOptions {
   prefetch?: number;
   /** Queues to claim from (default: all). */
   queues?: string[];
-  logger?: Logger;
+  /**
+   * Where cronq logs. Default: JSON lines on stdout like the daemon's (pino, level from
+   * LOG_LEVEL, default info); `false`: nowhere; else any pino-compatible logger
+   * (refused at once, UsageError, when it lacks child, debug, info, warn, error or isLevelEnabled).
+   */
+  logger?: Logger | false;
+  /**
+   * Let `enqueue({ kind })` / `enqueueMany` take a kind no task of this instance defines
+   * (for workers elsewhere with other schedule files). Default false: such a kind is
+   * refused (UsageError), as `cronq enqueue` refuses it. Also an option per call.
+   */
+  allowUnknownKind?: boolean;
   /** How often an idle worker looks for jobs enqueued elsewhere (default 200ms). */
   pollInterval?: Duration;
   /** How often expired leases are recovered (default 5s). */
@@ -108,20 +131,31 @@ export interface Cronq {
   migrate(): Promise<void>;
   /**
    * Enqueues one job unless its key exists; returns the row's id either way.
+   * `enqueue(task, { key, payload })` takes a task handle from defineTask/defineSchedule
+   * (kind and payload type-checked, queue and maxAttempts from the task);
+   * `enqueue({ kind, key, payload })` a kind by name, refused (UsageError) when no task of
+   * this instance has it unless `allowUnknownKind`.
    * With `tx`, the row commits or rolls back with the caller's transaction.
    * A job the database refuses throws EnqueueRefusedError (its key and what is wrong);
    * any other failure EnqueueError (its key and the server's reason). Never the payload.
    */
-  enqueue(job: EnqueueJob, options?: { tx?: Executor }): Promise<{ id: number; created: boolean }>;
+  enqueue<P>(task: Task<P>, job: TaskJob<P>, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
+  enqueue(job: EnqueueJob, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
   /**
    * Enqueues in batches of up to 1000 rows and below the server's max_allowed_packet per
-   * statement; existing keys are left alone. Jobs the database refuses for their content
+   * statement; existing keys are left alone. Takes a task handle and its jobs, or jobs
+   * naming their kind (as enqueue). Jobs the database refuses for their content
    * (or too large for one statement) are found and left out, every other job is
    * written, and then EnqueueRefusedError lists them. Other failures throw EnqueueError.
    */
+  enqueueMany<P>(
+    task: Task<P>,
+    jobs: Iterable<TaskJob<P>> | AsyncIterable<TaskJob<P>>,
+    options?: EnqueueOptions,
+  ): Promise<{ inserted: number; existing: number }>;
   enqueueMany(
     jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
-    options?: { tx?: Executor },
+    options?: EnqueueOptions,
   ): Promise<{ inserted: number; existing: number }>;
   /** Starts the scheduler, the workers and lease recovery (as configured). */
   start(): Promise<void>;
@@ -156,7 +190,7 @@ export interface CronqHealth {
  * Nothing touches the database until a method is called.
  */
 export function createCronq(options: CronqOptions = {}): Cronq {
-  const log = options.logger ?? silentLogger();
+  const log = libraryLogger(options.logger);
   const concurrency = options.concurrency ?? 10;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) {
     throw new UsageError(`concurrency must be a whole number from 1 to 1000 (got ${concurrency})`);
@@ -213,8 +247,35 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     }
   };
 
-  const rowsOf = async function* (jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>, registry: TaskRegistry) {
-    for await (const job of jobs) yield toJobRow(job, registry);
+  // A job for a task handle: kind and defaults from the handle, which needs no registry entry.
+  const forTask = (task: Task, job: TaskJob<unknown>): EnqueueJob => {
+    if (!isTask(task)) throw new UsageError('enqueue(task, job): task must be what defineTask or defineSchedule returned');
+    return { queue: task.queue, maxAttempts: task.maxAttempts, ...job, kind: task.name };
+  };
+  // After toJobRow: a job that is malformed is refused as such before its kind is looked up.
+  const checkKind = (row: NewJobRow, registry: TaskRegistry, allowUnknownKind: boolean): NewJobRow => {
+    if (!allowUnknownKind && !registry.get(row.kind)) {
+      throw new UsageError(
+        `unknown kind '${row.kind}': no task or schedule of that name in this cronq (its tasks and schedulesDir); pass allowUnknownKind if workers elsewhere define it`,
+      );
+    }
+    return row;
+  };
+  /** (task, job, options) or (job, options), as enqueue and enqueueMany take them. */
+  const callOf = <J>(args: unknown[]): { task: Task | null; jobs: J; options: EnqueueOptions } =>
+    isTask(args[0])
+      ? { task: args[0], jobs: args[1] as J, options: (args[2] as EnqueueOptions | undefined) ?? {} }
+      : { task: null, jobs: args[0] as J, options: (args[1] as EnqueueOptions | undefined) ?? {} };
+
+  const rowsOf = async function* (
+    jobs: Iterable<EnqueueJob | TaskJob<unknown>> | AsyncIterable<EnqueueJob | TaskJob<unknown>>,
+    registry: TaskRegistry,
+    task: Task | null,
+    allowUnknownKind: boolean,
+  ) {
+    for await (const job of jobs) {
+      yield task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+    }
   };
 
   const cronq: Cronq = {
@@ -226,15 +287,21 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       await applyMigrations(database);
     },
 
-    async enqueue(job, { tx } = {}) {
-      const row = toJobRow(job, await ready());
+    async enqueue(...args: unknown[]) {
+      const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
+      const registry = await ready();
+      const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
+      const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
+      const { tx } = call;
       const result = await enqueueOne(tx ?? database.db, row, await byteLimit());
       if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue);
       return result;
     },
 
-    async enqueueMany(jobs, { tx } = {}) {
-      const rows = rowsOf(jobs, await ready());
+    async enqueueMany(...args: unknown[]) {
+      const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
+      const { tx } = call;
+      const rows = rowsOf(jobs, await ready(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
       const maxStatementBytes = await byteLimit();
       let result: EnqueueOutcome;
       try {

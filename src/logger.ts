@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { UsageError } from './errors.ts';
 
 export type { Logger };
 
@@ -26,4 +27,26 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info', destinatio
 /** A logger that drops everything (library default when the caller passes none). */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
+}
+
+/** The methods cronq calls on a logger: a logger lacking any of them is refused up front. */
+const REQUIRED_METHODS = ['child', 'debug', 'info', 'warn', 'error', 'isLevelEnabled'] as const;
+
+/**
+ * The logger createCronq uses for its `logger` option: none given, one like the daemon's
+ * (pino JSON lines on stdout, level from LOG_LEVEL, default info), so a failing job is
+ * never silent; `false`, nothing; else the given logger, which must be pino-compatible.
+ * Throws UsageError naming the missing methods (a `console` has no `child` or
+ * `isLevelEnabled`), rather than failing at the first job.
+ */
+export function libraryLogger(option: Logger | false | undefined): Logger {
+  if (option === undefined) return createLogger();
+  if (option === false) return silentLogger();
+  const missing = REQUIRED_METHODS.filter((m) => typeof (option as unknown as Record<string, unknown> | null)?.[m] !== 'function');
+  if (missing.length > 0) {
+    throw new UsageError(
+      `logger must be pino-compatible (${REQUIRED_METHODS.join(', ')}); the one given lacks ${missing.join(', ')}: pass a pino logger, leave it out for cronq's own (JSON on stdout, LOG_LEVEL), or false for none`,
+    );
+  }
+  return option;
 }

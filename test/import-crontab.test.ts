@@ -52,6 +52,14 @@ describe('cronq import-crontab', () => {
     expect(source).toMatch(/\.ts/);
   });
 
+  it('writes to CRONQ_SCHEDULES when --out is not given, whatever the working directory', async () => {
+    const { file, out } = workdir(CRONTAB);
+    const r = await runMain(['import-crontab', file], { CRONQ_SCHEDULES: out });
+    expect(r.code).toBe(0);
+    expect(readdirSync(out)).toHaveLength(3);
+    expect(r.stdout.trim().split('\n').every((line) => line.startsWith(`wrote ${out}`))).toBe(true);
+  });
+
   it('refuses @reboot and a bad line with their line numbers, writes nothing, and exits 64', async () => {
     const { file, out } = workdir(`${CRONTAB}@reboot /usr/bin/warmup\n61 * * * * /bin/true\n`);
     const r = await runMain(['import-crontab', file, '--out', out]);

@@ -42,7 +42,7 @@ it('three daemons draining one queue of 2,000 jobs run each job exactly once, an
   await Promise.all(daemons.map((d) => d.waitFor('worker_started')));
 
   // Enqueued from here, after every daemon is polling, so they all find work.
-  const cronq = createCronq({ databaseUrl: t.url });
+  const cronq = createCronq({ databaseUrl: t.url, logger: false, allowUnknownKind: true });
   await cronq.enqueueMany(Array.from({ length: TOTAL }, (_, i) => ({ kind: 'effect', key: `multi:${i}` })));
   await cronq.stop();
   await eventually(

@@ -51,7 +51,7 @@ describe.skipIf(skip)(
     beforeAll(async () => {
       server = await PrivateServer.create();
       url = `${server.url}/cronq_outage`;
-      const cronq = createCronq({ databaseUrl: url });
+      const cronq = createCronq({ databaseUrl: url, logger: false, allowUnknownKind: true });
       await cronq.migrate();
       await cronq.database.pool.query(
         'CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_key VARCHAR(255) NOT NULL, UNIQUE KEY effects_job_key (job_key))',

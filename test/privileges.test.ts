@@ -116,6 +116,15 @@ describe('a runtime user with only SELECT, INSERT, UPDATE and DELETE', () => {
     expect(await t.sql('SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1', [t.name])).toEqual(before);
   });
 
+  it('cronq start without --no-migrate fails in one line that says to start with --no-migrate and migrate with MIGRATION_DATABASE_URL', async () => {
+    const r = await runCli(['start'], { DATABASE_URL: restricted, CRONQ_SCHEDULES: SCHEDULES }, 20_000);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/denied.*--no-migrate.*cronq migrate|denied.*cronq migrate.*--no-migrate/i);
+    expect(r.stderr).toContain('MIGRATION_DATABASE_URL');
+    expectNoPassword(r.stdout + r.stderr, 'start output');
+  });
+
   it('cronq migrate uses MIGRATION_DATABASE_URL (the documented migration user) over DATABASE_URL (restricted), creating the database, and the restricted daemon then runs on that schema', async () => {
     const admin = urlFor(t.url, { as: { user: adminUser, password: adminPassword }, database: freshName });
     const runtime = urlFor(restricted, { database: freshName });

@@ -142,30 +142,40 @@ describe('checkRetention', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(UsageError);
-    expect((error as Error).message).toMatch(/^--done-older-than 30d is shorter than schedule 'monthly' needs: .*Use at least 72d$/);
+    expect((error as Error).message).toMatch(/^--done-older-than 30d is shorter than schedule 'monthly' needs: .*Use at least 72d, which covers every schedule$/);
     expect((error as Error).message).not.toContain('\n');
     expect(() => checkRetention(30 * 60_000, [], '--done-older-than')).toThrow(/below the minimum of 1h/);
+    // The schedule needing the most is named, whatever the order: one correction suffices.
+    expect(() => checkRetention(2 * DAY_MS, [weekdays, monthly], '--done-older-than')).toThrow(
+      /^--done-older-than 2d is shorter than schedule 'monthly' needs: .*Use at least 72d, which covers every schedule$/,
+    );
   });
 });
 
 describe('cronq prune', () => {
   it('deletes the old done jobs and says how many; --dry-run only counts', async () => {
-    await job('done', 45);
-    await job('done', 31);
+    await job('done', 120);
+    await job('done', 95);
     await job('done', 3);
-    await job('dead', 45);
+    await job('dead', 120);
 
     const dry = await runCli(['prune', '--dry-run'], env);
     expect(dry).toMatchObject({ code: 0, stderr: '' });
     expect(dry.stdout).toMatch(/^would delete 2 done jobs and 0 tick ledger rows finished before \d{4}-\d\d-\d\dT/);
     expect(await ids('cronq_jobs')).toHaveLength(4);
 
-    const real = await runCli(['prune', '--done-older-than', '40d', '--json'], env);
+    const real = await runCli(['prune', '--done-older-than', '100d', '--json'], env);
     expect(real.code).toBe(0);
     expect(JSON.parse(real.stdout)).toMatchObject({ dryRun: false, jobs: 1, ticks: 0, batches: 1 });
     const rest = await runCli(['prune'], env);
     expect(rest.stdout).toMatch(/^deleted 1 done job and 0 tick ledger rows finished before .* \(1 batch\)\n$/);
     expect(await t.sql("SELECT status FROM cronq_jobs ORDER BY id")).toEqual([{ status: 'done' }, { status: 'dead' }]);
+  });
+
+  it('works with its default retention on the example schedules shipped in schedules/', async () => {
+    const r = await runCli(['prune', '--dry-run'], { ...env, CRONQ_SCHEDULES: 'schedules' });
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^would delete 0 done jobs/);
   });
 
   it.each([

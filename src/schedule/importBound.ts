@@ -1,4 +1,5 @@
 import { isMainThread, Worker } from 'node:worker_threads';
+import type { ModuleImport } from './esmImport.ts';
 
 /** How long importing one schedule file may take by default (CRONQ_IMPORT_TIMEOUT). */
 export const DEFAULT_IMPORT_TIMEOUT_MS = 10_000;
@@ -49,7 +50,10 @@ function interrupt(message) {
 export class BoundedImporter {
   private watchdog: Worker | null = null;
 
-  constructor(private readonly boundMs: number) {}
+  constructor(
+    private readonly boundMs: number,
+    private readonly importModule: ModuleImport = (specifier) => import(specifier),
+  ) {}
 
   async import(specifier: string, refusal: string): Promise<Record<string, unknown>> {
     if (isMainThread && !this.watchdog) {
@@ -62,7 +66,7 @@ export class BoundedImporter {
     });
     this.watchdog?.postMessage({ afterMs: this.boundMs + INTERRUPT_AFTER_BOUND_MS, message: refusal });
     try {
-      return await Promise.race([import(specifier) as Promise<Record<string, unknown>>, timedOut]);
+      return await Promise.race([this.importModule(specifier), timedOut]);
     } finally {
       clearTimeout(timer);
       this.watchdog?.postMessage({});

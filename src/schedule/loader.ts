@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { ScheduleFileError } from '../errors.ts';
 import { isTask } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
+import { esmImporterFor } from './esmImport.ts';
 import { BoundedImporter, DEFAULT_IMPORT_TIMEOUT_MS, ImportTimeoutError } from './importBound.ts';
 import { importFailure, shownPath } from './importFailure.ts';
 
@@ -17,7 +18,8 @@ export interface LoadOptions {
 
 /**
  * Imports every `.ts`/`.js` file directly inside `dir` (not `_`- or `.`-prefixed, not
- * tests or `.d.ts`) and registers each task or schedule it exports. Refuses, with one
+ * tests or `.d.ts`), as an ES module whatever the app's package type (see esmImporterFor),
+ * and registers each task or schedule it exports. Refuses, with one
  * line naming the file and the problem, a file that does not parse (`file:line:col:
  * message`), throws on import (whatever it throws), has not finished importing within
  * `importTimeoutMs` (a top-level await that never settles, an endless loop), exports
@@ -34,7 +36,7 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
     throw new ScheduleFileError(`schedules folder ${dir}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (error as Error).message}`);
   }
   const boundMs = options.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS;
-  const importer = new BoundedImporter(boundMs);
+  const importer = new BoundedImporter(boundMs, await esmImporterFor(absolute));
   try {
     for (const name of names) {
       const file = join(absolute, name);

@@ -47,22 +47,27 @@ function longestGapMs(schedule: Schedule, now: Date): number {
 
 /**
  * Throws a one-line UsageError when `retentionMs` is under MIN_RETENTION_MS or shorter
- * than any schedule's retentionNeed, naming `flag`, the schedule and the minimum (in
- * whole days, rounded up). Returns nothing when every schedule is covered.
+ * than any schedule's retentionNeed, naming `flag`, the schedule that needs the most and
+ * the minimum that covers every schedule at once (in whole days, rounded up), so one
+ * correction is enough. Returns nothing when every schedule is covered.
  */
 export function checkRetention(retentionMs: number, schedules: Schedule[], flag: string, now = new Date()): void {
   const given = formatDuration(retentionMs);
   if (retentionMs < MIN_RETENTION_MS) {
     throw new UsageError(`${flag} ${given} is below the minimum of ${formatDuration(MIN_RETENTION_MS)}`);
   }
+  let most: { schedule: Schedule; need: RetentionNeed } | null = null;
   for (const schedule of schedules) {
     const need = retentionNeed(schedule, now);
-    if (retentionMs >= need.totalMs) continue;
-    const days = Math.ceil(need.totalMs / 86_400_000);
-    throw new UsageError(
-      `${flag} ${given} is shorter than schedule '${schedule.name}' needs: its catch-up window ` +
-        `(${formatDuration(need.windowMs)}) plus one ${schedule.period === 'tick' ? 'gap between ticks' : schedule.period} ` +
-        `(${formatDuration(need.periodMs)}); a pruned done job could be enqueued again. Use at least ${days}d`,
-    );
+    if (!most || need.totalMs > most.need.totalMs) most = { schedule, need };
   }
+  if (!most || retentionMs >= most.need.totalMs) return;
+  const { schedule, need } = most;
+  const days = Math.ceil(need.totalMs / 86_400_000);
+  throw new UsageError(
+    `${flag} ${given} is shorter than schedule '${schedule.name}' needs: its catch-up window ` +
+      `(${formatDuration(need.windowMs)}) plus one ${schedule.period === 'tick' ? 'gap between ticks' : schedule.period} ` +
+      `(${formatDuration(need.periodMs)}); a pruned done job could be enqueued again. Use at least ${days}d` +
+      (schedules.length > 1 ? `, which covers every schedule` : ''),
+  );
 }

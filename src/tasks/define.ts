@@ -42,13 +42,16 @@ export interface TaskOptions<P = any> {
   parse?: (payload: unknown) => P;
 }
 
-/** A validated task: what the worker runs for jobs of kind `name`. */
-export interface Task {
+/**
+ * A validated task: what the worker runs for jobs of kind `name`, and the handle an app
+ * passes to `cronq.enqueue(task, { key, payload })` so kind and payload type-check (`P`).
+ */
+export interface Task<P = any> {
   readonly [TASK_BRAND]: true;
   name: string;
-  handle: Handler;
+  handle: Handler<P>;
   /** Payload check run before the handler; a throw is a permanent failure. */
-  parse: ((payload: unknown) => unknown) | null;
+  parse: ((payload: unknown) => P) | null;
   queue: string;
   maxAttempts: number;
   backoff: Backoff;
@@ -61,7 +64,7 @@ export interface Task {
  * Declares how jobs of one kind are handled. Validates at once and throws a
  * UsageError naming the bad option, so a bad task file is refused at start.
  */
-export function defineTask<P = any>(options: TaskOptions<P>): Task {
+export function defineTask<P = any>(options: TaskOptions<P>): Task<P> {
   if (typeof options !== 'object' || options === null) throw new UsageError('defineTask needs an options object');
   const name = validateName(options.name, 'name');
   if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
@@ -70,7 +73,7 @@ export function defineTask<P = any>(options: TaskOptions<P>): Task {
     [TASK_BRAND]: true,
     name,
     handle: base.timeoutMs === null ? (options.handle as Handler) : withTimeout(options.handle as Handler, base.timeoutMs),
-    parse: validateParse(options.parse, `task '${name}'`),
+    parse: validateParse(options.parse, `task '${name}'`) as ((payload: unknown) => P) | null,
     ...base,
   };
 }

@@ -64,7 +64,7 @@ ${COMMON_HELP}`,
           `cronq enqueue: unknown kind '${kind}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
         );
       }
-      const { id } = await cronq.enqueue({ kind, key, payload, queue: values.queue as string | undefined, maxAttempts, runAt });
+      const { id } = await cronq.enqueue({ kind, key, payload, queue: values.queue as string | undefined, maxAttempts, runAt }, { allowUnknownKind: true });
       out(String(id));
       return 0;
     } finally {

@@ -24,7 +24,7 @@ file says so.
 Each line becomes period 'tick' with catchUp { mode: 'latest', window: '1d' }: the
 most recent missed run is made up once, within a day (cron itself never does).
 
-  --out DIR         where to write (default ./schedules)
+  --out DIR         where to write (default CRONQ_SCHEDULES, else ./schedules)
   --system          /etc/crontab format: a user column before the command
   --skip-invalid    write the translatable lines; report the others
   --force           overwrite existing files
@@ -38,11 +38,11 @@ most recent missed run is made up once, within a day (cron itself never does).
     help: { type: 'boolean', short: 'h' },
   },
   positionals: { min: 1, max: 1, names: 'FILE' },
-  async run({ values, positionals, out }) {
+  async run({ values, positionals, env, out }) {
     const timezone = values.timezone as string | undefined;
     if (timezone !== undefined && !isValidTimeZone(timezone)) throw new UsageError(`--timezone: unknown time zone '${timezone}'`);
     const { written, errors } = await importCrontab(positionals[0], {
-      outDir: (values.out as string | undefined) ?? './schedules',
+      outDir: (values.out as string | undefined) ?? (env.CRONQ_SCHEDULES || './schedules'),
       system: Boolean(values.system),
       skipInvalid: Boolean(values['skip-invalid']),
       force: Boolean(values.force),

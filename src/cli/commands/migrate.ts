@@ -9,7 +9,9 @@ export const migrateCommand: Command = {
   help: `Usage: cronq migrate
 
 Creates the database named in the URL if it does not exist, then applies every
-pending migration in drizzle/. Needs an administrative user (CREATE, ALTER, INDEX);
+pending migration in drizzle/, recorded in cronq's own table cronq_migrations (an
+app's drizzle-kit migrations in the same database, in __drizzle_migrations, are
+neither hidden nor touched). Needs an administrative user (CREATE, ALTER, INDEX);
 the daemon itself then runs with SELECT, INSERT, UPDATE, DELETE only (cronq start --no-migrate).
 
   MIGRATION_DATABASE_URL   used instead of DATABASE_URL when set

@@ -7,7 +7,9 @@ import { TaskRegistry } from '../../tasks/registry.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
-const DEFAULT_RETENTION = '30d';
+// Covers a monthly period with a 40-day catch-up window (72d), as the example renewal
+// schedule has: the default must work with the schedules shipped beside it.
+const DEFAULT_RETENTION = '90d';
 
 /**
  * `cronq prune [--done-older-than D] [--dry-run] [--json]`: deletes done jobs (and old
@@ -30,7 +32,8 @@ fan-out still in progress. Prints how many rows it deleted.
 A done job is the memory that its key ran: once pruned, the same key can be
 enqueued again. So D must be at least 1h and at least every schedule's catch-up
 window plus one period (for period 'tick': the longest gap between two fire times);
-a shorter D is refused naming the schedule. Only the schedules in the schedules
+a shorter D is refused naming the schedule that needs the most and the D
+that covers every schedule. Only the schedules in the schedules
 folder are checked: prune with the folder your daemons run.
 
   --done-older-than D   the retention (default ${DEFAULT_RETENTION}); durations read as 36h, 30d, 8w

@@ -1,0 +1,18 @@
+/**
+ * `cronq/schema`: cronq's tables as Drizzle table objects, for apps that query them with
+ * types (dead letters awaiting review, what is waiting, the tick ledger). Read them
+ * freely; change rows only through cronq (`cronq dead requeue`, the API), whose writes
+ * are fenced. Names and columns change only through a new migration.
+ */
+export { jobs, deadLetters, scheduleTicks, daemons, JOB_STATUSES, TICK_OUTCOMES, MAX_KEY_LENGTH } from './db/schema.ts';
+export type { JobStatus, TickOutcome } from './db/schema.ts';
+import type { daemons, deadLetters, jobs, scheduleTicks } from './db/schema.ts';
+
+/** A `cronq_jobs` row as Drizzle reads it. */
+export type JobRow = typeof jobs.$inferSelect;
+/** A `cronq_dead_letters` row as Drizzle reads it. */
+export type DeadLetterRow = typeof deadLetters.$inferSelect;
+/** A `cronq_schedule_ticks` row as Drizzle reads it. */
+export type ScheduleTickRow = typeof scheduleTicks.$inferSelect;
+/** A `cronq_daemons` row as Drizzle reads it. */
+export type DaemonRow = typeof daemons.$inferSelect;

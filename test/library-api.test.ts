@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { createCronq, defineTask, UsageError } from '../src/index.ts';
+import { useTestDatabase } from './support/db.ts';
+
+/** createCronq as an app meets it: its logger option and enqueue by task handle or by kind. */
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
+
+interface Invoice {
+  invoiceId: number;
+}
+const sendInvoice = defineTask<Invoice>({ name: 'send-invoice', queue: 'billing', maxAttempts: 9, handle: () => undefined });
+
+describe('createCronq logger', () => {
+  it('refuses a logger that is not pino-compatible at once, naming what it lacks', () => {
+    expect(() => createCronq({ logger: console as never })).toThrow(UsageError);
+    expect(() => createCronq({ logger: console as never })).toThrow(/logger must be pino-compatible .*lacks child, isLevelEnabled/);
+  });
+
+  it('takes false for no logging at all, workers running', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
+    await cronq.start();
+    expect(cronq.health().workers).toBe(true);
+    await cronq.stop();
+  });
+});
+
+describe('enqueue from code', () => {
+  it('takes a task handle: the kind, queue and attempts are the task’s, though this instance does not define it', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false });
+    try {
+      const { created } = await cronq.enqueue(sendInvoice, { key: 'invoice:1', payload: { invoiceId: 1 } });
+      expect(created).toBe(true);
+      expect(await cronq.enqueueMany(sendInvoice, [{ key: 'invoice:2', payload: { invoiceId: 2 } }, { key: 'invoice:3', payload: { invoiceId: 3 }, queue: 'other' }])).toEqual({
+        inserted: 2,
+        existing: 0,
+      });
+      // @ts-expect-error the payload must be the task's type
+      await cronq.enqueue(sendInvoice, { key: 'invoice:4', payload: { invoice: 4 } }).catch(() => undefined);
+      expect(await t.sql("SELECT kind, queue, max_attempts, payload FROM cronq_jobs WHERE job_key IN ('invoice:1', 'invoice:3') ORDER BY id")).toEqual([
+        { kind: 'send-invoice', queue: 'billing', max_attempts: 9, payload: { invoiceId: 1 } },
+        { kind: 'send-invoice', queue: 'other', max_attempts: 9, payload: { invoiceId: 3 } },
+      ]);
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('refuses a kind no task of this instance defines, as the CLI does, writing nothing, unless allowUnknownKind', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
+    const everywhere = createCronq({ databaseUrl: t.url, logger: false, allowUnknownKind: true });
+    try {
+      await expect(cronq.enqueue({ kind: 'send-invoce', key: 'typo:1' })).rejects.toThrow(/unknown kind 'send-invoce'.*allowUnknownKind/);
+      await expect(cronq.enqueueMany([{ kind: 'send-invoice', key: 'ok:1' }, { kind: 'nope', key: 'typo:2' }])).rejects.toThrow(UsageError);
+      expect(await t.sql("SELECT job_key FROM cronq_jobs WHERE job_key LIKE 'typo:%'")).toEqual([]);
+      expect((await cronq.enqueue({ kind: 'send-invoice', key: 'known:1' })).created).toBe(true);
+      expect((await cronq.enqueue({ kind: 'elsewhere', key: 'allowed:1' }, { allowUnknownKind: true })).created).toBe(true);
+      expect((await everywhere.enqueue({ kind: 'elsewhere', key: 'allowed:2' })).created).toBe(true);
+    } finally {
+      await cronq.stop();
+      await everywhere.stop();
+    }
+  });
+});

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connect, type Database } from '../src/db/client.ts';
+import { applyMigrations, MIGRATIONS_FOLDER, MigrationIncompleteError, pendingMigrations } from '../src/db/migrate.ts';
+
+/**
+ * cronq keeps its own migration ledger (cronq_migrations), so an app's drizzle-kit
+ * migrations in the same database (drizzle's __drizzle_migrations) never hide cronq's, and
+ * installations that recorded cronq's migrations in drizzle's table upgrade in place.
+ * Each test gets an empty database of its own.
+ */
+const serverUrl = inject('serverUrl');
+const committed = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+let admin: mysql.Connection;
+const created: Array<{ name: string; database: Database }> = [];
+
+beforeAll(async () => {
+  admin = await mysql.createConnection({ uri: serverUrl });
+});
+
+afterAll(async () => {
+  for (const { name, database } of created) {
+    await database.close().catch(() => undefined);
+    await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+  }
+  await admin.end();
+});
+
+async function emptyDatabase(): Promise<{ name: string; database: Database; sql: (s: string, p?: unknown[]) => Promise<any[]> }> {
+  const name = `cronq_test_mig_${randomBytes(4).toString('hex')}`;
+  await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  const database = connect(`${serverUrl}/${name}`, { poolSize: 2 });
+  created.push({ name, database });
+  return {
+    name,
+    database,
+    sql: async (s, p = []) => {
+      await admin.query(`USE \`${name}\``);
+      const [rows] = await admin.query(s, p as any[]);
+      return rows as any[];
+    },
+  };
+}
+
+/** What drizzle-kit's migrator creates and writes for an app's own migration. */
+async function appMigration(sql: (s: string, p?: unknown[]) => Promise<any[]>, createdAt: number): Promise<void> {
+  await sql('CREATE TABLE IF NOT EXISTS `__drizzle_migrations` (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+  await sql('CREATE TABLE app_invoices (id int PRIMARY KEY)');
+  await sql('INSERT INTO `__drizzle_migrations` (hash, created_at) VALUES (?, ?)', ['app-hash', createdAt]);
+}
+
+const tables = async (sql: (s: string) => Promise<any[]>) =>
+  (await sql("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'cronq\\_%' ORDER BY 1")).map((r) => r.t);
+
+describe('cronq migrations beside an app', () => {
+  it('creates every cronq table when the app ran its own drizzle-kit migrations first, newer than all of cronq’s, and leaves the app’s ledger alone', async () => {
+    const db = await emptyDatabase();
+    await appMigration(db.sql, Date.now());
+    const appLedger = await db.sql('SELECT id, hash, created_at FROM `__drizzle_migrations`');
+    await applyMigrations(db.database);
+    expect(await tables(db.sql)).toEqual(['cronq_daemons', 'cronq_dead_letters', 'cronq_jobs', 'cronq_migrations', 'cronq_schedule_ticks']);
+    expect(await db.sql('SELECT id, hash, created_at FROM `__drizzle_migrations`')).toEqual(appLedger);
+    expect((await db.sql('SELECT hash FROM cronq_migrations ORDER BY id')).map((r) => r.hash)).toEqual(committed.map((m) => m.hash));
+    expect(await pendingMigrations(db.database)).toBe(0);
+  });
+
+  it('lets the app migrate after cronq: its rows go to drizzle’s table, cronq’s ledger is untouched, and cronq migrates again as a no-op', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations(db.database);
+    await appMigration(db.sql, 1);
+    await applyMigrations(db.database);
+    expect(await db.sql('SELECT COUNT(*) AS n FROM cronq_migrations')).toEqual([{ n: committed.length }]);
+    expect(await db.sql('SELECT hash FROM `__drizzle_migrations`')).toEqual([{ hash: 'app-hash' }]);
+  });
+
+  it('upgrades an installation whose cronq migrations sit in __drizzle_migrations without re-running them, copying only cronq’s rows', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations(db.database);
+    // The ledger as cronq (through drizzle's migrator) wrote it before it had its own, with an app's row among them.
+    await db.sql('CREATE TABLE `__drizzle_migrations` (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+    await db.sql('INSERT INTO `__drizzle_migrations` (hash, created_at) SELECT hash, created_at FROM cronq_migrations ORDER BY id');
+    await db.sql('INSERT INTO `__drizzle_migrations` (hash, created_at) VALUES (?, ?)', ['app-hash', committed[2]!.folderMillis + 1]);
+    await db.sql('DROP TABLE cronq_migrations');
+    const drizzleLedger = await db.sql('SELECT id, hash, created_at FROM `__drizzle_migrations` ORDER BY id');
+    expect(await pendingMigrations(db.database)).toBe(0); // a --no-migrate daemon runs on it before anyone migrates
+    await db.sql("INSERT INTO cronq_jobs (queue, kind, job_key, payload) VALUES ('default', 'k', 'kept', '{}')");
+
+    await applyMigrations(db.database); // re-running 0000 would fail: cronq_jobs exists
+
+    expect((await db.sql('SELECT hash, created_at FROM cronq_migrations ORDER BY id')).map((r) => [r.hash, Number(r.created_at)])).toEqual(
+      committed.map((m) => [m.hash, m.folderMillis]),
+    );
+    expect(await db.sql('SELECT id, hash, created_at FROM `__drizzle_migrations` ORDER BY id')).toEqual(drizzleLedger);
+    expect(await db.sql('SELECT job_key FROM cronq_jobs')).toEqual([{ job_key: 'kept' }]);
+  });
+
+  it('fails loudly, naming the table, when a run ends with a cronq table missing', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations(db.database);
+    await db.sql('DROP TABLE cronq_daemons');
+    const error = await applyMigrations(db.database).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MigrationIncompleteError);
+    expect((error as Error).message).toMatch(/cronq_daemons does not exist/);
+  });
+});
