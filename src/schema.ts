@@ -4,9 +4,9 @@
  * freely; change rows only through cronq (`cronq dead requeue`, the API), whose writes
  * are fenced. Names and columns change only through a new migration.
  */
-export { jobs, deadLetters, scheduleTicks, daemons, JOB_STATUSES, TICK_OUTCOMES, MAX_KEY_LENGTH } from './db/schema.ts';
-export type { JobStatus, TickOutcome } from './db/schema.ts';
-import type { daemons, deadLetters, jobs, scheduleTicks } from './db/schema.ts';
+export { jobs, deadLetters, scheduleTicks, daemons, pauses, kindLimits, JOB_STATUSES, TICK_OUTCOMES, PAUSE_TARGETS, MAX_KEY_LENGTH } from './db/schema.ts';
+export type { JobStatus, TickOutcome, PauseTarget } from './db/schema.ts';
+import type { daemons, deadLetters, jobs, kindLimits, pauses, scheduleTicks } from './db/schema.ts';
 
 /** A `cronq_jobs` row as Drizzle reads it. */
 export type JobRow = typeof jobs.$inferSelect;
@@ -16,3 +16,7 @@ export type DeadLetterRow = typeof deadLetters.$inferSelect;
 export type ScheduleTickRow = typeof scheduleTicks.$inferSelect;
 /** A `cronq_daemons` row as Drizzle reads it. */
 export type DaemonRow = typeof daemons.$inferSelect;
+/** A `cronq_pauses` row: a paused schedule or queue. */
+export type PauseRow = typeof pauses.$inferSelect;
+/** A `cronq_kind_limits` row: a kind's cluster-wide concurrency limit. */
+export type KindLimitRow = typeof kindLimits.$inferSelect;
