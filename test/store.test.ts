@@ -103,6 +103,19 @@ describe('claim', () => {
     expect(new Set(got.map((j) => j.lease.token)).size).toBe(2);
   });
 
+  it('hands each claimed job its lease and the lease length of its kind', async () => {
+    await insertJobIfAbsent(t.database.db, row('lease-slow', { kind: 'slow' }));
+    await insertJobIfAbsent(t.database.db, row('lease-plain'));
+    const leases = { byKind: new Map([['slow', 120_000]]), defaultMs: 30_000 };
+    const got = await claimReady(t.database.claims, { queues: ['default'], limit: 10, leases, lockedBy: 'c' });
+    expect(got.map((j) => [j.key, j.leaseMs, j.lease.id === j.id])).toEqual([
+      ['lease-slow', 120_000, true],
+      ['lease-plain', 30_000, true],
+    ]);
+    const [r] = await t.sql("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(6), lease_until) AS s FROM cronq_jobs WHERE job_key = 'lease-slow'");
+    expect(Number(r.s)).toBeGreaterThan(100);
+  });
+
   it('claims only from the queues asked for', async () => {
     await insertJobIfAbsent(t.database.db, row('q-a', { queue: 'a' }));
     await insertJobIfAbsent(t.database.db, row('q-b', { queue: 'b' }));
