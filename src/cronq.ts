@@ -339,7 +339,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
       // Registered before the first claim: other daemons then know these kinds are served.
       heartbeat = new DaemonHeartbeat({
-        db: database.db,
+        store,
         log,
         health: healthTracker,
         record: {
@@ -353,8 +353,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       });
       await heartbeat.start();
       pool = new WorkerPool({
-        db: database.db,
-        claims: database.claims,
+        store,
         tasks: registry,
         log,
         concurrency,

@@ -3,7 +3,7 @@ import type { ClaimedJob } from '../src/store/claims.ts';
 import { ClaimBuffer } from '../src/worker/claimBuffer.ts';
 import { QueueList } from '../src/worker/queueList.ts';
 
-const job = (id: number, kind = 'k'): ClaimedJob => ({
+const job = (id: number, kind = 'k', leaseMs = 60_000): ClaimedJob => ({
   id,
   queue: 'default',
   kind,
@@ -13,15 +13,16 @@ const job = (id: number, kind = 'k'): ClaimedJob => ({
   maxAttempts: 5,
   periodKey: null,
   scheduledAt: null,
-  leaseToken: 'f'.repeat(32),
+  lease: { id, token: 'f'.repeat(32) },
+  leaseMs,
   leaseExpiries: 0,
 });
 
 describe('claim buffer', () => {
   it('hands jobs out oldest first, with the instant they were claimed', () => {
     const buffer = new ClaimBuffer();
-    buffer.add([job(1), job(2)], 1_000, () => 60_000);
-    buffer.add([job(3)], 2_000, () => 60_000);
+    buffer.add([job(1), job(2)], 1_000);
+    buffer.add([job(3)], 2_000);
     // Exactly what next() promises (its type): the job and when it was claimed.
     const next = () => {
       const entry = buffer.next();
@@ -37,8 +38,7 @@ describe('claim buffer', () => {
 
   it('gives up a job a third of its own lease after its claim, keeping the others in order', () => {
     const buffer = new ClaimBuffer();
-    const lease = (kind: string) => (kind === 'short' ? 3_000 : 60_000);
-    buffer.add([job(1), job(2, 'short'), job(3)], 0, lease);
+    buffer.add([job(1), job(2, 'short', 3_000), job(3)], 0);
     expect(buffer.takeStale(999)).toEqual([]);
     expect(buffer.takeStale(1_000).map((j) => j.id)).toEqual([2]);
     expect(buffer.length).toBe(2);

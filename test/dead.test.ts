@@ -62,7 +62,7 @@ async function crafted(o: Crafted): Promise<{ jobId: number; letterId: number }>
 async function diedForReal(key: string, error: string): Promise<{ jobId: number; letterId: number }> {
   await insertJobIfAbsent(db(), { queue: 'default', kind: 'report', key, payloadJson: JSON.stringify({ month: '2026-11' }), maxAttempts: 3, runAt: null });
   const [job] = await claimReady(t.database.claims, { queues: ['default'], limit: 1, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:1' });
-  expect(await failIfLeased(db(), { id: job.id, token: job.leaseToken }, { error, permanent: true, retryInMs: 0 })).toEqual({ status: 'dead' });
+  expect(await failIfLeased(db(), job.lease, { error, permanent: true, retryInMs: 0 })).toEqual({ status: 'dead' });
   const [letter] = await t.sql('SELECT id FROM cronq_dead_letters WHERE job_id = ?', [job.id]);
   return { jobId: job.id, letterId: letter.id };
 }

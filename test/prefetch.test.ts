@@ -11,7 +11,7 @@ function prefetchAt(max: number) {
     finish(count: number, ms: number): number {
       for (let i = 0; i < count; i++) prefetch.slotFreed();
       now += ms;
-      return prefetch.size();
+      return prefetch.resize();
     },
   };
 }
@@ -20,7 +20,7 @@ describe('prefetch', () => {
   it('holds nothing ahead before any handler has finished', () => {
     const { prefetch } = prefetchAt(1000);
     prefetch.claimTook(5);
-    expect(prefetch.size()).toBe(0);
+    expect(prefetch.resize()).toBe(0);
   });
 
   it('reads ahead about what fast handlers use up in two claims', () => {
@@ -60,7 +60,7 @@ describe('prefetch', () => {
     const p = prefetchAt(1000);
     p.prefetch.claimTook(4);
     for (let i = 0; i < 30; i++) p.finish(100, 10);
-    expect(p.prefetch.size()).toBeGreaterThan(0);
+    expect(p.prefetch.resize()).toBeGreaterThan(0);
     let size = -1;
     for (let i = 0; i < 30; i++) size = p.finish(0, 50);
     expect(size).toBe(0);

@@ -17,7 +17,7 @@ beforeEach(async () => {
 const row = jobRow;
 const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database, limit, lockedBy, queues);
 
-const lease = (job: ClaimedJob) => ({ id: job.id, token: job.leaseToken });
+const lease = (job: ClaimedJob) => job.lease;
 
 /** Makes every current lease already expired, by the database clock. */
 const expireLeases = () => t.sql("UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved'");
@@ -99,8 +99,21 @@ describe('claim', () => {
     await insertJobIfAbsent(t.database.db, row('second'));
     const got = await claim(10);
     expect(got.map((j) => j.key)).toEqual(['first', 'second']);
-    expect(got.every((j) => /^[0-9a-f]{32}$/.test(j.leaseToken))).toBe(true);
-    expect(new Set(got.map((j) => j.leaseToken)).size).toBe(2);
+    expect(got.every((j) => /^[0-9a-f]{32}$/.test(j.lease.token))).toBe(true);
+    expect(new Set(got.map((j) => j.lease.token)).size).toBe(2);
+  });
+
+  it('hands each claimed job its lease and the lease length of its kind', async () => {
+    await insertJobIfAbsent(t.database.db, row('lease-slow', { kind: 'slow' }));
+    await insertJobIfAbsent(t.database.db, row('lease-plain'));
+    const leases = { byKind: new Map([['slow', 120_000]]), defaultMs: 30_000 };
+    const got = await claimReady(t.database.claims, { queues: ['default'], limit: 10, leases, lockedBy: 'c' });
+    expect(got.map((j) => [j.key, j.leaseMs, j.lease.id === j.id])).toEqual([
+      ['lease-slow', 120_000, true],
+      ['lease-plain', 30_000, true],
+    ]);
+    const [r] = await t.sql("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(6), lease_until) AS s FROM cronq_jobs WHERE job_key = 'lease-slow'");
+    expect(Number(r.s)).toBeGreaterThan(100);
   });
 
   it('claims only from the queues asked for', async () => {
@@ -176,7 +189,7 @@ describe('fencing', () => {
     expect(await releaseIfLeased(t.database.db, lease(stale), 'x')).toBe(false);
 
     const [r] = await t.sql("SELECT status, locked_by, lease_token FROM cronq_jobs WHERE job_key = 'fenced'");
-    expect(r).toMatchObject({ status: 'reserved', locked_by: 'fresh:2', lease_token: fresh.leaseToken });
+    expect(r).toMatchObject({ status: 'reserved', locked_by: 'fresh:2', lease_token: fresh.lease.token });
     expect(await t.sql('SELECT * FROM effects')).toHaveLength(0);
     expect(await t.sql('SELECT * FROM cronq_dead_letters')).toHaveLength(0);
 

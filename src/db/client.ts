@@ -225,6 +225,16 @@ export function driverError(error: unknown): unknown {
   return e;
 }
 
+/**
+ * True for a deadlock or a lock wait timeout: the statement lost a race for a row lock
+ * and InnoDB rolled it (or its transaction) back whole, so it changed nothing and may
+ * simply be run again. Not a connection problem (isConnectionError).
+ */
+export function isLockConflict(error: unknown): boolean {
+  const code = (driverError(error) as { code?: string })?.code;
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+}
+
 /** True for errors that mean the connection or server is gone, not that a statement was wrong. */
 export function isConnectionError(error: unknown): boolean {
   error = driverError(error);

@@ -5,7 +5,7 @@
  */
 import { EnqueueError, EnqueueRefusedError } from '../errors.ts';
 import { firstLine } from '../runtime/errorText.ts';
-import { driverError, type Executor } from '../db/client.ts';
+import { driverError, isLockConflict, type Executor } from '../db/client.ts';
 import { refusalReason, isRowRefusal } from '../store/refusal.ts';
 import {
   encodeJobRow,
@@ -17,7 +17,6 @@ import {
   type EncodedJobRow,
   type NewJobRow,
 } from '../store/jobs.ts';
-import { isLockConflict } from '../store/sql.ts';
 
 /** Below this many rows a batch goes straight to the INSERT, without reading existing keys first. */
 const PRECHECK_MIN_ROWS = 10;

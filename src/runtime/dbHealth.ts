@@ -1,4 +1,4 @@
-import { driverError, isConnectionError } from '../db/client.ts';
+import { isConnectionError, isLockConflict } from '../db/client.ts';
 import { retryDelayMs, type Backoff } from './backoff.ts';
 import { DB_ERROR_TEXT_MAX, errorText } from './errorText.ts';
 import type { Logger } from '../logger.ts';
@@ -58,7 +58,7 @@ export class DbHealth {
   }
 
   /** Records a failed statement in `where`; returns how long the caller should back off. */
-  trouble(error: unknown, where: string): number {
+  backoffAfter(error: unknown, where: string): number {
     if (!isConnectionError(error)) return this.statementError(error, where);
     this.failures += 1;
     if (this.failingSince === null) {
@@ -81,6 +81,19 @@ export class DbHealth {
     }
     return retryDelayMs(STATEMENT_ERROR_BACKOFF, 1);
   }
+}
+
+/**
+ * The database's trouble, not the caller's: a connection lost (an outage) or a lock
+ * race lost (the statement changed nothing and may run again). Worth retrying.
+ */
+export function isDatabaseTrouble(error: unknown): boolean {
+  return isConnectionError(error) || isLockConflict(error);
+}
+
+/** Connection loss: what DbHealth counts as an outage (isConnectionError). */
+export function isOutage(error: unknown): boolean {
+  return isConnectionError(error);
 }
 
 const STATEMENT_ERROR_LOG_EVERY_MS = 60_000;

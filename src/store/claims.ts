@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { isConnectionError, TIMEOUTS } from '../db/client.ts';
+import type { Lease } from './fenced.ts';
 import { format, parseDbTime } from './sql.ts';
 
 /** A job as the claim returns it to the worker. */
@@ -32,7 +33,10 @@ export interface ClaimedJob {
   maxAttempts: number;
   periodKey: string | null;
   scheduledAt: Date | null;
-  leaseToken: string;
+  /** What every fenced write about this job presents (fenced.ts). */
+  lease: Lease;
+  /** The lease's length, as the claim set it for this kind (LeaseLengths). */
+  leaseMs: number;
   /** How often a lease on this job expired before (its process stopped or stalled while running it). */
   leaseExpiries: number;
 }
@@ -50,6 +54,11 @@ export interface ClaimCursor {
 export interface LeaseLengths {
   byKind: ReadonlyMap<string, number>;
   defaultMs: number;
+}
+
+/** The lease a claim gives a job of `kind`, in ms. */
+function leaseMsOf(leases: LeaseLengths, kind: string): number {
+  return leases.byKind.get(kind) ?? leases.defaultMs;
 }
 
 export interface ClaimRequest {
@@ -281,7 +290,8 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       maxAttempts: row.max_attempts,
       periodKey: row.period_key,
       scheduledAt: parseDbTime(row.scheduled_at),
-      leaseToken: row.lease_token,
+      lease: { id: Number(row.id), token: row.lease_token },
+      leaseMs: leaseMsOf(request.leases, row.kind),
       leaseExpiries: Number(row.lease_expiries),
     }));
   } catch (error) {

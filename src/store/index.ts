@@ -6,7 +6,7 @@
  * statement inside a caller's transaction (an effect's `tx`) calls the free function
  * with that executor instead.
  */
-import type { Database } from '../db/client.ts';
+import { CLAIM_CONNECTIONS, type Database } from '../db/client.ts';
 import { claimReady, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
 import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
 import {
@@ -65,6 +65,11 @@ export class Store {
   }
 
   // Claims (claims.ts)
+
+  /** How many claims can run at once: the claim pool's connections. */
+  get claimConnections(): number {
+    return CLAIM_CONNECTIONS;
+  }
 
   /** Claims up to `request.limit` ready jobs in one short transaction (claimReady). */
   claim(request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {

@@ -1,11 +1,11 @@
 /**
  * The SQL plumbing every store file shares: the database clock, time conversion,
- * reading driver results, intervals, pre-escaped statements and the error codes that
- * mean "lost a lock race", each defined once. No statement runs here.
+ * reading driver results, intervals and pre-escaped statements, each defined once. No
+ * statement runs here. (Which driver errors mean "lost a lock race" or "connection gone"
+ * is db/client.ts's: isLockConflict, isConnectionError.)
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
-import { driverError } from '../db/client.ts';
 
 /** The database clock: every "now" in cronq's SQL, never the host's. */
 export const NOW = sql`UTC_TIMESTAMP(6)`;
@@ -58,14 +58,4 @@ export function format(statement: string, values: unknown[]): string {
  */
 export function formatted(statement: string, values: unknown[]): SQL {
   return sql.raw(format(statement, values));
-}
-
-/**
- * True for a deadlock or a lock wait timeout: the statement lost a race for a row lock
- * and InnoDB rolled it (or its transaction) back whole, so it changed nothing and may
- * simply be run again. Not a connection problem (db/client.ts isConnectionError).
- */
-export function isLockConflict(error: unknown): boolean {
-  const code = (driverError(error) as { code?: string })?.code;
-  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
 }

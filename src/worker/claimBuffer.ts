@@ -1,4 +1,4 @@
-import type { ClaimedJob } from '../store/claims.ts';
+import type { ClaimedJob } from '../store/index.ts';
 
 /**
  * Jobs claimed (their reservation committed) but not started yet, oldest first: what a
@@ -17,10 +17,10 @@ export class ClaimBuffer {
     return this.entries.length;
   }
 
-  /** Adds a claim's jobs, claimed at `claimedAt` (Date.now()), each with its lease. */
-  add(jobs: ClaimedJob[], claimedAt: number, leaseMsFor: (kind: string) => number): void {
+  /** Adds a claim's jobs, claimed at `claimedAt` (Date.now()), each going stale by its own lease. */
+  add(jobs: ClaimedJob[], claimedAt: number): void {
     for (const job of jobs) {
-      const staleAt = claimedAt + leaseMsFor(job.kind) / 3;
+      const staleAt = claimedAt + job.leaseMs / 3;
       this.entries.push({ job, claimedAt, staleAt });
       if (staleAt < this.nextStaleAt) this.nextStaleAt = staleAt;
     }

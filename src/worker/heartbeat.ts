@@ -1,6 +1,6 @@
-import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, type DaemonRecord } from '../store/daemons.ts';
+import type { DaemonRecord } from '../store/index.ts';
+import type { HeartbeatStore } from './workerStore.ts';
 import type { DbHealth } from '../runtime/dbHealth.ts';
 import { sleep } from '../runtime/wakeup.ts';
 
@@ -19,14 +19,14 @@ export class DaemonHeartbeat {
   private loop: Promise<void> | null = null;
 
   constructor(
-    private readonly options: { db: Db; log: Logger; health: DbHealth; record: DaemonRecord; everyMs: number },
+    private readonly options: { store: HeartbeatStore; log: Logger; health: DbHealth; record: DaemonRecord; everyMs: number },
   ) {}
 
   async start(): Promise<void> {
     if (this.loop) return;
-    const { db, record, log } = this.options;
-    await registerDaemon(db, record);
-    await deleteSilentDaemons(db);
+    const { store, record, log } = this.options;
+    await store.registerDaemon(record);
+    await store.deleteSilentDaemons();
     log.info({ event: 'daemon_registered', daemon: record.id, kinds: record.kinds.length, queues: record.queues }, 'daemon registered');
     this.loop = this.beat();
   }
@@ -37,28 +37,28 @@ export class DaemonHeartbeat {
     this.stopping.abort();
     await this.loop;
     try {
-      await markDaemonStopped(this.options.db, this.options.record.id);
+      await this.options.store.markDaemonStopped(this.options.record.id);
     } catch (error) {
-      this.options.health.trouble(error, 'heartbeat');
+      this.options.health.backoffAfter(error, 'heartbeat');
     }
   }
 
   private async beat(): Promise<void> {
-    const { db, record, health, everyMs } = this.options;
+    const { store, record, health, everyMs } = this.options;
     let cleanedAt = Date.now(); // start() just did
     for (;;) {
       await sleep(everyMs, this.stopping.signal);
       if (this.stopping.signal.aborted) return;
       const sentAt = Date.now();
       try {
-        await heartbeatDaemon(db, record);
+        await store.heartbeatDaemon(record);
         if (sentAt - cleanedAt >= CLEANUP_EVERY_MS) {
-          await deleteSilentDaemons(db);
+          await store.deleteSilentDaemons();
           cleanedAt = sentAt;
         }
         health.ok(sentAt);
       } catch (error) {
-        health.trouble(error, 'heartbeat');
+        health.backoffAfter(error, 'heartbeat');
       }
     }
   }

@@ -34,8 +34,11 @@ export class Prefetch {
     this.claimMs = 0.7 * this.claimMs + 0.3 * ms;
   }
 
-  /** Jobs to hold beyond the free slots right now (0 to `max`). */
-  size(): number {
+  /**
+   * Folds the slots freed since the last call into the rate (at most every 5 ms) and
+   * returns the jobs to hold beyond the free slots now (0 to `max`).
+   */
+  resize(): number {
     if (this.max === 0) return 0;
     const now = this.now();
     const elapsed = now - this.windowStart;

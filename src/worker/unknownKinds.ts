@@ -1,8 +1,7 @@
-import type { Executor } from '../db/client.ts';
 import { formatDuration } from '../duration.ts';
 import type { Logger } from '../logger.ts';
-import type { ClaimedJob } from '../store/claims.ts';
-import { servingOf } from '../store/daemons.ts';
+import type { ClaimedJob } from '../store/index.ts';
+import type { WorkerStore } from './workerStore.ts';
 
 export const UNKNOWN_KIND_DEFAULTS = {
   /** How long a kind may go unserved before its jobs go dead. */
@@ -50,9 +49,9 @@ export class UnknownKinds {
   ) {}
 
   /** Reads who serves the job's kind (plain reads) and decides. */
-  async judge(exec: Executor, job: ClaimedJob): Promise<UnknownKindVerdict> {
+  async judge(store: Pick<WorkerStore, 'servingOf'>, job: ClaimedJob): Promise<UnknownKindVerdict> {
     const { graceMs, aliveMs } = this.options;
-    const serving = await servingOf(exec, { jobId: job.id, kind: job.kind, queue: job.queue, aliveMs });
+    const serving = await store.servingOf({ jobId: job.id, kind: job.kind, queue: job.queue, aliveMs });
     this.logOnce(job, serving.alive);
     if (!serving.alive && serving.unservedForMs >= graceMs) {
       return { dead: true, reason: `unknown kind: no daemon has served '${job.kind}' on queue '${job.queue}' for ${formatDuration(graceMs)}` };

@@ -1,0 +1,373 @@
+import { PermanentError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { Observer } from '../observe.ts';
+import { isDatabaseTrouble, isOutage, type DbHealth } from '../runtime/dbHealth.ts';
+import { errorText } from '../runtime/errorText.ts';
+import { sleep } from '../runtime/wakeup.ts';
+import type { ClaimedJob } from '../store/index.ts';
+import type { Effect } from '../tasks/job.ts';
+import type { JobRun } from './jobRun.ts';
+import { failureOf } from './retryPolicy.ts';
+import type { RunSlots } from './slots.ts';
+import type { UnknownKinds } from './unknownKinds.ts';
+import type { WorkerStore } from './workerStore.ts';
+
+/** Most completions written by one statement. */
+const MAX_BATCH = 500;
+
+/** What a handler came to. */
+export type HandlerOutcome = { ok: true } | { ok: false; error: unknown };
+
+export interface FinisherDeps {
+  store: WorkerStore;
+  health: DbHealth;
+  /** The pool's logger (a run logs through its own child). */
+  log: Logger;
+  observer: Observer;
+  slots: RunSlots;
+  /** What to do with a job of a kind this daemon has no task for. */
+  unknownKinds: UnknownKinds;
+}
+
+/**
+ * The one owner of every run's end: it writes the outcome, retries database trouble,
+ * frees the run's slot and settles it (RunSlots), each exactly once per run.
+ *
+ * - A plain success (no effects) frees its slot at once and joins the next batch: every
+ *   success handed in while a batch is in flight is written by the next one, so N
+ *   handlers finishing together cost one fenced UPDATE (completeManyIfLeased) and one
+ *   commit, and a lone success is written on the next turn of the event loop (no timer).
+ *   A batch that meets database trouble is retried here as a batch.
+ * - A failure, an effect, a kind this daemon does not run, a shutdown interruption: a
+ *   fenced write of its own, keeping the slot until written, so such writes never queue
+ *   up beyond the concurrency (in an outage, say).
+ *
+ * Retrying: in an outage the writes wait for the database to be back (someone else
+ * probes), keeping their leases renewed; a statement the server refused is backed off
+ * from and sent again. A write is given up (`job_finish_abandoned`, nothing written)
+ * once the run's lease would have run out first: recovery then returns the job. A
+ * write that finds the lease gone marks the run's lease lost and records nothing.
+ */
+export class Finisher {
+  private pending: JobRun[] = [];
+  private inFlight = 0;
+  private flushing: Promise<void> | null = null;
+
+  constructor(private readonly deps: FinisherDeps) {}
+
+  /** Plain successes handed in and not yet written. */
+  get backlog(): number {
+    return this.pending.length + this.inFlight;
+  }
+
+  /**
+   * Takes over `run` once its handler has an outcome (`ran`, a promise while an async
+   * handler runs), with the effects it registered. Synchronous for an outcome already
+   * known; never throws.
+   */
+  finish(run: JobRun, ran: HandlerOutcome | Promise<HandlerOutcome>, effects: Effect[]): void {
+    if (!(ran instanceof Promise)) {
+      this.write(run, ran, effects);
+      return;
+    }
+    ran.then(
+      (outcome) => this.write(run, outcome, effects),
+      (error: unknown) => this.gaveUp(run, error),
+    );
+  }
+
+  /**
+   * A kind this daemon has no task for (another version's, in a rolling deploy): hands the
+   * job back, attempt restored and not claimable for a little while, for a daemon that
+   * runs it; dead only once no daemon has served the kind for the grace (UnknownKinds).
+   */
+  handBackUnknownKind(run: JobRun): void {
+    this.settleAfter(run, this.releaseOrBury(run));
+  }
+
+  /** `run` failed before its handler had an outcome, unexpectedly: logged, nothing written (its lease expires). */
+  gaveUp(run: JobRun, error: unknown): void {
+    run.log.error({ event: 'job_run_error', error: errorText(error) }, 'unexpected error finishing job');
+    this.settle(run);
+  }
+
+  /**
+   * Hands back `run`'s job (attempt restored) if the run still holds its lease: for a
+   * handler interrupted by shutdown. True when released. Database errors are reported,
+   * not retried (the lease expires and recovery returns the job).
+   */
+  async releaseInterrupted(run: JobRun): Promise<boolean> {
+    try {
+      const released = await this.deps.store.release(run.lease, 'interrupted by shutdown; released for another worker');
+      if (released) {
+        run.log.info({ event: 'job_released_on_shutdown' }, 'running job interrupted by shutdown and released');
+        this.deps.observer.shutdownReleased(1);
+      }
+      return released;
+    } catch (error) {
+      this.deps.health.backoffAfter(error, 'release');
+      return false;
+    }
+  }
+
+  /**
+   * Hands back a job claimed but never started, attempt restored: on shutdown, or when
+   * it waited too long behind slow handlers ('stale'). True when released; a job whose
+   * lease was already lost is left alone, and a database error is logged (its lease
+   * expires instead).
+   */
+  async releaseUnstarted(job: ClaimedJob, why: 'shutdown' | 'stale'): Promise<boolean> {
+    const { store, log, observer, health } = this.deps;
+    const onShutdown = why === 'shutdown';
+    try {
+      const released = await store.release(
+        job.lease,
+        onShutdown ? 'released during shutdown before processing' : 'claimed ahead but not started in time; released for another worker',
+      );
+      if (released && onShutdown) observer.shutdownReleased(1);
+      const event = !released ? 'claim_release_lost' : onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
+      log.info(
+        { event, job_id: job.id, kind: job.kind },
+        !released ? 'claimed job was no longer ours to release' : onShutdown ? 'claimed job released on shutdown' : 'claimed job waited too long; released',
+      );
+      return released;
+    } catch (error) {
+      health.backoffAfter(error, 'release');
+      log.warn({ event: 'claim_release_failed', job_id: job.id }, 'could not release; its lease will expire');
+      return false;
+    }
+  }
+
+  /** Resolves once every success handed in so far has been written (or given up). */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private write(run: JobRun, outcome: HandlerOutcome, effects: Effect[]): void {
+    if (run.leaseLost) {
+      this.settle(run); // result discarded; job_lease_lost already logged
+      return;
+    }
+    if (outcome.ok && effects.length === 0) {
+      this.deps.slots.free(run);
+      this.pending.push(run);
+      this.flushing ??= this.flush();
+      return;
+    }
+    if (!outcome.ok && run.shutdownAborted) {
+      this.settleAfter(run, run.releaseIfStillHeld());
+      return;
+    }
+    this.settleAfter(run, outcome.ok ? this.completeWithEffects(run, effects) : this.recordFailure(run, outcome.error));
+  }
+
+  /** Settles `run` once `work` is over, logging anything it threw. */
+  private settleAfter(run: JobRun, work: Promise<unknown>): void {
+    work.then(
+      () => this.settle(run),
+      (error: unknown) => this.gaveUp(run, error),
+    );
+  }
+
+  private settle(run: JobRun): void {
+    run.settled = true;
+    this.deps.slots.settle(run);
+  }
+
+  private async flush(): Promise<void> {
+    // Let handlers that finish in this same turn join the first batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, MAX_BATCH);
+      this.inFlight = batch.length;
+      try {
+        await this.writeBatch(batch);
+      } catch (error) {
+        for (const run of batch) if (!run.settled) this.gaveUp(run, error);
+      }
+      this.inFlight = 0;
+      this.deps.slots.room.notify(); // the backlog shrank: runs held back by it may start
+    }
+    this.flushing = null;
+  }
+
+  /** Writes one batch of plain successes, retrying database trouble while their leases may hold; settles each run. */
+  private async writeBatch(batch: JobRun[]): Promise<void> {
+    const { store, health } = this.deps;
+    let runs = batch;
+    let renewals: Array<() => void> | null = null;
+    try {
+      for (;;) {
+        if (!health.healthy) {
+          // An outage: wait for the claim loop (or recovery) to find the database back.
+          await health.untilHealthy(Math.min(...runs.map((run) => run.leaseDeadline)) - Date.now());
+          runs = this.abandonExpiring(runs, 'complete', health.healthy ? -Infinity : Date.now());
+          if (runs.length === 0) return;
+          if (!health.healthy) continue;
+        }
+        const sentAt = Date.now();
+        let done: Set<number>;
+        try {
+          done = await store.completeMany(runs.map((run) => run.lease));
+        } catch (error) {
+          if (!isDatabaseTrouble(error)) {
+            // Not the database's trouble: recorded as a failure, as an effect's error would be.
+            for (const run of runs) this.settleAfter(run, this.recordFailure(run, error));
+            return;
+          }
+          renewals ??= runs.map((run) => run.keepLeaseAlive()); // keep the leases while the trouble lasts
+          // An outage already reported is not reported again: the loop's top waits it out.
+          if (!health.healthy && isOutage(error)) continue;
+          const wait = health.backoffAfter(error, 'complete');
+          runs = this.abandonExpiring(runs, 'complete', Date.now() + wait);
+          if (runs.length === 0) return;
+          if (health.healthy) await sleep(wait); // a refused statement: back off, retry
+          continue;
+        }
+        health.ok(sentAt);
+        for (const run of runs) {
+          this.recordCompleted(run, done.has(run.job.id));
+          this.settle(run);
+        }
+        return;
+      }
+    } finally {
+      for (const stop of renewals ?? []) stop();
+    }
+  }
+
+  /** Gives up (and settles) the runs whose lease is lost or ends by `by`; returns the others. */
+  private abandonExpiring(runs: JobRun[], where: string, by: number): JobRun[] {
+    const hopeful: JobRun[] = [];
+    for (const run of runs) {
+      if (run.leaseLost || run.leaseDeadline <= by) {
+        this.logAbandoned(run, where);
+        this.settle(run);
+      } else hopeful.push(run);
+    }
+    return hopeful;
+  }
+
+  private logAbandoned(run: JobRun, where: string): void {
+    run.log.warn({ event: 'job_finish_abandoned', where }, 'could not record the result; the lease will expire and recovery returns the job');
+  }
+
+  private async completeWithEffects(run: JobRun, effects: Effect[]): Promise<void> {
+    const done = await this.writeWithRetry(run, 'complete', () =>
+      this.deps.store.complete(run.lease, async (tx) => {
+        for (const effect of effects) await effect(tx);
+      }),
+    );
+    if (done === undefined) return;
+    if (done.ok === false) {
+      // An effect threw (not the database going away): a handler failure like any other.
+      await this.recordFailure(run, done.error);
+      return;
+    }
+    this.recordCompleted(run, done.value);
+  }
+
+  /** The completion was written (`done`), or found the lease gone. */
+  private recordCompleted(run: JobRun, done: boolean): void {
+    if (!done) {
+      run.markLeaseLost('complete');
+      return;
+    }
+    // The busiest line: no child logger made for it, nothing built when info is off.
+    const { log, observer } = this.deps;
+    const { job } = run;
+    if (log.isLevelEnabled('info')) {
+      log.info({ job_id: job.id, kind: job.kind, event: 'job_completed', attempt: job.attempt, elapsed_ms: elapsed(run.startedAt) }, 'job completed');
+    }
+    observer.jobCompleted(job.kind, (performance.now() - run.startedAt) / 1000);
+  }
+
+  private async recordFailure(run: JobRun, error: unknown): Promise<void> {
+    const { job } = run;
+    const failure = failureOf(error, run.task, job.attempt);
+    const result = await this.writeWithRetry(run, 'fail', () => this.deps.store.fail(run.lease, failure));
+    if (result === undefined) return;
+    if (result.ok === false) throw result.error;
+    const outcome = result.value;
+    const { observer } = this.deps;
+    if (outcome.status === 'lease_lost') {
+      run.markLeaseLost('fail');
+    } else if (outcome.status === 'retry') {
+      run.log.warn(
+        { event: 'job_failed', attempt: job.attempt, retry_in_ms: outcome.retryInMs, error: failure.error, elapsed_ms: elapsed(run.startedAt) },
+        'job failed; will retry',
+      );
+      observer.jobFailed(job.kind, true);
+    } else {
+      run.log.warn(
+        { event: 'job_failed', attempt: job.attempt, retry_in_ms: null, error: failure.error, elapsed_ms: elapsed(run.startedAt) },
+        'job failed',
+      );
+      run.log.error({ event: 'job_dead', attempt: job.attempt, permanent: failure.permanent, error: failure.error }, 'job is dead; see cronq_dead_letters');
+      observer.jobFailed(job.kind, false);
+      observer.jobDead(job.kind);
+    }
+  }
+
+  private async releaseOrBury(run: JobRun): Promise<void> {
+    const judged = await this.writeWithRetry(run, 'unknown_kind', () => this.deps.unknownKinds.judge(this.deps.store, run.job));
+    if (judged === undefined) return;
+    if (judged.ok === false) throw judged.error;
+    const verdict = judged.value;
+    if (verdict.dead) {
+      await this.recordFailure(run, new PermanentError(verdict.reason));
+      return;
+    }
+    const released = await this.writeWithRetry(run, 'release', () => this.deps.store.release(run.lease, verdict.reason, verdict.retryInMs));
+    if (released === undefined) return;
+    if (released.ok === false) throw released.error;
+    if (!released.value) run.markLeaseLost('release');
+  }
+
+  /**
+   * Runs one fenced write for `run`, retrying database trouble (with backoff) while its
+   * lease may still be valid. Undefined when it gave up (recovery will return the job),
+   * `{ ok: false }` when the write failed for a reason not the database's.
+   */
+  private async writeWithRetry<T>(run: JobRun, where: string, write: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
+    const { health } = this.deps;
+    let stopRenewal: (() => void) | null = null;
+    try {
+      for (;;) {
+        if (!health.healthy) {
+          // An outage: wait for the claim loop (or recovery) to find the database back,
+          // rather than every finishing job probing it on its own.
+          await health.untilHealthy(run.leaseDeadline - Date.now());
+          if (!health.healthy || run.leaseLost) {
+            this.logAbandoned(run, where);
+            return undefined;
+          }
+        }
+        const sentAt = Date.now();
+        try {
+          const value = await write();
+          health.ok(sentAt);
+          return { ok: true, value };
+        } catch (error) {
+          if (!isDatabaseTrouble(error)) return { ok: false, error };
+          stopRenewal ??= run.keepLeaseAlive(); // keep the lease alive while the trouble lasts
+          // An outage already reported (say, by another job's write) is not reported
+          // again: the loop's top waits for the database to come back.
+          if (!health.healthy && isOutage(error)) continue;
+          const wait = health.backoffAfter(error, where);
+          if (Date.now() + wait >= run.leaseDeadline || run.leaseLost) {
+            this.logAbandoned(run, where);
+            return undefined;
+          }
+          if (health.healthy) await sleep(wait); // a refused statement: back off, retry
+        }
+      }
+    } finally {
+      stopRenewal?.();
+    }
+  }
+}
+
+function elapsed(startedAt: number): number {
+  return Math.round(performance.now() - startedAt);
+}

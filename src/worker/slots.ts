@@ -1,0 +1,78 @@
+import { Wakeup } from '../runtime/wakeup.ts';
+import type { JobRun } from './jobRun.ts';
+import type { Prefetch } from './prefetch.ts';
+
+/**
+ * The pool's worker slots: which runs hold one (in start order) and which are not yet
+ * settled (handler running, or its final write in flight). A run takes a slot when it
+ * starts and gives it back once: as its handler returns a plain success (its batched
+ * completion may still be in flight), otherwise when it settles. Settling frees the slot
+ * too, so every run frees exactly once.
+ *
+ * Plain bookkeeping on the event loop: nothing here starts a run. A freed slot (or a
+ * shrunk completion backlog) notifies `room`, which the pool's start loop waits on, so
+ * the next run starts on that loop's own turn, never on the stack of the run that freed it.
+ */
+export class RunSlots {
+  private readonly holding = new Set<JobRun>();
+  private readonly unsettled = new Set<JobRun>();
+  /** Resolved (and cleared) each time `unsettled` becomes empty. */
+  private whenAllSettled: Array<() => void> = [];
+  /** Notified when a slot frees or the finisher's backlog shrinks: there may be room to start runs. */
+  readonly room = new Wakeup();
+
+  constructor(
+    readonly concurrency: number,
+    private readonly prefetch: Prefetch,
+  ) {}
+
+  /** Runs holding a slot. */
+  get used(): number {
+    return this.holding.size;
+  }
+
+  get full(): boolean {
+    return this.holding.size >= this.concurrency;
+  }
+
+  /** `run` starts: it holds a slot and is unsettled. */
+  take(run: JobRun): void {
+    this.holding.add(run);
+    this.unsettled.add(run);
+  }
+
+  /** Gives `run`'s slot back (once; later calls do nothing). */
+  free(run: JobRun): void {
+    if (!this.holding.delete(run)) return;
+    this.prefetch.slotFreed();
+    this.room.notify();
+  }
+
+  /** `run` is settled: its final write is done, failed or given up. Frees its slot if it still holds one. */
+  settle(run: JobRun): void {
+    this.free(run);
+    if (!this.unsettled.delete(run) || this.unsettled.size > 0) return;
+    for (const resolve of this.whenAllSettled.splice(0)) resolve();
+  }
+
+  isSettled(run: JobRun): boolean {
+    return !this.unsettled.has(run);
+  }
+
+  /** When the run holding a slot longest started (performance.now()), or undefined when none does. */
+  oldestStartedAt(): number | undefined {
+    for (const run of this.holding) return run.startedAt;
+    return undefined;
+  }
+
+  /** Runs whose handler is still running (not their final write). */
+  inHandler(): JobRun[] {
+    return [...this.holding].filter((run) => run.inHandler);
+  }
+
+  /** Resolves once no run is unsettled (at once when none is). */
+  allSettled(): Promise<void> {
+    if (this.unsettled.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.whenAllSettled.push(resolve));
+  }
+}

@@ -1,0 +1,188 @@
+import { describe, expect, it } from 'vitest';
+import { PermanentError } from '../src/errors.ts';
+import { noopObserver } from '../src/observe.ts';
+import { DbHealth } from '../src/runtime/dbHealth.ts';
+import type { ClaimedJob, Failure, FailOutcome, Lease } from '../src/store/index.ts';
+import { defineTask, type TaskOptions } from '../src/tasks/define.ts';
+import { Finisher } from '../src/worker/finisher.ts';
+import { JobRun, LeaseLostError } from '../src/worker/jobRun.ts';
+import { Prefetch } from '../src/worker/prefetch.ts';
+import { RunSlots } from '../src/worker/slots.ts';
+import { UnknownKinds } from '../src/worker/unknownKinds.ts';
+import type { WorkerStore } from '../src/worker/workerStore.ts';
+import { EventLog } from './support/events.ts';
+
+/** A promise with its resolve in hand: lets a test hold a store write open. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** One turn of the event loop: long enough for the finisher's next batch to go out. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * A store that records every write and answers from its `answers`; no database. Anything
+ * the run should never ask for throws.
+ */
+function fakeStore(answers: {
+  completeMany?: (leases: Lease[]) => Promise<Set<number>>;
+  fail?: (lease: Lease, failure: Failure) => Promise<FailOutcome>;
+  renew?: () => Promise<boolean>;
+} = {}) {
+  const writes: Array<{ op: string; lease: Lease; failure?: Failure }> = [];
+  const tx = { effects: [] as string[] };
+  const store: WorkerStore = {
+    claimConnections: 2,
+    claim: () => Promise.reject(new Error('a run never claims')),
+    readyQueues: () => Promise.reject(new Error('a run never reads queues')),
+    now: () => Promise.resolve(new Date()),
+    servingOf: () => Promise.reject(new Error('no unknown kinds here')),
+    completeMany: (leases) => {
+      for (const lease of leases) writes.push({ op: 'completeMany', lease });
+      return answers.completeMany ? answers.completeMany(leases) : Promise.resolve(new Set(leases.map((l) => l.id)));
+    },
+    complete: async (lease, effect) => {
+      writes.push({ op: 'complete', lease });
+      await effect?.(tx as never);
+      return true;
+    },
+    fail: (lease, failure) => {
+      writes.push({ op: 'fail', lease, failure });
+      return answers.fail ? answers.fail(lease, failure) : Promise.resolve({ status: 'retry', retryInMs: failure.retryInMs });
+    },
+    renew: (lease) => {
+      writes.push({ op: 'renew', lease });
+      return answers.renew ? answers.renew() : Promise.resolve(true);
+    },
+    release: (lease) => {
+      writes.push({ op: 'release', lease });
+      return Promise.resolve(true);
+    },
+  };
+  return { store, writes, tx };
+}
+
+const claimed = (overrides: Partial<ClaimedJob> = {}): ClaimedJob => ({
+  id: 7,
+  queue: 'default',
+  kind: 'k',
+  key: 'k:7',
+  payloadText: '{"n":1}',
+  attempt: 1,
+  maxAttempts: 3,
+  periodKey: null,
+  scheduledAt: null,
+  lease: { id: 7, token: 'a'.repeat(32) },
+  leaseMs: 60_000,
+  leaseExpiries: 0,
+  ...overrides,
+});
+
+/** One JobRun wired as the pool wires it (a Finisher, one slot), on a fake store. */
+function runOf(task: Omit<TaskOptions, 'name'>, fake = fakeStore(), job = claimed({ leaseMs: (task.lease as number | undefined) ?? 60_000 })) {
+  const events = new EventLog();
+  const log = events.logger;
+  const health = new DbHealth(log);
+  const slots = new RunSlots(1, new Prefetch(0));
+  const unknownKinds = new UnknownKinds({ graceMs: 60_000, aliveMs: 30_000, log });
+  const finisher = new Finisher({ store: fake.store, health, log, observer: noopObserver, slots, unknownKinds });
+  const run = new JobRun(job, defineTask({ ...task, name: 'k' }), { store: fake.store, log, health, observer: noopObserver, finisher });
+  slots.take(run);
+  run.execute();
+  return { run, slots, health, events, writes: fake.writes, tx: fake.tx, settled: () => slots.allSettled() };
+}
+
+describe('a job run on a fake store', () => {
+  it('completes a plain success through the batch, its slot free before the batch is written', async () => {
+    const batch = deferred<Set<number>>();
+    const r = runOf({ handle: () => undefined }, fakeStore({ completeMany: () => batch.promise }));
+    expect(r.slots.used).toBe(0);
+    await turn();
+    expect(r.writes).toEqual([{ op: 'completeMany', lease: claimed().lease }]);
+    expect(r.slots.isSettled(r.run)).toBe(false);
+    batch.resolve(new Set([7]));
+    await r.settled();
+    expect(r.events.named('job_completed')).toHaveLength(1);
+  });
+
+  it('records a failure with the retry delay of its backoff, keeping its slot until written', async () => {
+    const write = deferred<FailOutcome>();
+    const r = runOf({ handle: () => Promise.reject(new Error('flaky')), backoff: { base: '2s', max: '2s' } }, fakeStore({ fail: () => write.promise }));
+    while (r.writes.length === 0) await turn();
+    expect(r.slots.used).toBe(1);
+    const [{ op, failure }] = r.writes;
+    expect(op).toBe('fail');
+    expect(failure).toMatchObject({ error: 'Error: flaky', permanent: false });
+    expect(failure!.retryInMs).toBeGreaterThan(0);
+    write.resolve({ status: 'retry', retryInMs: failure!.retryInMs });
+    await r.settled();
+    expect(r.slots.used).toBe(0);
+    expect(r.events.named('job_failed')).toMatchObject([{ attempt: 1, retry_in_ms: failure!.retryInMs, error: 'Error: flaky' }]);
+  });
+
+  it('records a PermanentError, and a payload that is not JSON, as permanent failures', async () => {
+    const thrown = runOf({ handle: () => { throw new PermanentError('never'); } }, fakeStore({ fail: async () => ({ status: 'dead' }) }));
+    const unparsable = runOf({ handle: () => undefined }, fakeStore({ fail: async () => ({ status: 'dead' }) }), claimed({ payloadText: '{nope' }));
+    await Promise.all([thrown.settled(), unparsable.settled()]);
+    expect(thrown.writes.map((w) => [w.op, w.failure?.permanent, w.failure?.error])).toEqual([['fail', true, 'PermanentError: never']]);
+    expect(unparsable.writes.map((w) => [w.op, w.failure?.permanent])).toEqual([['fail', true]]);
+    expect(unparsable.writes[0].failure!.error).toContain('payload is not valid JSON');
+    expect(thrown.events.named('job_dead')).toHaveLength(1);
+  });
+
+  it('aborts the handler with LeaseLostError and writes nothing when a renewal finds the lease gone', async () => {
+    let reason: unknown;
+    const r = runOf(
+      {
+        lease: 1_000, // renewed every 333 ms
+        handle: (_job, ctx) =>
+          new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject((reason = ctx.signal.reason)))),
+      },
+      fakeStore({ renew: async () => false }),
+    );
+    await r.settled();
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect(r.writes.map((w) => w.op)).toEqual(['renew']);
+    expect(r.events.named('job_lease_lost')).toMatchObject([{ where: 'renew' }]);
+  });
+
+  it('runs registered effects inside the fenced single-job completion, not the batch', async () => {
+    const r = runOf({
+      handle: (_job, ctx) => {
+        ctx.effect(async (tx) => void (tx as unknown as { effects: string[] }).effects.push('sent'));
+      },
+    });
+    await r.settled();
+    expect(r.writes.map((w) => w.op)).toEqual(['complete']);
+    expect(r.tx.effects).toEqual(['sent']);
+    expect(r.events.named('job_completed')).toHaveLength(1);
+  });
+
+  it('fails an attempt that outruns its timeout with the timeout as its error', async () => {
+    const r = runOf({ timeout: '30ms', handle: () => new Promise(() => undefined) });
+    await r.settled();
+    expect(r.writes.map((w) => [w.op, w.failure?.permanent])).toEqual([['fail', false]]);
+    expect(r.writes[0].failure!.error).toContain('timed out after');
+  });
+
+  it('retries a batch the database dropped until it is back, completing the job once and failing nothing', async () => {
+    let calls = 0;
+    const fake = fakeStore({
+      completeMany: async (leases) => {
+        calls += 1;
+        if (calls === 1) throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+        return new Set(leases.map((l) => l.id));
+      },
+    });
+    const r = runOf({ handle: () => undefined }, fake);
+    await r.events.waitFor('db_unavailable');
+    expect(r.slots.isSettled(r.run)).toBe(false);
+    r.health.ok(); // someone else's statement got through: the database is back
+    await r.settled();
+    expect(r.writes.map((w) => w.op)).toEqual(['completeMany', 'completeMany']);
+    expect(r.events.named('job_completed')).toHaveLength(1);
+    expect(r.events.named('job_finish_abandoned')).toHaveLength(0);
+  });
+});
