@@ -129,10 +129,11 @@ describe.skipIf(skip)(
         // Each outage logged once, its end once.
         expect(d.events('db_unavailable')).toHaveLength(2);
         expect(d.events('db_recovered')).toHaveLength(2);
-        // Completions lost in the outages came back through their leases: every extra
-        // attempt is one job that recovery returned to the queue.
+        // Completions the outages cost (the finisher gave up before the database came back)
+        // came back through their leases: every extra attempt is one job that recovery
+        // returned to the queue. (Often there are none: finishing jobs wait out the outage
+        // and write their results while their leases last.)
         const returned = d.events('leases_recovered').reduce((sum, e) => sum + e.returned, 0);
-        expect(returned).toBeGreaterThan(0);
         expect(Number(jobs[0].attempts) - TOTAL).toBe(returned);
         // Handlers ran at least once per job, more for the recovered ones; effects stayed at one each.
         const deliveries = readFileSync(trace, 'utf8').trim().split('\n');
