@@ -17,5 +17,13 @@ export type { Clock } from './schedule/clock.ts';
 export type { Period } from './schedule/period.ts';
 export type { Job, JobContext, Handler, Effect } from './tasks/job.ts';
 export type { Executor } from './db/client.ts';
-export { EnqueueError, EnqueueRefusedError, JobTimeoutError, PermanentError, UsageError, type RefusedJobInfo } from './errors.ts';
-export { LeaseLostError, ShutdownAbortError } from './worker/jobRun.ts';
+export {
+  EnqueueError,
+  EnqueueRefusedError,
+  JobTimeoutError,
+  LeaseLostError,
+  PermanentError,
+  ShutdownAbortError,
+  UsageError,
+  type RefusedJobInfo,
+} from './errors.ts';

@@ -15,6 +15,7 @@ import { isPermanent } from './failure.ts';
 import { runAsJob } from './runningJob.ts';
 import type { UnknownKinds } from './unknownKinds.ts';
 import { sleep } from '../runtime/wakeup.ts';
+import { LeaseLostError, ShutdownAbortError } from '../errors.ts';
 
 export interface JobRunDeps {
   db: Db;
@@ -29,14 +30,6 @@ export interface JobRunDeps {
   onSlotFree(run: JobRun): void;
   /** Called once per run, when it has settled: its final write done, failed or given up. */
   onSettled(run: JobRun): void;
-}
-
-/** Why a handler's signal was aborted. */
-export class LeaseLostError extends Error {
-  override name = 'LeaseLostError';
-}
-export class ShutdownAbortError extends Error {
-  override name = 'ShutdownAbortError';
 }
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
