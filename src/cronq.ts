@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { connect, type Database, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
+import { CONCURRENCY, GRACE_MS, LEASE_EXPIRIES, POLL_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
@@ -12,7 +13,6 @@ import { enqueueFailure, enqueueOne, enqueueRows, statementByteLimitOf, type Enq
 import { PRUNE_DEFAULTS, pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
 import { Store } from './store/index.ts';
-import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -29,8 +29,6 @@ export type { EnqueueJob };
 
 /** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
 export const ENQUEUE_PARALLEL = 2;
-/** Default ceiling of jobs claimed ahead of free worker slots (see CronqOptions.prefetch). */
-export const DEFAULT_PREFETCH = 1000;
 
 export interface CronqOptions {
   /** Default: DATABASE_URL, else mysql://root@127.0.0.1:3306/cronq. */
@@ -157,14 +155,8 @@ export interface CronqHealth {
  */
 export function createCronq(options: CronqOptions = {}): Cronq {
   const log = options.logger ?? silentLogger();
-  const concurrency = options.concurrency ?? 10;
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) {
-    throw new UsageError(`concurrency must be a whole number from 1 to 1000 (got ${concurrency})`);
-  }
-  const prefetch = options.prefetch ?? DEFAULT_PREFETCH;
-  if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) {
-    throw new UsageError(`prefetch must be a whole number from 0 to 10000 (got ${prefetch})`);
-  }
+  const concurrency = wholeNumberWithin(options.concurrency ?? CONCURRENCY.default, 'concurrency', CONCURRENCY);
+  const prefetch = wholeNumberWithin(options.prefetch ?? PREFETCH.default, 'prefetch', PREFETCH);
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
     // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all.
     poolSize: Math.min(concurrency + 2, 48),
@@ -174,15 +166,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const observer = guardObserver(options.observer, (method, error) =>
     log.warn({ event: 'observer_error', method, error: errorText(error) }, 'observer threw; ignored'),
   );
-  const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_DEFAULTS.graceMs;
+  const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_GRACE_MS;
   if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
     throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
   }
   const heartbeatMs = options.heartbeatInterval === undefined ? UNKNOWN_KIND_DEFAULTS.heartbeatMs : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
-  const maxLeaseExpiries = options.maxLeaseExpiries ?? MAX_LEASE_EXPIRIES;
-  if (!Number.isInteger(maxLeaseExpiries) || maxLeaseExpiries < 1 || maxLeaseExpiries > 1000) {
-    throw new UsageError(`maxLeaseExpiries must be a whole number from 1 to 1000 (got ${maxLeaseExpiries})`);
-  }
+  const maxLeaseExpiries = wholeNumberWithin(options.maxLeaseExpiries ?? LEASE_EXPIRIES.default, 'maxLeaseExpiries', LEASE_EXPIRIES);
   let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
   let prune: Promise<void> | null = null;
@@ -294,7 +283,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         prefetch,
         queues: options.queues ?? [],
         lockedBy,
-        pollMs: parseDuration(options.pollInterval ?? '200ms', 'pollInterval'),
+        pollMs: options.pollInterval === undefined ? POLL_MS.default : parseDuration(options.pollInterval, 'pollInterval'),
         postClaimPauseMs: options.postClaimPauseMs,
         health: healthTracker,
         observer,
@@ -316,7 +305,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       );
     },
 
-    stop({ graceMs = 10_000 } = {}) {
+    stop({ graceMs = GRACE_MS } = {}) {
       stopped ??= (async () => {
         // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
