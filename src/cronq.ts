@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
-import { connect, type Database, type Executor } from './db/client.ts';
+import { createAdmin, type CronqAdmin } from './admin.ts';
+import { connect, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_MS, LEASE_EXPIRIES, POLL_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
@@ -17,6 +18,7 @@ import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
+import { schedulesOf } from './schedule/define.ts';
 import type { Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
@@ -99,7 +101,10 @@ export interface CronqOptions {
 }
 
 export interface Cronq {
-  readonly database: Database;
+  /** The database URL this instance uses, its password masked: for logs and messages. */
+  readonly maskedDatabaseUrl: string;
+  /** Operator work: dead letters, stats, prune, schedules and ticks, database checks (see CronqAdmin). */
+  readonly admin: CronqAdmin;
   /** Resolves once schedule files are loaded; rejects with the loader's error. */
   ready(): Promise<TaskRegistry>;
   /** Creates the database if missing and applies pending migrations (needs DDL rights). */
@@ -207,7 +212,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   };
 
   const cronq: Cronq = {
-    database,
+    maskedDatabaseUrl: database.target.masked,
+    admin: createAdmin({ store, database, ready }),
     ready,
 
     async migrate() {
@@ -239,15 +245,16 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     async start() {
       const registry = await ready();
-      if (pruneMs !== null) checkRetention(pruneMs, registry.schedules(), 'pruneDoneOlderThan');
+      const schedules = schedulesOf(registry);
+      if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
       await store.ping();
       if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
-      if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
+      if (options.scheduler !== false && !scheduler && schedules.length > 0) {
         scheduler = new Scheduler({
           db: database.db,
           clock: options.clock ?? systemClock,
           log,
-          schedules: registry.schedules(),
+          schedules,
           onEnqueued: () => pool?.wake(),
           observer,
         });
