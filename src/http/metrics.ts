@@ -1,7 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { TICK_OUTCOMES } from '../db/schema.ts';
 import type { Observer } from '../observe.ts';
-import type { Stats } from '../store/stats.ts';
+import { TICK_OUTCOMES, type Stats } from '../admin.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
 export interface Scrape {
@@ -11,7 +10,7 @@ export interface Scrape {
 
 export interface MetricsOptions {
   /**
-   * Reads the queue's state from the database (collectStats). Called at most once per
+   * Reads the queue's state from the database (cronq.admin.stats). Called at most once per
    * scrape; concurrent scrapes share one call.
    */
   collect: () => Promise<Stats>;
