@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
+import { CONCURRENCY, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
 import { DEFAULT_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
-import { UNKNOWN_KIND_DEFAULTS } from './worker/unknownKinds.ts';
 
 /** Settings every command shares, from the environment (flags override them). */
 export interface BaseConfig {
@@ -38,14 +38,6 @@ export interface DaemonConfig extends BaseConfig {
   unknownKindGraceMs: number;
 }
 
-export const DAEMON_DEFAULTS = {
-  concurrency: 10,
-  prefetch: 1000,
-  graceMs: 10_000,
-  pollMs: 200,
-  unknownKindGraceMs: UNKNOWN_KIND_DEFAULTS.graceMs,
-};
-
 /** Reads DATABASE_URL, CRONQ_SCHEDULES, CRONQ_IMPORT_TIMEOUT and LOG_LEVEL, with `--schedules` taking precedence. */
 export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string } = {}): BaseConfig {
   const databaseUrl = env.DATABASE_URL || DEFAULT_DATABASE_URL;
@@ -66,10 +58,7 @@ function parseImportTimeout(value: string): number {
 
 /** Parses a whole number flag within bounds, naming the flag when it is not one. */
 export function parseIntFlag(value: string, flag: string, min: number, max: number): number {
-  if (!/^\d+$/.test(value.trim()) || Number(value) < min || Number(value) > max) {
-    throw new UsageError(`${flag} must be a whole number from ${min} to ${max} (got '${value}')`);
-  }
-  return Number(value);
+  return wholeNumberWithin(/^\d+$/.test(value.trim()) ? Number(value) : Number.NaN, flag, { min, max }, `'${value}'`);
 }
 
 /** Splits `a,b` into validated queue names. */
@@ -107,24 +96,24 @@ export function daemonConfig(
   },
 ): DaemonConfig {
   const base = baseConfig(env, flags);
-  const pause = env.CRONQ_FAULT_POST_CLAIM_PAUSE_MS ?? '0';
+  const pause = env.CRONQ_FAULT_POST_CLAIM_PAUSE_MS ?? String(POST_CLAIM_PAUSE_MS.default);
   const config: DaemonConfig = {
     ...base,
-    concurrency: flags.concurrency === undefined ? DAEMON_DEFAULTS.concurrency : parseIntFlag(flags.concurrency, '--concurrency', 1, 1000),
-    prefetch: flags.prefetch === undefined ? DAEMON_DEFAULTS.prefetch : parseIntFlag(flags.prefetch, '--prefetch', 0, 10_000),
+    concurrency: flags.concurrency === undefined ? CONCURRENCY.default : parseIntFlag(flags.concurrency, '--concurrency', CONCURRENCY.min, CONCURRENCY.max),
+    prefetch: flags.prefetch === undefined ? PREFETCH.default : parseIntFlag(flags.prefetch, '--prefetch', PREFETCH.min, PREFETCH.max),
     queues: parseQueues(flags.queues),
-    graceMs: flags.grace === undefined ? DAEMON_DEFAULTS.graceMs : parseDuration(flags.grace, '--grace'),
-    pollMs: flags.poll === undefined ? DAEMON_DEFAULTS.pollMs : parseDuration(flags.poll, '--poll'),
+    graceMs: flags.grace === undefined ? GRACE_MS : parseDuration(flags.grace, '--grace'),
+    pollMs: flags.poll === undefined ? POLL_MS.default : parseDuration(flags.poll, '--poll'),
     migrate: !flags['no-migrate'],
     workers: !flags['no-workers'],
     scheduler: !flags['no-scheduler'],
-    postClaimPauseMs: parseIntFlag(pause, 'CRONQ_FAULT_POST_CLAIM_PAUSE_MS', 0, 10_000),
+    postClaimPauseMs: parseIntFlag(pause, 'CRONQ_FAULT_POST_CLAIM_PAUSE_MS', POST_CLAIM_PAUSE_MS.min, POST_CLAIM_PAUSE_MS.max),
     http: flags.http === undefined ? null : parseHttpAddress(flags.http, '--http'),
     pruneDoneOlderThanMs: flags['prune-done-older-than'] === undefined ? null : parseRetention(flags['prune-done-older-than'], '--prune-done-older-than'),
     unknownKindGraceMs:
-      flags['unknown-kind-grace'] === undefined ? DAEMON_DEFAULTS.unknownKindGraceMs : parseDuration(flags['unknown-kind-grace'], '--unknown-kind-grace'),
+      flags['unknown-kind-grace'] === undefined ? UNKNOWN_KIND_GRACE_MS : parseDuration(flags['unknown-kind-grace'], '--unknown-kind-grace'),
   };
-  if (config.pollMs < 10 || config.pollMs > 60_000) throw new UsageError('--poll must be between 10ms and 60s');
+  if (config.pollMs < POLL_MS.min || config.pollMs > POLL_MS.max) throw new UsageError(`--poll must be between ${POLL_MS.min}ms and ${POLL_MS.max / 1000}s`);
   if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');
   return config;
 }

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
-import { connect, type Database, type Executor } from './db/client.ts';
+import { createAdmin, type CronqAdmin } from './admin.ts';
+import { connect, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
+import { CONCURRENCY, GRACE_MS, LEASE_EXPIRIES, POLL_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
@@ -13,11 +15,11 @@ import { PRUNE_DEFAULTS, pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
 import { Store } from './store/index.ts';
 import type { NewJobRow } from './store/jobs.ts';
-import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
 import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
+import { schedulesOf } from './schedule/define.ts';
 import { isTask, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
@@ -41,8 +43,6 @@ export interface EnqueueOptions {
 
 /** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
 export const ENQUEUE_PARALLEL = 2;
-/** Default ceiling of jobs claimed ahead of free worker slots (see CronqOptions.prefetch). */
-export const DEFAULT_PREFETCH = 1000;
 
 export interface CronqOptions {
   /** Default: DATABASE_URL, else mysql://root@127.0.0.1:3306/cronq. */
@@ -124,7 +124,10 @@ export interface CronqOptions {
 }
 
 export interface Cronq {
-  readonly database: Database;
+  /** The database URL this instance uses, its password masked: for logs and messages. */
+  readonly maskedDatabaseUrl: string;
+  /** Operator work: dead letters, stats, prune, schedules and ticks, database checks (see CronqAdmin). */
+  readonly admin: CronqAdmin;
   /** Resolves once schedule files are loaded; rejects with the loader's error. */
   ready(): Promise<TaskRegistry>;
   /** Creates the database if missing and applies pending migrations (needs DDL rights). */
@@ -191,14 +194,8 @@ export interface CronqHealth {
  */
 export function createCronq(options: CronqOptions = {}): Cronq {
   const log = libraryLogger(options.logger);
-  const concurrency = options.concurrency ?? 10;
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) {
-    throw new UsageError(`concurrency must be a whole number from 1 to 1000 (got ${concurrency})`);
-  }
-  const prefetch = options.prefetch ?? DEFAULT_PREFETCH;
-  if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) {
-    throw new UsageError(`prefetch must be a whole number from 0 to 10000 (got ${prefetch})`);
-  }
+  const concurrency = wholeNumberWithin(options.concurrency ?? CONCURRENCY.default, 'concurrency', CONCURRENCY);
+  const prefetch = wholeNumberWithin(options.prefetch ?? PREFETCH.default, 'prefetch', PREFETCH);
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
     // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all.
     poolSize: Math.min(concurrency + 2, 48),
@@ -208,15 +205,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const observer = guardObserver(options.observer, (method, error) =>
     log.warn({ event: 'observer_error', method, error: errorText(error) }, 'observer threw; ignored'),
   );
-  const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_DEFAULTS.graceMs;
+  const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_GRACE_MS;
   if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
     throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
   }
   const heartbeatMs = options.heartbeatInterval === undefined ? UNKNOWN_KIND_DEFAULTS.heartbeatMs : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
-  const maxLeaseExpiries = options.maxLeaseExpiries ?? MAX_LEASE_EXPIRIES;
-  if (!Number.isInteger(maxLeaseExpiries) || maxLeaseExpiries < 1 || maxLeaseExpiries > 1000) {
-    throw new UsageError(`maxLeaseExpiries must be a whole number from 1 to 1000 (got ${maxLeaseExpiries})`);
-  }
+  const maxLeaseExpiries = wholeNumberWithin(options.maxLeaseExpiries ?? LEASE_EXPIRIES.default, 'maxLeaseExpiries', LEASE_EXPIRIES);
   let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
   let prune: Promise<void> | null = null;
@@ -279,7 +273,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   };
 
   const cronq: Cronq = {
-    database,
+    maskedDatabaseUrl: database.target.masked,
+    admin: createAdmin({ store, database, ready }),
     ready,
 
     async migrate() {
@@ -317,15 +312,16 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     async start() {
       const registry = await ready();
-      if (pruneMs !== null) checkRetention(pruneMs, registry.schedules(), 'pruneDoneOlderThan');
+      const schedules = schedulesOf(registry);
+      if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
       await store.ping();
       if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
-      if (options.scheduler !== false && !scheduler && registry.schedules().length > 0) {
+      if (options.scheduler !== false && !scheduler && schedules.length > 0) {
         scheduler = new Scheduler({
           db: database.db,
           clock: options.clock ?? systemClock,
           log,
-          schedules: registry.schedules(),
+          schedules,
           onEnqueued: () => pool?.wake(),
           observer,
         });
@@ -360,7 +356,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         prefetch,
         queues: options.queues ?? [],
         lockedBy,
-        pollMs: parseDuration(options.pollInterval ?? '200ms', 'pollInterval'),
+        pollMs: options.pollInterval === undefined ? POLL_MS.default : parseDuration(options.pollInterval, 'pollInterval'),
         postClaimPauseMs: options.postClaimPauseMs,
         health: healthTracker,
         observer,
@@ -382,7 +378,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       );
     },
 
-    stop({ graceMs = 10_000 } = {}) {
+    stop({ graceMs = GRACE_MS } = {}) {
       stopped ??= (async () => {
         // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);

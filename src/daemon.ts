@@ -1,13 +1,9 @@
 import type { DaemonConfig } from './config.ts';
 import { createCronq, type Cronq } from './cronq.ts';
-import { assertSchemaCurrent } from './db/migrate.ts';
-import { ping } from './store/health.ts';
 import { HealthCheck } from './http/health.ts';
 import { CronqMetrics } from './http/metrics.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
 import type { Logger } from './logger.ts';
-import { collectStats } from './store/stats.ts';
-import { checkRetention } from './schedule/retention.ts';
 
 /**
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
@@ -25,7 +21,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   // through `cronq` only when scraped.
   const metrics = config.http
     ? new CronqMetrics({
-        collect: () => collectStats(cronq.database.db),
+        collect: () => cronq.admin.stats(),
         oldestRunningJobAgeSeconds: () => (cronq.health().oldestRunningJobAgeMs ?? 0) / 1000,
       })
     : null;
@@ -63,23 +59,23 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   process.on('SIGINT', onSignal);
   try {
     const registry = await cronq.ready();
-    if (config.pruneDoneOlderThanMs !== null) checkRetention(config.pruneDoneOlderThanMs, registry.schedules(), '--prune-done-older-than');
+    if (config.pruneDoneOlderThanMs !== null) await cronq.admin.checkRetention(config.pruneDoneOlderThanMs, '--prune-done-older-than');
     if (config.migrate) await cronq.migrate();
     else {
-      await ping(cronq.database);
-      await assertSchemaCurrent(cronq.database);
+      await cronq.admin.ping();
+      await cronq.admin.checkSchema();
     }
     await cronq.start();
     if (config.http && metrics) {
       const health = new HealthCheck({
         health: () => cronq.health(),
-        ping: () => ping(cronq.database).then(() => true),
+        ping: () => cronq.admin.ping().then(() => true),
         pollMs: config.pollMs,
       });
       http = await startHttpServer(config.http, { health: () => health.report(), metrics: () => metrics.scrape() }, log);
     }
     log.info(
-      { event: 'daemon_started', database: cronq.database.target.masked, tasks: registry.list().map((t) => t.name) },
+      { event: 'daemon_started', database: cronq.maskedDatabaseUrl, tasks: registry.list().map((t) => t.name) },
       'cronq running',
     );
     await untilSignal;

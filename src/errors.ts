@@ -95,3 +95,19 @@ export class EnqueueError extends Error {
 export class JobTimeoutError extends Error {
   override name = 'JobTimeoutError';
 }
+
+/**
+ * The reason a handler's `ctx.signal` aborts when renewal finds its lease gone: another
+ * worker or lease recovery owns the job now, and this attempt's outcome will not be written.
+ */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+
+/**
+ * The reason a handler's `ctx.signal` aborts when `stop()`'s grace period runs out: the
+ * job is released (its attempt not counted) for another worker.
+ */
+export class ShutdownAbortError extends Error {
+  override name = 'ShutdownAbortError';
+}

@@ -2,6 +2,26 @@
  * cronq's public API: what schedule files and applications import from 'cronq'.
  */
 export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type EnqueueJob, type EnqueueOptions, type TaskJob } from './cronq.ts';
+export type {
+  BulkReviewResult,
+  CronqAdmin,
+  DeadLetterAdmin,
+  DeadLetterDetail,
+  DeadLetterFilter,
+  DeadLetterGroup,
+  DeadLetterQuery,
+  DeadLetterStats,
+  DeadLetterSummary,
+  PruneResult,
+  QueueStats,
+  ReviewAction,
+  ReviewOutcome,
+  ScheduleListing,
+  ScheduleStats,
+  Stats,
+  TickNowOutcome,
+  TickRow,
+} from './admin.ts';
 export { noopObserver, type Observer } from './observe.ts';
 export { defineTask, type Task, type TaskOptions } from './tasks/define.ts';
 export {
@@ -17,5 +37,15 @@ export type { Clock } from './schedule/clock.ts';
 export type { Period } from './schedule/period.ts';
 export type { Job, JobContext, Handler, Effect } from './tasks/job.ts';
 export type { Executor } from './db/client.ts';
-export { EnqueueError, EnqueueRefusedError, JobTimeoutError, PermanentError, UsageError, type RefusedJobInfo } from './errors.ts';
-export { LeaseLostError, ShutdownAbortError } from './worker/jobRun.ts';
+export {
+  DatabaseMissingError,
+  DatabaseUnreachableError,
+  EnqueueError,
+  EnqueueRefusedError,
+  JobTimeoutError,
+  LeaseLostError,
+  PermanentError,
+  ShutdownAbortError,
+  UsageError,
+  type RefusedJobInfo,
+} from './errors.ts';

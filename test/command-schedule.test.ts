@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, type Cronq } from '../src/index.ts';
-import { enqueueTick } from '../src/schedule/fanout.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 import { isGone } from './support/process.ts';
@@ -22,7 +21,9 @@ async function runTick(options: Parameters<typeof defineSchedule>[0], at = '2026
   const log = new EventLog();
   cronq = createCronq({ databaseUrl: t.url, tasks: [schedule], logger: log.logger, scheduler: false, pollInterval: '50ms' });
   await cronq.start();
-  const { periodKey } = await enqueueTick(cronq.database.db, schedule, new Date(at));
+  const ticked = await cronq.admin.tick(schedule.name, { at: new Date(at) });
+  if (ticked.status !== 'enqueued') throw new Error(`tick of ${schedule.name} at ${at}: ${ticked.status}`);
+  const { periodKey } = ticked;
   return { log, periodKey, key: `${schedule.name}:${periodKey}` };
 }
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
-import { isSchedule } from '../src/schedule/define.ts';
+import { isSchedule, schedulesOf } from '../src/schedule/define.ts';
 import { REPO_ROOT } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 
@@ -37,7 +37,7 @@ describe('cronq import-crontab', () => {
     expect(r.stdout).toMatch(/^wrote .*\.ts$/m);
     const registry = new TaskRegistry();
     await loadSchedulesDir(out, registry);
-    const schedules = registry.schedules();
+    const schedules = schedulesOf(registry);
     expect(schedules).toHaveLength(3);
     expect(schedules.every(isSchedule)).toBe(true);
     const report = schedules.find((s) => s.command?.includes('report.php'))!;

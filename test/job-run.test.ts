@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { PermanentError } from '../src/errors.ts';
+import { LeaseLostError, PermanentError } from '../src/errors.ts';
 import { noopObserver } from '../src/observe.ts';
 import { DbHealth } from '../src/runtime/dbHealth.ts';
 import type { ClaimedJob, Failure, FailOutcome, Lease } from '../src/store/index.ts';
 import { defineTask, type TaskOptions } from '../src/tasks/define.ts';
 import { Finisher } from '../src/worker/finisher.ts';
-import { JobRun, LeaseLostError } from '../src/worker/jobRun.ts';
+import { JobRun } from '../src/worker/jobRun.ts';
 import { Prefetch } from '../src/worker/prefetch.ts';
 import { RunSlots } from '../src/worker/slots.ts';
 import { UnknownKinds } from '../src/worker/unknownKinds.ts';

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
+import { schedulesOf } from '../src/schedule/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { thrownText } from '../src/runtime/errorText.ts';
 import { runCli, REPO_ROOT } from './support/cli.ts';
@@ -43,7 +44,7 @@ describe('loading schedule files', () => {
     const registry = new TaskRegistry();
     await loadSchedulesDir(dir, registry);
     expect(registry.list().map((t) => t.name).sort()).toEqual(['alpha', 'beta']);
-    expect(registry.schedules().map((s) => s.name)).toEqual(['alpha']);
+    expect(schedulesOf(registry).map((s) => s.name)).toEqual(['alpha']);
   });
 
   it.each([

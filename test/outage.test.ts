@@ -53,9 +53,7 @@ describe.skipIf(skip)(
       url = `${server.url}/cronq_outage`;
       const cronq = createCronq({ databaseUrl: url, logger: false, allowUnknownKind: true });
       await cronq.migrate();
-      await cronq.database.pool.query(
-        'CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_key VARCHAR(255) NOT NULL, UNIQUE KEY effects_job_key (job_key))',
-      );
+      await query('CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_key VARCHAR(255) NOT NULL, UNIQUE KEY effects_job_key (job_key))');
       // Attempts to spare: each lease recovered in an outage costs one, and none may go dead.
       const jobs = Array.from({ length: TOTAL }, (_, i) => ({ kind: 'effect', key: `outage:${i}`, maxAttempts: 10 }));
       expect(await cronq.enqueueMany(jobs)).toEqual({ inserted: TOTAL, existing: 0 });

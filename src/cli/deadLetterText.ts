@@ -2,7 +2,7 @@
  * How `cronq dead` prints dead letters: readable text for people, plain JSON objects
  * for scripts. Every time is ISO 8601 UTC.
  */
-import type { DeadLetterDetail, DeadLetterGroup, DeadLetterSummary } from '../store/deadLetters.ts';
+import type { DeadLetterDetail, DeadLetterGroup, DeadLetterSummary } from '../admin.ts';
 import { renderTable } from './textTable.ts';
 
 const iso = (date: Date | null): string => (date === null ? '' : date.toISOString());

@@ -1,7 +1,5 @@
 import { baseConfig } from '../config.ts';
 import { createCronq, type Cronq } from '../cronq.ts';
-import { ping } from '../store/health.ts';
-import { assertSchemaCurrent } from '../db/migrate.ts';
 import { createLogger } from '../logger.ts';
 import type { ParsedArgs } from './command.ts';
 
@@ -9,9 +7,14 @@ import type { ParsedArgs } from './command.ts';
  * Opens cronq for a one-shot command: schedules folder loaded (so job defaults
  * and names are known), database pinged so an unreachable server fails fast, and its
  * schema checked so a database not (fully) migrated is refused with the hint to migrate.
+ * `beforeDatabase` runs once the schedules are loaded and before the one ping: a check
+ * that refuses there leaves the database untouched.
  * Logs go to stderr; stdout is the command's result. The caller must `stop()`.
  */
-export async function openForCommand(args: ParsedArgs, { loadSchedules = true } = {}): Promise<Cronq> {
+export async function openForCommand(
+  args: ParsedArgs,
+  { loadSchedules = true, beforeDatabase }: { loadSchedules?: boolean; beforeDatabase?: (cronq: Cronq) => Promise<void> } = {},
+): Promise<Cronq> {
   const config = baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
   const cronq = createCronq({
     databaseUrl: config.databaseUrl,
@@ -23,10 +26,11 @@ export async function openForCommand(args: ParsedArgs, { loadSchedules = true } 
   });
   try {
     await cronq.ready();
-    await ping(cronq.database);
+    await beforeDatabase?.(cronq);
+    await cronq.admin.ping();
     // Before any statement: a database never migrated would fail with ER_NO_SUCH_TABLE,
     // one migrated by an older cronq with a missing column, neither saying what to do.
-    await assertSchemaCurrent(cronq.database);
+    await cronq.admin.checkSchema();
   } catch (error) {
     await cronq.stop();
     throw error;

@@ -1,7 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { TICK_OUTCOMES } from '../db/schema.ts';
 import type { Observer } from '../observe.ts';
-import type { Stats } from '../store/stats.ts';
+import { TICK_OUTCOMES, type Stats } from '../admin.ts';
 import { within } from '../runtime/wakeup.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
@@ -12,7 +11,7 @@ export interface Scrape {
 
 export interface MetricsOptions {
   /**
-   * Reads the queue's state from the database (collectStats). Called at most once per
+   * Reads the queue's state from the database (cronq.admin.stats). Called at most once per
    * scrape; concurrent scrapes share one call.
    */
   collect: () => Promise<Stats>;

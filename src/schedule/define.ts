@@ -157,3 +157,8 @@ function isStringRecord(value: unknown): value is Record<string, string> {
 export function isSchedule(value: unknown): value is Schedule {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[SCHEDULE_BRAND] === true;
 }
+
+/** The schedules among a registry's tasks, in registration order. */
+export function schedulesOf(tasks: { list(): Task[] }): Schedule[] {
+  return tasks.list().filter(isSchedule);
+}

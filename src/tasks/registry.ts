@@ -1,8 +1,10 @@
 import { UsageError } from '../errors.ts';
 import type { Task } from './define.ts';
-import { isSchedule, type Schedule } from '../schedule/define.ts';
 
-/** The tasks a process knows, by kind. Names are unique; the second registration of one is refused. */
+/**
+ * The tasks a process knows, by kind (schedules among them: see schedulesOf in
+ * schedule/define.ts). Names are unique; the second registration of one is refused.
+ */
 export class TaskRegistry {
   private readonly byName = new Map<string, { task: Task; source: string }>();
 
@@ -25,11 +27,6 @@ export class TaskRegistry {
 
   list(): Task[] {
     return [...this.byName.values()].map((e) => e.task);
-  }
-
-  /** The tasks that are schedules, in registration order. */
-  schedules(): Schedule[] {
-    return this.list().filter(isSchedule);
   }
 
   get size(): number {

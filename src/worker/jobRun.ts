@@ -9,6 +9,7 @@ import { decodePayload } from './payload.ts';
 import { keepLeaseAlive, type RenewableRun } from './renewal.ts';
 import { runAsJob } from './runningJob.ts';
 import type { WorkerStore } from './workerStore.ts';
+import { LeaseLostError, ShutdownAbortError } from '../errors.ts';
 
 /** What every run of a pool shares. */
 export interface JobRunDeps {
@@ -20,14 +21,6 @@ export interface JobRunDeps {
   observer: Observer;
   /** Takes the run over once its handler has an outcome. */
   finisher: Finisher;
-}
-
-/** Why a handler's signal was aborted. */
-export class LeaseLostError extends Error {
-  override name = 'LeaseLostError';
-}
-export class ShutdownAbortError extends Error {
-  override name = 'ShutdownAbortError';
 }
 
 const SUCCEEDED: HandlerOutcome = { ok: true };

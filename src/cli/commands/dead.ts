@@ -1,25 +1,21 @@
 import { parseIntFlag } from '../../config.ts';
-import type { Db } from '../../db/client.ts';
-import { NotFoundError, UsageError } from '../../errors.ts';
 import {
-  getDeadLetter,
-  groupDeadLetters,
-  listDeadLetters,
+  DEAD_LETTER_LIST_LIMIT,
   MAX_REASON_LENGTH,
-  resolveDeadLetter,
-  resolveMatching,
   REVIEW_BATCH_SIZE,
+  type DeadLetterAdmin,
   type DeadLetterFilter,
   type ReviewAction,
   type ReviewOutcome,
-} from '../../store/deadLetters.ts';
+} from '../../admin.ts';
+import { NotFoundError, UsageError } from '../../errors.ts';
 import type { Command, ParsedArgs } from '../command.ts';
 import { COMMON_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
 
-const DEFAULT_LIST_LIMIT = 1000;
+const DEFAULT_LIST_LIMIT = DEAD_LETTER_LIST_LIMIT;
 
 type Sub = 'list' | 'show' | 'requeue' | 'discard';
 
@@ -132,10 +128,10 @@ function parseFilter(values: ParsedArgs['values'], name: string): DeadLetterFilt
   return filter;
 }
 
-async function withDb<T>(args: ParsedArgs, work: (db: Db) => Promise<T>): Promise<T> {
+async function withDeadLetters<T>(args: ParsedArgs, work: (deadLetters: DeadLetterAdmin) => Promise<T>): Promise<T> {
   const cronq = await openForCommand(args, { loadSchedules: false });
   try {
-    return await work(cronq.database.db);
+    return await work(cronq.admin.deadLetters);
   } finally {
     await cronq.stop();
   }
@@ -149,12 +145,12 @@ async function list(args: ParsedArgs, name: string): Promise<number> {
   const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : parseIntFlag(values.limit as string, '--limit', 1, 1_000_000);
   const which = includeReviewed ? 'dead letters' : 'unreviewed dead letters';
   if (values.group) {
-    const groups = await withDb(args, (db) => groupDeadLetters(db, { ...filter, includeReviewed }));
+    const groups = await withDeadLetters(args, (dead) => dead.groups({ ...filter, includeReviewed }));
     if (values.json) out(JSON.stringify(groups.map((g) => ({ ...g, firstDeadAt: g.firstDeadAt.toISOString(), lastDeadAt: g.lastDeadAt.toISOString() }))));
     else out(groups.length === 0 ? `no ${which}${filtered(filter)}` : deadLetterGroupTable(groups));
     return 0;
   }
-  const { letters, more } = await withDb(args, (db) => listDeadLetters(db, { ...filter, includeReviewed, limit }));
+  const { letters, more } = await withDeadLetters(args, (dead) => dead.list({ ...filter, includeReviewed, limit }));
   const note = `more ${which} match: showing the oldest ${limit} (raise --limit, narrow with --kind/--queue/--since, or use --group)`;
   if (values.json) {
     out(JSON.stringify(letters.map(deadLetterJson)));
@@ -177,7 +173,7 @@ function filtered(filter: DeadLetterFilter): string {
 }
 
 async function show(args: ParsedArgs, id: number): Promise<number> {
-  const letter = await withDb(args, (db) => getDeadLetter(db, id));
+  const letter = await withDeadLetters(args, (dead) => dead.get(id));
   if (!letter) throw notFound('show', id);
   args.out(args.values.json ? JSON.stringify(deadLetterDetailJson(letter)) : deadLetterDetailText(letter));
   return 0;
@@ -204,7 +200,7 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
 
   if (bulk) {
     const filter = parseFilter(values, name);
-    const result = await withDb(args, (db) => resolveMatching(db, filter, action, reason));
+    const result = await withDeadLetters(args, (dead) => (action === 'requeue' ? dead.requeueMatching(filter, reason) : dead.discardMatching(filter, reason)));
     const skipped = [
       result.skippedJobNotDead > 0 && `${result.skippedJobNotDead} whose job is no longer dead`,
       result.skippedSuperseded > 0 && `${result.skippedSuperseded} whose job died again later (see its newer dead letter)`,
@@ -215,7 +211,7 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
   }
 
   const id = parseId(rest[0], name);
-  const outcome = await withDb(args, (db) => resolveDeadLetter(db, id, action, reason));
+  const outcome = await withDeadLetters(args, (dead) => (action === 'requeue' ? dead.requeue(id, reason) : dead.discard(id, reason)));
   if (outcome.status !== 'done') throw refusal(sub, outcome);
   out(
     action === 'requeue'

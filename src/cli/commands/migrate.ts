@@ -24,7 +24,7 @@ ${COMMON_HELP}`,
     const cronq = createCronq({ databaseUrl: config.databaseUrl, logger: createLogger(config.logLevel, 2), workers: false });
     try {
       await cronq.migrate();
-      out(`migrated ${cronq.database.target.masked}`);
+      out(`migrated ${cronq.maskedDatabaseUrl}`);
       return 0;
     } finally {
       await cronq.stop();

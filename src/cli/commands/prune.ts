@@ -1,9 +1,5 @@
-import { baseConfig, parseRetention } from '../../config.ts';
-import { PRUNE_DEFAULTS, pruneOnce } from '../../maintenance/prune.ts';
-import { Store } from '../../store/index.ts';
-import { loadSchedulesDir } from '../../schedule/loader.ts';
-import { checkRetention } from '../../schedule/retention.ts';
-import { TaskRegistry } from '../../tasks/registry.ts';
+import { parseRetention } from '../../config.ts';
+import { PRUNE_DEFAULTS } from '../../maintenance/prune.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
@@ -54,14 +50,10 @@ ${COMMON_HELP}`,
   async run(args) {
     const retentionMs = parseRetention((args.values['done-older-than'] as string | undefined) ?? DEFAULT_RETENTION, '--done-older-than');
     const dryRun = args.values['dry-run'] === true;
-    // Refuse a too-short retention before touching the database.
-    const { schedulesDir } = baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
-    const schedules = new TaskRegistry();
-    if (schedulesDir) await loadSchedulesDir(schedulesDir, schedules);
-    checkRetention(retentionMs, schedules.schedules(), '--done-older-than');
-    const cronq = await openForCommand(args, { loadSchedules: false });
+    // A too-short retention is refused before the database is touched.
+    const cronq = await openForCommand(args, { beforeDatabase: (c) => c.admin.checkRetention(retentionMs, '--done-older-than') });
     try {
-      const result = await pruneOnce(new Store(cronq.database), { olderThanMs: retentionMs, dryRun });
+      const result = await cronq.admin.prune({ olderThanMs: retentionMs, dryRun });
       if (args.values.json) {
         args.out(JSON.stringify({ ...result, cutoff: result.cutoff.toISOString() }));
       } else {

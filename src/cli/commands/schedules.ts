@@ -1,7 +1,5 @@
+import { LISTING_MAX, type TickRow } from '../../admin.ts';
 import { baseConfig, parseIntFlag } from '../../config.ts';
-import { ping } from '../../store/health.ts';
-import { recentTicks, type TickRow } from '../../store/ledger.ts';
-import { fireTimesBetween } from '../../schedule/period.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -28,17 +26,19 @@ ${COMMON_HELP}`,
   positionals: { min: 0, max: 0, names: '' },
   async run(args) {
     const from = args.values.from === undefined ? new Date() : parseIsoInstant(args.values.from as string, '--from');
-    const count = args.values.count === undefined ? 5 : parseIntFlag(args.values.count as string, '--count', 1, 1000);
+    const count = args.values.count === undefined ? 5 : parseIntFlag(args.values.count as string, '--count', 1, LISTING_MAX);
     baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
     const cronq = await openForCommand(args);
     try {
-      await ping(cronq.database);
-      const listed = [];
-      for (const s of (await cronq.ready()).schedules()) {
-        const next = fireTimesBetween(s.cron, s.timezone, from, new Date(8_640_000_000_000_000), count);
-        const [last] = await recentTicks(cronq.database.db, s.name, 1);
-        listed.push({ name: s.name, cron: s.cron, timezone: s.timezone, tzdata: TZDATA, period: s.period, next: next.map((d) => d.toISOString()), lastTick: last ? tickJson(last) : null });
-      }
+      const listed = (await cronq.admin.schedules({ from, count })).map((s) => ({
+        name: s.name,
+        cron: s.cron,
+        timezone: s.timezone,
+        tzdata: TZDATA,
+        period: s.period,
+        next: s.next.map((d) => d.toISOString()),
+        lastTick: s.lastTick ? tickJson(s.lastTick) : null,
+      }));
       if (args.values.json) {
         args.out(JSON.stringify(listed, null, 2));
       } else if (listed.length === 0) {

@@ -1,4 +1,4 @@
-import { collectStats, type Stats } from '../../store/stats.ts';
+import type { Stats } from '../../admin.ts';
 import { COMMON_HELP, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { renderTable } from '../textTable.ts';
@@ -34,7 +34,7 @@ ${COMMON_HELP}`,
     const cronq = await openForCommand(args, { loadSchedules: false });
     let stats: Stats;
     try {
-      stats = await collectStats(cronq.database.db);
+      stats = await cronq.admin.stats();
     } finally {
       await cronq.stop();
     }

@@ -1,6 +1,4 @@
 import { UsageError } from '../../errors.ts';
-import { enqueueTick } from '../../schedule/fanout.ts';
-import { latestFireAtOrBefore } from '../../schedule/period.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -26,13 +24,11 @@ ${COMMON_HELP}`,
     const at = args.values.at === undefined ? new Date() : parseIsoInstant(args.values.at as string, '--at');
     const cronq = await openForCommand(args);
     try {
-      const schedule = (await cronq.ready()).schedules().find((s) => s.name === name);
-      if (!schedule) throw new UsageError(`cronq tick: no schedule named '${name}' in the schedules folder`);
-      const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
-      if (!fireAt) throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${at.toISOString()}`);
-      const result = await enqueueTick(cronq.database.db, schedule, fireAt);
+      const result = await cronq.admin.tick(name, { at });
+      if (result.status === 'no_schedule') throw new UsageError(`cronq tick: no schedule named '${name}' in the schedules folder`);
+      if (result.status === 'no_fire_time') throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${at.toISOString()}`);
       args.out(
-        `${name} tick ${fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
+        `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
           result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''
         }`,
       );

@@ -1,0 +1,191 @@
+/**
+ * The admin API (`cronq.admin`): what an operator does to a running cronq — triage dead
+ * letters, read stats, prune, look at and fire schedules, check the database — as plain
+ * typed values. The CLI's one-shot commands, the web console and applications all use
+ * it; none of them holds the database. Every method works without `start()`: it needs
+ * the database (and, for schedules and retention, the loaded schedule files).
+ */
+import type { Database } from './db/client.ts';
+import { assertSchemaCurrent } from './db/migrate.ts';
+import { wholeNumberWithin } from './defaults.ts';
+import type { RefusedJobInfo } from './errors.ts';
+import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
+import { schedulesOf, type Schedule } from './schedule/define.ts';
+import { enqueueTick } from './schedule/fanout.ts';
+import { fireTimesBetween, latestFireAtOrBefore, type Period } from './schedule/period.ts';
+import { checkRetention } from './schedule/retention.ts';
+import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
+import type { Store, TickRow } from './store/index.ts';
+import type { Stats } from './store/stats.ts';
+import type { TaskRegistry } from './tasks/registry.ts';
+
+export { MAX_REASON_LENGTH, REVIEW_BATCH_SIZE } from './store/deadLetters.ts';
+export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome, ReviewAction } from './store/deadLetters.ts';
+export type { DeadLetterStats, QueueStats, ScheduleStats, Stats } from './store/stats.ts';
+/** Every outcome a tick-ledger row can record (ScheduleStats.lastTick.outcome, TickRow.outcome). */
+export { TICK_OUTCOMES } from './db/schema.ts';
+export type { TickRow } from './store/index.ts';
+export type { PruneResult } from './maintenance/prune.ts';
+
+/** Dead letters listed by default (DeadLetterAdmin.list). */
+export const DEAD_LETTER_LIST_LIMIT = 1000;
+/** Fire times and ledger rows one schedules or ticks call returns at most. */
+export const LISTING_MAX = 1000;
+/** The last instant a JavaScript Date can hold: "no end" for fire-time listings. */
+const END_OF_TIME = new Date(8_640_000_000_000_000);
+
+/** Which dead letters a listing covers: a filter, and reviewed ones too when `includeReviewed`. */
+export type DeadLetterQuery = DeadLetterFilter & { includeReviewed?: boolean };
+
+/**
+ * Dead-letter triage. A review (requeue or discard) marks a dead letter reviewed at most
+ * once, however many operators race on it: the loser gets 'already_reviewed' and
+ * changes nothing. Reasons are required (1–MAX_REASON_LENGTH characters; UsageError).
+ */
+export interface DeadLetterAdmin {
+  /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (default 1000); `more` when others match. */
+  list(query?: DeadLetterQuery & { limit?: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }>;
+  /** Counts by kind and failure reason (first line, numbers and ids normalised), largest first. */
+  groups(query?: DeadLetterQuery): Promise<DeadLetterGroup[]>;
+  /** One dead letter in full with its job's row now, or null when no such id. */
+  get(id: number): Promise<DeadLetterDetail | null>;
+  /** Puts the job back to 'ready' (attempts 0, available now) unless it is no longer dead or died again since. */
+  requeue(id: number, reason: string): Promise<ReviewOutcome>;
+  /** Leaves the job dead and marks the dead letter reviewed. */
+  discard(id: number, reason: string): Promise<ReviewOutcome>;
+  /** requeue for every unreviewed dead letter matching `filter` (all when empty), REVIEW_BATCH_SIZE per transaction. */
+  requeueMatching(filter: DeadLetterFilter, reason: string): Promise<BulkReviewResult>;
+  /** discard for every unreviewed dead letter matching `filter` (all when empty), REVIEW_BATCH_SIZE per transaction. */
+  discardMatching(filter: DeadLetterFilter, reason: string): Promise<BulkReviewResult>;
+}
+
+/** A loaded schedule with its coming fire times and its latest tick-ledger row. */
+export interface ScheduleListing {
+  name: string;
+  cron: string;
+  timezone: string;
+  period: Period;
+  /** The next fire instants after `from`, ascending (empty: it never fires again). */
+  next: Date[];
+  /** The latest row of the tick ledger (null: no tick recorded yet). */
+  lastTick: TickRow | null;
+}
+
+/** What `tick()` did: the fan-out's counts, or why there was nothing to run. */
+export type TickNowOutcome =
+  | {
+      status: 'enqueued';
+      schedule: string;
+      /** The fire time run: the latest at or before `at`. */
+      fireAt: Date;
+      periodKey: string;
+      inserted: number;
+      existing: number;
+      /** Entities that cannot become jobs; the first 1,000 are in `refused`. */
+      refusedCount: number;
+      refused: RefusedJobInfo[];
+    }
+  | { status: 'no_schedule'; schedule: string }
+  | { status: 'no_fire_time'; schedule: string; at: Date };
+
+/** The operator's view of one cronq instance (`cronq.admin`). */
+export interface CronqAdmin {
+  /**
+   * `SELECT 1` within the connect timeout; throws DatabaseUnreachableError (naming host
+   * and port, never the password) or DatabaseMissingError.
+   */
+  ping(): Promise<void>;
+  /** Throws SchemaBehindError when migrations are pending ('cronq migrate' has not run); reads only. */
+  checkSchema(): Promise<void>;
+  readonly deadLetters: DeadLetterAdmin;
+  /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
+  stats(): Promise<Stats>;
+  /**
+   * Refuses (UsageError, naming `name`) a retention under 1h or shorter than any loaded
+   * schedule's catch-up window plus one period: pruning then could let a key run twice.
+   * Touches no database.
+   */
+  checkRetention(olderThanMs: number, name?: string): Promise<void>;
+  /**
+   * One retention pass: deletes done jobs and finished tick rows older than
+   * `olderThanMs` (database clock), in small batches; `dryRun` counts instead. Checks the
+   * retention first (checkRetention), deleting nothing when it is refused. Safe beside
+   * running daemons and other prunes.
+   */
+  prune(options: { olderThanMs: number; dryRun?: boolean }): Promise<PruneResult>;
+  /** Every loaded schedule with its next `count` fire times after `from` (default now, 5; count 1–1000). */
+  schedules(options?: { from?: Date; count?: number }): Promise<ScheduleListing[]>;
+  /** The latest `count` tick-ledger rows of a schedule (default 10, 1–1000), newest first. */
+  recentTicks(schedule: string, count?: number): Promise<TickRow[]>;
+  /**
+   * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`
+   * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
+   * scheduler records that tick when it reaches it).
+   */
+  tick(schedule: string, options?: { at?: Date }): Promise<TickNowOutcome>;
+}
+
+/** What the admin API reads through: the instance's store, its database and its loaded tasks. */
+export interface AdminDeps {
+  store: Store;
+  database: Database;
+  ready(): Promise<TaskRegistry>;
+}
+
+/** Builds `cronq.admin` over one instance's store; holds no state of its own. */
+export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
+  const schedules = async () => schedulesOf(await ready());
+  const checkRetentionOf = async (olderThanMs: number, name = 'olderThanMs') => checkRetention(olderThanMs, await schedules(), name);
+  return {
+    ping: () => store.ping(),
+    checkSchema: () => assertSchemaCurrent(database),
+    deadLetters: {
+      list: ({ limit = DEAD_LETTER_LIST_LIMIT, ...query } = {}) => store.listDeadLetters({ ...query, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }),
+      groups: (query = {}) => store.groupDeadLetters(query),
+      get: (id) => store.getDeadLetter(id),
+      requeue: (id, reason) => store.resolveDeadLetter(id, 'requeue', reason),
+      discard: (id, reason) => store.resolveDeadLetter(id, 'discard', reason),
+      requeueMatching: (filter, reason) => store.resolveMatching(filter, 'requeue', reason),
+      discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
+    },
+    stats: () => store.stats(),
+    checkRetention: checkRetentionOf,
+    async prune({ olderThanMs, dryRun }) {
+      await checkRetentionOf(olderThanMs);
+      return pruneOnce(store, { olderThanMs, dryRun });
+    },
+    async schedules({ from = new Date(), count = 5 } = {}) {
+      const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
+      const listed: ScheduleListing[] = [];
+      for (const s of await schedules()) {
+        listed.push({
+          name: s.name,
+          cron: s.cron,
+          timezone: s.timezone,
+          period: s.period,
+          next: fireTimesBetween(s.cron, s.timezone, from, END_OF_TIME, limit),
+          lastTick: await store.latestTick(s.name),
+        });
+      }
+      return listed;
+    },
+    recentTicks: (schedule, count = 10) => store.recentTicks(schedule, wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX })),
+    async tick(name, { at = new Date() } = {}) {
+      const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
+      if (!schedule) return { status: 'no_schedule', schedule: name };
+      const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
+      if (!fireAt) return { status: 'no_fire_time', schedule: name, at };
+      const result = await enqueueTick(database.db, schedule, fireAt);
+      return {
+        status: 'enqueued',
+        schedule: name,
+        fireAt,
+        periodKey: result.periodKey,
+        inserted: result.inserted,
+        existing: result.existing,
+        refusedCount: result.refusedCount,
+        refused: result.refused,
+      };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * The engine's settings that both `createCronq` (options from code) and `cronq start`
+ * (flags, config.ts) accept: each one's default and bounds, defined once here. Each side
+ * parses its own input form (numbers or flag text) and checks it against these bounds
+ * with `wholeNumberWithin`, so a bound cannot drift between the API and the CLI.
+ */
+import { UsageError } from './errors.ts';
+import { UNKNOWN_KIND_DEFAULTS } from './worker/unknownKinds.ts';
+import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
+
+/** A whole-number setting: its default and the inclusive range it must fall in. */
+export interface Bounded {
+  default: number;
+  min: number;
+  max: number;
+}
+
+/** Handlers running at once (`concurrency`, `--concurrency`). */
+export const CONCURRENCY: Bounded = { default: 10, min: 1, max: 1000 };
+/** Most jobs claimed ahead of free slots (`prefetch`, `--prefetch`). */
+export const PREFETCH: Bounded = { default: 1000, min: 0, max: 10_000 };
+/** How often an idle worker polls, in ms (`pollInterval`, `--poll`). */
+export const POLL_MS: Bounded = { default: 200, min: 10, max: 60_000 };
+/** Test hook: pause after each claim commits, in ms (`postClaimPauseMs`, CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
+export const POST_CLAIM_PAUSE_MS: Bounded = { default: 0, min: 0, max: 10_000 };
+/** Lease expiries after which a job goes dead (`maxLeaseExpiries`). */
+export const LEASE_EXPIRIES: Bounded = { default: MAX_LEASE_EXPIRIES, min: 1, max: 1000 };
+/** How long `stop()` (and the first SIGTERM) gives running handlers, in ms (`graceMs`, `--grace`). */
+export const GRACE_MS = 10_000;
+/** How long a kind may go unserved before its claimed jobs go dead, in ms (`unknownKindGraceMs`, `--unknown-kind-grace`). */
+export const UNKNOWN_KIND_GRACE_MS = UNKNOWN_KIND_DEFAULTS.graceMs;
+
+/**
+ * `value` when it is a whole number within `bound`; otherwise a UsageError naming the
+ * setting: `NAME must be a whole number from MIN to MAX (got SHOWN)`. `shown` is how the
+ * input reads back to its writer (flags quote the text they were given).
+ */
+export function wholeNumberWithin(value: number, name: string, bound: Pick<Bounded, 'min' | 'max'>, shown: string = String(value)): number {
+  if (!Number.isInteger(value) || value < bound.min || value > bound.max) {
+    throw new UsageError(`${name} must be a whole number from ${bound.min} to ${bound.max} (got ${shown})`);
+  }
+  return value;
+}
