@@ -1,6 +1,5 @@
-import { driverError } from './db/client.ts';
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
-import { boundedText, STACK_TEXT_MAX } from './runtime/errorText.ts';
+import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
@@ -59,7 +58,7 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const debug = env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace';
   // Drizzle wraps driver errors in a message carrying the SQL and its parameters
   // (payloads included): show the driver's own error instead.
-  const shown = driverError(error);
+  const shown = shownError(error);
   const code = (shown as { code?: unknown })?.code;
   const text = shown instanceof Error ? shown.message : String(shown);
   const message = boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);

@@ -3,10 +3,9 @@
  * (flags, config.ts) accept: each one's default and bounds, defined once here. Each side
  * parses its own input form (numbers or flag text) and checks it against these bounds
  * with `wholeNumberWithin`, so a bound cannot drift between the API and the CLI.
+ * A leaf: it imports nothing of cronq's but errors.ts, so every layer may read it.
  */
 import { UsageError } from './errors.ts';
-import { UNKNOWN_KIND_DEFAULTS } from './worker/unknownKinds.ts';
-import { MAX_LEASE_EXPIRIES } from './store/recovery.ts';
 
 /** A whole-number setting: its default and the inclusive range it must fall in. */
 export interface Bounded {
@@ -24,11 +23,15 @@ export const POLL_MS: Bounded = { default: 200, min: 10, max: 60_000 };
 /** Test hook: pause after each claim commits, in ms (`postClaimPauseMs`, CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
 export const POST_CLAIM_PAUSE_MS: Bounded = { default: 0, min: 0, max: 10_000 };
 /** Lease expiries after which a job goes dead (`maxLeaseExpiries`). */
-export const LEASE_EXPIRIES: Bounded = { default: MAX_LEASE_EXPIRIES, min: 1, max: 1000 };
+export const LEASE_EXPIRIES: Bounded = { default: 3, min: 1, max: 1000 };
 /** How long `stop()` (and the first SIGTERM) gives running handlers, in ms (`graceMs`, `--grace`). */
 export const GRACE_MS = 10_000;
 /** How long a kind may go unserved before its claimed jobs go dead, in ms (`unknownKindGraceMs`, `--unknown-kind-grace`). */
-export const UNKNOWN_KIND_GRACE_MS = UNKNOWN_KIND_DEFAULTS.graceMs;
+export const UNKNOWN_KIND_GRACE_MS = 15 * 60_000;
+/** How often a daemon with workers refreshes its cronq_daemons row, in ms (`heartbeatInterval`). */
+export const HEARTBEAT_MS = 10_000;
+/** Retention passes: rows per DELETE, the pause between them, the id span scanned at once, and how often `--prune-done-older-than` runs. */
+export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, everyMs: 5 * 60_000 };
 
 /**
  * `value` when it is a whole number within `bound`; otherwise a UsageError naming the

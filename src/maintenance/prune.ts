@@ -7,6 +7,7 @@ import { uniformMs } from '../runtime/backoff.ts';
 import { DB_ERROR_TEXT_MAX, errorText } from '../runtime/errorText.ts';
 import { sleep } from '../runtime/wakeup.ts';
 import { parseDbTime, type DbTime, type PruneTarget, type Store } from '../store/index.ts';
+import { PRUNE_DEFAULTS } from '../defaults.ts';
 
 export interface PruneOptions {
   /** Done jobs finished, and tick rows finished, more than this long ago (database clock) go. */
@@ -36,7 +37,6 @@ export interface PruneResult {
   dryRun: boolean;
 }
 
-export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, everyMs: 5 * 60_000 };
 
 /**
  * One retention pass: deletes `done` jobs whose finished_at is older than the cutoff,

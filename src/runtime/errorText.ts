@@ -132,3 +132,12 @@ function firstLineCut(text: string, maxChars: number): string {
   const line = firstLine(text);
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
+
+/**
+ * The error worth showing a person: the driver's own, not drizzle's wrapper of a failed
+ * statement (whose message is the SQL with every parameter, payloads included). Any
+ * other error comes back as it is.
+ */
+export function shownError(error: unknown): unknown {
+  return guarded(() => driverError(error)) ?? error;
+}

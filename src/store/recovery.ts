@@ -14,10 +14,9 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { markDead } from './fenced.ts';
+import { LEASE_EXPIRIES } from '../defaults.ts';
 import { NOW, rows } from './sql.ts';
 
-/** Default of `maxLeaseExpiries`: a job whose lease expired this often goes dead. */
-export const MAX_LEASE_EXPIRIES = 3;
 
 /** Who held an expired lease, as the row says (an expression: texts differ per row). */
 const HELD_BY = sql`COALESCE(locked_by, 'an unknown worker')`;
@@ -39,7 +38,7 @@ const HELD_BY = sql`COALESCE(locked_by, 'an unknown worker')`;
 export async function recoverExpiredLeases(
   db: Db,
   limit: number,
-  maxLeaseExpiries = MAX_LEASE_EXPIRIES,
+  maxLeaseExpiries = LEASE_EXPIRIES.default,
 ): Promise<{ returned: number; dead: number }> {
   return db.transaction(async (tx) => {
     const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(

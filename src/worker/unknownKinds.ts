@@ -2,12 +2,13 @@ import { formatDuration } from '../duration.ts';
 import type { Logger } from '../logger.ts';
 import type { ClaimedJob } from '../store/index.ts';
 import type { WorkerStore } from './workerStore.ts';
+import { HEARTBEAT_MS, UNKNOWN_KIND_GRACE_MS } from '../defaults.ts';
 
 export const UNKNOWN_KIND_DEFAULTS = {
   /** How long a kind may go unserved before its jobs go dead. */
-  graceMs: 15 * 60_000,
+  graceMs: UNKNOWN_KIND_GRACE_MS,
   /** How often a daemon with workers refreshes its heartbeat_at (see DaemonHeartbeat). */
-  heartbeatMs: 10_000,
+  heartbeatMs: HEARTBEAT_MS,
 };
 
 /** Bounds on how long a released job waits before it can be claimed again. */

@@ -1,5 +1,5 @@
 import { parseRetention } from '../../config.ts';
-import { PRUNE_DEFAULTS } from '../../maintenance/prune.ts';
+import { PRUNE_DEFAULTS } from '../../defaults.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
