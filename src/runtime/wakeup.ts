@@ -1,12 +1,21 @@
 /**
- * A level-triggered wake-up: `notify()` ends every wait in progress at once, or, with
- * nobody waiting, the next `wait()`; otherwise `wait(ms)` ends after `ms`.
+ * A wake-up that cannot be lost: `notify()` ends every wait in progress at once and, with
+ * nobody waiting, the next `wait()`. A loop that reads `seen` before its work and passes
+ * it to `wait(ms, seen)` also wakes at once for a notify that came *during* that work
+ * (while it was not waiting yet), instead of sleeping `ms` past it.
  */
 export class Wakeup {
+  private generation = 0;
   private pending = false;
   private readonly waiters = new Set<() => void>();
 
+  /** How many notifications there have been: read before work that a notify could overtake. */
+  get seen(): number {
+    return this.generation;
+  }
+
   notify(): void {
+    this.generation += 1;
     if (this.waiters.size === 0) {
       this.pending = true;
       return;
@@ -14,8 +23,12 @@ export class Wakeup {
     for (const finish of [...this.waiters]) finish();
   }
 
-  wait(ms: number): Promise<void> {
-    if (this.pending) {
+  /**
+   * Resolves after `ms`, at a `notify()`, or at once when a notify came since `since` (a
+   * `seen` read earlier) — or, without `since`, when one came while nobody waited.
+   */
+  wait(ms: number, since?: number): Promise<void> {
+    if (since === undefined ? this.pending : this.generation !== since) {
       this.pending = false;
       return Promise.resolve();
     }

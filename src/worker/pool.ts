@@ -172,6 +172,9 @@ export class WorkerPool {
     const { concurrency, log } = this.options;
     while (!this.isStopping) {
       this.lastLoopAt = Date.now();
+      // A notify (a local enqueue, a freed slot) while this lane claims must not be lost:
+      // its waits below end at once if one came after this read.
+      const seen = this.wakeup.seen;
       if (lane === 0) {
         // In an outage, running and finishing jobs wait for the database instead of
         // probing it; when this loop will not claim either, it probes for them.
@@ -180,12 +183,12 @@ export class WorkerPool {
         this.startBuffered();
       }
       if (lane > 0 && (!this.lastClaimFull || this.poison.narrowing)) {
-        await this.wakeup.wait(this.options.pollMs);
+        await this.wakeup.wait(this.options.pollMs, seen);
         continue;
       }
       const want = this.claimSize();
       if (want === 0) {
-        await this.wakeup.wait(this.options.pollMs);
+        await this.wakeup.wait(this.options.pollMs, seen);
         continue;
       }
       let claimed: ClaimedJob[];
@@ -242,7 +245,7 @@ export class WorkerPool {
         // and see which queues have work now.
         this.cursors.clear();
         this.queueList.stale();
-        await this.wakeup.wait(this.options.pollMs);
+        await this.wakeup.wait(this.options.pollMs, seen);
       } else if (lane === 0) {
         this.wakeup.notify(); // let the other lanes see the queues are busy
       }
