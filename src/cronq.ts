@@ -217,7 +217,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let pool: WorkerPool | null = null;
   let scheduler: Scheduler | null = null;
   let heartbeat: DaemonHeartbeat | null = null;
-  const recoveryStop = new AbortController();
+  const maintenanceStop = new AbortController();
   let recovery: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
 
@@ -329,7 +329,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       }
       if (pruneMs !== null && !prune) {
         const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
-        prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, recoveryStop.signal);
+        prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, maintenanceStop.signal);
       }
       if (options.workers === false || pool) return;
       const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
@@ -374,7 +374,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           observer,
           maxLeaseExpiries,
         },
-        recoveryStop.signal,
+        maintenanceStop.signal,
       );
     },
 
@@ -383,7 +383,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
         await heartbeat?.stop(); // after the pool: its kinds were served until now
-        recoveryStop.abort();
+        maintenanceStop.abort();
         await recovery;
         await prune;
         await database.close();
