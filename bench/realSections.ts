@@ -1,0 +1,172 @@
+/**
+ * Bench sections that measure what users run: async handlers, ~100-byte JSON payloads,
+ * drains of 20k and 100k jobs with the process's peak RSS, memory after 100k and after
+ * 1M jobs drained, and the cost of a big table (1M done rows, 100k ready; 1M dead rows
+ * and 10k dead letters for stats). Scripts that print figures; they assert nothing.
+ */
+import mysql from 'mysql2/promise';
+import { createCronq, defineTask } from '../src/index.ts';
+import { fmt, truncateJobs, type BenchContext, type BenchSection } from './util.ts';
+
+/** A payload like a real one: about 100 bytes of JSON. */
+const payloadOf = (i: number) => ({ userId: i, plan: 'pro-monthly', amountCents: 4900 + (i % 100), currency: 'EUR', region: 'eu-central' });
+
+/** Samples this process's RSS every 100 ms; `peak()` is the largest seen. */
+function rssSampler() {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
+  return {
+    peak: () => Math.max(peak, process.memoryUsage().rss),
+    stop: () => clearInterval(timer),
+  };
+}
+
+const mb = (bytes: number) => `${Math.round(bytes / 1_048_576)} MB`;
+
+/**
+ * Enqueues `total` jobs with payloads, then drains them in one createCronq at concurrency
+ * 16 with an async handler; returns jobs/s from the start to the last completion written.
+ */
+async function drainAsync(url: string, total: number, keyPrefix: string): Promise<number> {
+  let done = 0;
+  let finished!: () => void;
+  const allDone = new Promise<void>((r) => (finished = r));
+  const task = defineTask({
+    name: 'async-noop',
+    handle: async (job) => {
+      await Promise.resolve(job.payload);
+      done += 1;
+      if (done === total) finished();
+    },
+  });
+  const cronq = createCronq({ databaseUrl: url, logger: false, concurrency: 16, tasks: [task] });
+  const batch = 50_000;
+  for (let from = 0; from < total; from += batch) {
+    const rows = Array.from({ length: Math.min(batch, total - from) }, (_, i) => ({ key: `${keyPrefix}:${from + i}`, payload: payloadOf(from + i) }));
+    await cronq.enqueueMany(task, rows);
+  }
+  const started = performance.now();
+  await cronq.start();
+  await allDone;
+  const conn = await mysql.createConnection(url);
+  for (;;) {
+    const [[row]] = (await conn.query(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done' AND job_key LIKE ?`, [`${keyPrefix}:%`])) as any;
+    if (Number(row.n) >= total) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await conn.end();
+  await cronq.stop();
+  return total / seconds;
+}
+
+function ratioTo(context: BenchContext, rate: number): number | undefined {
+  return context.baseline ? rate / context.baseline : undefined;
+}
+
+/** Async handler, ~100-byte payloads: 20,000 and 100,000 jobs, with peak RSS during each. */
+const drainReal: BenchSection = {
+  name: 'drain-async',
+  async run(context) {
+    for (const total of [20_000, 100_000]) {
+      await truncateJobs(context.url);
+      global.gc?.();
+      const rss = rssSampler();
+      const rate = await drainAsync(context.url, total, `async:${total}`);
+      rss.stop();
+      context.results.push({
+        label: `drain ${fmt(total)} jobs, async handler, ~100 B payloads, concurrency 16`,
+        value: `${fmt(rate)} jobs/s, peak RSS ${mb(rss.peak())}`,
+        ratio: ratioTo(context, rate),
+        target: total === 20_000 ? '≥ 5× baseline' : 'peak RSS ≤ 160 MB',
+      });
+    }
+  },
+};
+
+/** RSS after draining 100,000 jobs and after 1,000,000 (same process, async handler, payloads). */
+const memory: BenchSection = {
+  name: 'memory',
+  async run(context) {
+    await truncateJobs(context.url);
+    let drained = 0;
+    const after: Record<string, number> = {};
+    for (const [label, count] of [
+      ['100k', 100_000],
+      ['1M', 900_000],
+    ] as const) {
+      // In chunks of 100k, truncating between them, so the table stays the same size.
+      for (let left = count; left > 0; left -= 100_000) {
+        await truncateJobs(context.url);
+        await drainAsync(context.url, 100_000, `mem:${drained}`);
+        drained += 100_000;
+      }
+      global.gc?.();
+      after[label] = process.memoryUsage().rss;
+    }
+    context.results.push({
+      label: 'RSS after 100k jobs drained, after 1M',
+      value: `${mb(after['100k'])}, ${mb(after['1M'])} (${((after['1M'] / after['100k'] - 1) * 100).toFixed(1)} %)`,
+      target: 'within 10 %',
+    });
+  },
+};
+
+/** The claim's plan and a 20k drain on a table holding 1M done rows, beside the same drain on an empty table. */
+const bigTable: BenchSection = {
+  name: 'bigtable',
+  async run(context) {
+    await truncateJobs(context.url);
+    const empty = await drainAsync(context.url, 20_000, 'empty');
+    await truncateJobs(context.url);
+    const conn = await mysql.createConnection({ uri: context.url, multipleStatements: true });
+    // 1M done rows (and, below, 1M dead rows and 10k dead letters), made in SQL in batches.
+    await fill(conn, 'done', 1_000_000);
+    const plan = (await conn.query(
+      `EXPLAIN SELECT id, available_at FROM cronq_jobs FORCE INDEX (cronq_jobs_claim) WHERE status = 'ready' AND queue = 'default' AND available_at <= UTC_TIMESTAMP(6) ORDER BY available_at, id LIMIT 100 FOR UPDATE SKIP LOCKED`,
+    )) as any;
+    const big = await drainAsync(context.url, 20_000, 'big');
+    const row = plan[0][0];
+    context.results.push({ label: 'claim plan with 1M done rows', value: `${row.type} on ${row.key}, rows ${row.rows}, ${row.Extra}` });
+    context.results.push({
+      label: 'drain 20k with 1M done rows vs empty table',
+      value: `${fmt(big)} vs ${fmt(empty)} jobs/s (${((big / empty - 1) * 100).toFixed(1)} %)`,
+      target: 'within 10 %',
+    });
+    await fill(conn, 'dead', 1_000_000);
+    await conn.query(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts)
+      SELECT id, queue, kind, job_key, payload, 'Error: upstream 503', attempts FROM cronq_jobs WHERE status = 'dead' ORDER BY id LIMIT 10000`);
+    await conn.end();
+    const cronq = createCronq({ databaseUrl: context.url, logger: false });
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      await cronq.admin.stats();
+      times.push(performance.now() - started);
+    }
+    await cronq.stop();
+    times.sort((a, b) => a - b);
+    context.results.push({ label: 'stats with 1M done, 1M dead, 10k dead letters (5 runs)', value: `${times.map((t) => t.toFixed(0)).join(', ')} ms`, target: '< 200 ms' });
+  },
+};
+
+/** Inserts `count` rows of `status` in batches of 50k, generated by the server. */
+async function fill(conn: mysql.Connection, status: 'done' | 'dead', count: number): Promise<void> {
+  await conn.query('CREATE TABLE IF NOT EXISTS bench_seq (n INT PRIMARY KEY)');
+  const [[have]] = (await conn.query('SELECT COUNT(*) AS n FROM bench_seq')) as any;
+  if (Number(have.n) < 50_000) {
+    await conn.query('TRUNCATE bench_seq');
+    const values = Array.from({ length: 50_000 }, (_, i) => `(${i})`).join(',');
+    await conn.query(`INSERT INTO bench_seq (n) VALUES ${values}`);
+  }
+  for (let from = 0; from < count; from += 50_000) {
+    await conn.query(
+      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, finished_at)
+       SELECT 'default', 'async-noop', CONCAT(?, ':', ? + n), '{"userId":1,"plan":"pro-monthly","amountCents":4900,"currency":"EUR"}', ?, 1, UTC_TIMESTAMP(6)
+       FROM bench_seq`,
+      [`fill-${status}`, from, status],
+    );
+  }
+}
+
+export { bigTable, drainReal, memory };
