@@ -103,6 +103,12 @@ describe('claiming a limited queue', () => {
     expect(await claim(10)).toHaveLength(2);
     const [{ n }] = await t.sql("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'reserved' AND lease_until > UTC_TIMESTAMP(6)");
     expect(Number(n)).toBe(4);
+    const cronq = createCronq({ databaseUrl: t.url, logger: false });
+    try {
+      expect(await cronq.admin.limits()).toEqual([{ kind: 'capped', maxRunning: 4, running: 4, updatedAt: expect.any(Date) }]);
+    } finally {
+      await cronq.stop();
+    }
   });
 
   it('claims nothing from a limited queue whose limit row is missing', async () => {
@@ -150,6 +156,13 @@ describe('three daemons sharing a limit', () => {
       const lockedBy = await t.sql<{ locked_by: string }>("SELECT DISTINCT locked_by FROM cronq_jobs WHERE kind = 'capped-run'");
       expect(lockedBy.length).toBeGreaterThan(1); // the limit was shared, not one daemon's doing
       expect(await t.sql("SELECT kind, max_running FROM cronq_kind_limits WHERE kind = 'capped-run'")).toEqual([{ kind: 'capped-run', max_running: 2 }]);
+
+      // What an operator sees: the limit in force and how many of the kind run now.
+      const listed = await runCli(['limits', '--json'], { DATABASE_URL: t.url });
+      expect(listed.code).toBe(0);
+      expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ kind: 'capped-run', maxRunning: 2, running: 0 }));
+      const text = await runCli(['limits'], { DATABASE_URL: t.url });
+      expect(text.stdout).toMatch(/KIND\s+LIMIT\s+RUNNING\s+SET AT\n.*capped-run\s+2\s+0\s+\d{4}-/);
     } finally {
       await recorder.end();
     }

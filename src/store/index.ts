@@ -34,7 +34,7 @@ import {
   type Lease,
 } from './fenced.ts';
 import { databaseNow, ping } from './health.ts';
-import { listKindLimits, upsertKindLimits, type KindLimit } from './limits.ts';
+import { listKindLimits, upsertKindLimits, type KindLimit, type KindLimitStatus } from './limits.ts';
 import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, maxAllowedPacket, type EncodedJobRow, type NewJobRow } from './jobs.ts';
 import {
   claimTickFanout,
@@ -270,8 +270,8 @@ export class Store {
     return upsertKindLimits(this.db, limits);
   }
 
-  /** Every cluster-wide limit in force. */
-  kindLimits(): Promise<KindLimit[]> {
+  /** Every cluster-wide limit in force, with its kind's running count. */
+  kindLimits(): Promise<KindLimitStatus[]> {
     return listKindLimits(this.db);
   }
 
@@ -310,6 +310,6 @@ export type { NewJobRow, EncodedJobRow } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
-export type { KindLimit } from './limits.ts';
+export type { KindLimit, KindLimitStatus } from './limits.ts';
 export type { PruneTarget } from './prune.ts';
 export { parseDbTime, type DbTime } from './sql.ts';

@@ -13,7 +13,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { NOW, rows } from './sql.ts';
+import { NOW, parseDbTime, rows } from './sql.ts';
 
 /** One kind's limit. */
 export interface KindLimit {
@@ -34,10 +34,23 @@ export async function upsertKindLimits(exec: Executor, limits: readonly KindLimi
     ON DUPLICATE KEY UPDATE max_running = VALUES(max_running), updated_at = VALUES(updated_at)`);
 }
 
-/** Every limit in force, by kind name (a plain read). */
-export async function listKindLimits(exec: Executor): Promise<KindLimit[]> {
-  const found = rows<{ kind: string; max_running: number }>(
-    await exec.execute(sql`SELECT kind, max_running FROM cronq_kind_limits ORDER BY kind`),
+/** A limit in force, with how many jobs of its kind hold a live reservation now. */
+export interface KindLimitStatus extends KindLimit {
+  /** Reserved jobs of the kind whose lease has not run out (what a claim counts). */
+  running: number;
+  /** When a daemon (or a person) last wrote the row, by the database clock. */
+  updatedAt: Date;
+}
+
+/**
+ * Every limit in force, by kind name, with its running count: plain reads, each count
+ * over the reserved part of the claim index (as many rows as jobs in flight).
+ */
+export async function listKindLimits(exec: Executor): Promise<KindLimitStatus[]> {
+  const found = rows<{ kind: string; max_running: number; updated_at: string; running: number }>(
+    await exec.execute(sql`SELECT l.kind, l.max_running, l.updated_at,
+        (SELECT COUNT(*) FROM cronq_jobs j WHERE j.status = 'reserved' AND j.kind = l.kind AND j.lease_until > ${NOW}) AS running
+      FROM cronq_kind_limits l ORDER BY l.kind`),
   );
-  return found.map((r) => ({ kind: r.kind, maxRunning: Number(r.max_running) }));
+  return found.map((r) => ({ kind: r.kind, maxRunning: Number(r.max_running), running: Number(r.running), updatedAt: parseDbTime(r.updated_at)! }));
 }
