@@ -12,6 +12,8 @@ import { claimReady, type QueueLimit } from '../src/store/claims.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
+import { defineSchedule } from '../src/schedule/define.ts';
+import { LimitedQueues } from '../src/worker/limitedQueues.ts';
 import { REPO_ROOT, runCli } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { eventually } from './support/events.ts';
@@ -44,6 +46,10 @@ describe('defining a limited kind', () => {
     }
   });
 
+  it('gives a limited schedule a queue of its own too', () => {
+    expect(defineSchedule({ name: 'nightly', cron: '0 2 * * *', concurrency: 1, handle() {} })).toMatchObject({ queue: 'nightly', concurrency: 1 });
+  });
+
   it('refuses a limited kind that shares its queue with another kind, naming both', () => {
     const limited = defineTask({ name: 'reports', concurrency: 2, queue: 'shared', handle() {} });
     const other = defineTask({ name: 'mail', queue: 'shared', handle() {} });
@@ -67,6 +73,29 @@ describe('defining a limited kind', () => {
     expect(r.code).toBe(64);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/share queue 'shared', but 'reports' has a concurrency limit and needs a queue of its own/);
+  });
+});
+
+describe('a pool holding back a full limited queue', () => {
+  const tasks = [defineTask({ name: 'capped', concurrency: 2, handle() {} }), defineTask({ name: 'plain', handle() {} })];
+
+  it('leaves a queue found at its limit out of claims until the next poll, and claims every other queue meanwhile', () => {
+    const limited = new LimitedQueues(tasks, 200);
+    expect([...limited.byQueue]).toEqual([['capped', { kind: 'capped', maxRunning: 2 }]]);
+    const queues = ['capped', 'default'];
+    expect(limited.claimable(queues, 1_000)).toBe(queues);
+    limited.reachedLimit(['capped'], 1_000);
+    expect(limited.claimable(queues, 1_100)).toEqual(['default']);
+    expect(limited.claimable(queues, 1_200)).toEqual(queues);
+  });
+
+  it('claims it again as soon as a run of its kind ends here', () => {
+    const limited = new LimitedQueues(tasks, 200);
+    limited.reachedLimit(['capped'], 1_000);
+    expect(limited.runEnded('default')).toBe(false);
+    expect(limited.runEnded('capped')).toBe(true);
+    expect(limited.claimable(['capped'], 1_001)).toEqual(['capped']);
+    expect(limited.runEnded('capped')).toBe(false); // nothing held back: no wake-up needed
   });
 });
 
@@ -109,6 +138,22 @@ describe('claiming a limited queue', () => {
     } finally {
       await cronq.stop();
     }
+  });
+
+  it('reads one limited queue per claim, so no two claims ever wait on each other for limit rows', async () => {
+    await t.sql('DELETE FROM cronq_jobs');
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('one', 5), ('two', 5)");
+    await insertJobsIfAbsent(
+      t.database.db,
+      ['one', 'two'].flatMap((q) => Array.from({ length: 3 }, (_, i) => jobRow(`${q}-${i}`, { kind: q, queue: q }))),
+    );
+    const limits = new Map([
+      ['one', { kind: 'one', maxRunning: 5 }],
+      ['two', { kind: 'two', maxRunning: 5 }],
+    ]);
+    const request = { queues: ['one', 'two', 'default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:1', limits };
+    expect((await claimReady(t.database.claims, request, 0)).map((j) => j.queue)).toEqual(['one', 'one', 'one']);
+    expect((await claimReady(t.database.claims, request, 1)).map((j) => j.queue)).toEqual(['two', 'two', 'two']);
   });
 
   it('claims nothing from a limited queue whose limit row is missing', async () => {

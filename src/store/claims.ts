@@ -21,6 +21,8 @@
  * count commits before the lock is released, so claims of the kind together never hold
  * more than the limit; a lease that expires stops counting at once. No row for the kind
  * (deleted by hand) leaves no room: the kind waits until a daemon starts and writes it.
+ * One claim reads at most one limited queue (the others wait for a later claim's turn),
+ * so it holds at most one limit row: two claims can never wait on each other's.
  * Every value in these statements is escaped by mysql2's formatter.
  */
 import { randomBytes } from 'node:crypto';
@@ -294,6 +296,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const conn = await claims.getConnection();
   const tx = new ClaimTransaction(conn);
   const lockedIds: number[] = [];
+  let heldLimit = false;
   try {
     for (const queue of rotate(request.queues, rotation)) {
       const want = request.limit - lockedIds.length;
@@ -303,6 +306,8 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       const limit = request.limits?.get(queue);
       let got: Locked[];
       if (limit) {
+        if (heldLimit) continue;
+        heldLimit = true;
         const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
         got = within.rows;
         if (within.full) request.atLimit?.add(queue);
