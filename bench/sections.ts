@@ -87,6 +87,50 @@ const drain: BenchSection = {
   },
 };
 
+/**
+ * 5,000 pre-enqueued no-op jobs of a kind limited to 8 cluster-wide, drained by one
+ * process at concurrency 16: what the limit's lock and count cost per claim (each claim
+ * takes at most 8 jobs).
+ */
+const limited: BenchSection = {
+  name: 'limited',
+  async run(context) {
+    await truncateJobs(context.url);
+    const total = 5_000;
+    let done = 0;
+    let finished!: () => void;
+    const allDone = new Promise<void>((r) => (finished = r));
+    const task = defineTask({
+      name: 'noop-limited',
+      concurrency: 8,
+      handle: () => {
+        done += 1;
+        if (done === total) finished();
+      },
+    });
+    const cronq = createCronq({ databaseUrl: context.url, logger: false, concurrency: 16, tasks: [task] });
+    await cronq.enqueueMany(task, Array.from({ length: total }, (_, i) => ({ key: `limited:${i}`, payload: null })));
+    const started = performance.now();
+    await cronq.start();
+    await allDone;
+    const conn = await mysql.createConnection(context.url);
+    for (;;) {
+      const [[row]] = (await conn.query("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'")) as any;
+      if (Number(row.n) >= total) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await conn.end();
+    await cronq.stop();
+    const rate = total / seconds;
+    context.results.push({
+      label: 'drain 5,000 no-op jobs of a kind limited to 8, concurrency 16',
+      value: `${fmt(rate)} jobs/s`,
+      ratio: context.baseline ? rate / context.baseline : undefined,
+    });
+  },
+};
+
 /** enqueueMany of 100,000 keyed jobs. */
 const enqueue: BenchSection = {
   name: 'enqueue',
@@ -214,4 +258,4 @@ const daemons: BenchSection = {
   },
 };
 
-export const sections: BenchSection[] = [baseline, drain, drainReal, enqueue, pickup, daemons, fanout, tickPrecision, periods, memory, bigTable];
+export const sections: BenchSection[] = [baseline, drain, drainReal, limited, enqueue, pickup, daemons, fanout, tickPrecision, periods, memory, bigTable];

@@ -15,7 +15,7 @@ import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
-import type { Store, TickRow } from './store/index.ts';
+import type { KindLimitStatus, Store, TickRow } from './store/index.ts';
 import type { Stats } from './store/stats.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
 
@@ -26,6 +26,7 @@ export type { DeadLetterStats, QueueStats, ScheduleStats, Stats } from './store/
 export { TICK_OUTCOMES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
 export type { PruneResult } from './maintenance/prune.ts';
+export type { KindLimitStatus } from './store/index.ts';
 
 /** Dead letters listed by default (DeadLetterAdmin.list). */
 export const DEAD_LETTER_LIST_LIMIT = 1000;
@@ -101,6 +102,12 @@ export interface CronqAdmin {
   /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
   stats(): Promise<Stats>;
   /**
+   * Every cluster-wide concurrency limit in force (`concurrency` on a task, written by
+   * each daemon at start, the latest daemon's value winning), by kind, with how many of
+   * its jobs hold a live reservation now. A plain read: a snapshot, stale at once.
+   */
+  limits(): Promise<KindLimitStatus[]>;
+  /**
    * Refuses (UsageError, naming `name`) a retention under 1h or shorter than any loaded
    * schedule's catch-up window plus one period: pruning then could let a key run twice.
    * Touches no database.
@@ -149,6 +156,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
     },
     stats: () => store.stats(),
+    limits: () => store.kindLimits(),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {
       await checkRetentionOf(olderThanMs);

@@ -10,11 +10,12 @@ import { importCrontabCommand } from './cli/commands/importCrontab.ts';
 import { deadCommand } from './cli/commands/dead.ts';
 import { statsCommand } from './cli/commands/stats.ts';
 import { pruneCommand } from './cli/commands/prune.ts';
+import { limitsCommand } from './cli/commands/limits.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, pruneCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, limitsCommand, pruneCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -348,6 +348,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         everyMs: heartbeatMs,
       });
       await heartbeat.start();
+      // Before the first claim, which reads these rows: the latest daemon's values win.
+      await store.setKindLimits(
+        registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),
+      );
       pool = new WorkerPool({
         store,
         tasks: registry,

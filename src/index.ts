@@ -12,6 +12,7 @@ export type {
   DeadLetterQuery,
   DeadLetterStats,
   DeadLetterSummary,
+  KindLimitStatus,
   PruneResult,
   QueueStats,
   ReviewAction,

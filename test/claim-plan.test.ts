@@ -5,7 +5,7 @@
  * Every test here starts from its own fresh table.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { claimSelectSql, readyQueues } from '../src/store/claims.ts';
+import { claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow } from './support/jobs.ts';
@@ -46,6 +46,20 @@ describe('query plans', () => {
     );
     expect(plan.key).toBe('cronq_jobs_claim');
     expect(String(plan.Extra ?? '')).not.toMatch(/filesort/i);
+  });
+
+  it("counts a limited queue's live reservations within the reserved part of the claim index, and locks its limit row by primary key", async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`limited-${i}`, { queue: i % 10 === 0 ? 'capped' : 'default' })));
+    await claim(300, 'x', ['default', 'capped']);
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const [lock, count] = limitSql('capped', { kind: 'capped', maxRunning: 2 });
+    const [countPlan] = await t.sql(`EXPLAIN ${count}`);
+    expect(countPlan.key).toBe('cronq_jobs_claim');
+    expect(['ref', 'range']).toContain(countPlan.type); // the (status, queue) prefix
+    expect(Number(countPlan.rows)).toBeLessThanOrEqual(40); // the queue's 30 reservations, not the table
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('capped', 2), ('other', 1)");
+    const [lockPlan] = await t.sql(`EXPLAIN ${lock}`);
+    expect(['const', 'eq_ref']).toContain(lockPlan.type);
   });
 
   it('moves only the claim index when a job is claimed and completed (no other index holds status or lease columns)', async () => {

@@ -111,7 +111,7 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
   if (options.jobs !== undefined && typeof options.jobs !== 'function') {
     throw new UsageError(`${what}: jobs must be a function (an async generator yielding { key, payload })`);
   }
-  const base = validateJobOptions(options, what);
+  const base = validateJobOptions(options, what, name);
   const { timeoutMs } = base;
   // A command enforces its own timeout: it kills the process group before failing.
   const handle: Handler = hasCommand

@@ -12,6 +12,17 @@
  * a claim costs two round trips (three when a cursor's instant runs out): the locking
  * read opening the transaction, then the UPDATE, the read of the rows as updated and
  * the COMMIT together.
+ *
+ * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
+ * two round trips: its first packet also locks the kind's `cronq_kind_limits` row
+ * (FOR UPDATE: claims of that kind take turns, claims of other kinds never touch it) and
+ * counts the queue's unexpired reservations, and the claim keeps only as many of the
+ * rows it locked as the limit leaves room for (the rest are unlocked at COMMIT). The
+ * count commits before the lock is released, so claims of the kind together never hold
+ * more than the limit; a lease that expires stops counting at once. No row for the kind
+ * (deleted by hand) leaves no room: the kind waits until a daemon starts and writes it.
+ * One claim reads at most one limited queue (the others wait for a later claim's turn),
+ * so it holds at most one limit row: two claims can never wait on each other's.
  * Every value in these statements is escaped by mysql2's formatter.
  */
 import { randomBytes } from 'node:crypto';
@@ -61,6 +72,13 @@ function leaseMsOf(leases: LeaseLengths, kind: string): number {
   return leases.byKind.get(kind) ?? leases.defaultMs;
 }
 
+/** A queue whose kind has a cluster-wide limit (its own queue: see TaskRegistry). */
+export interface QueueLimit {
+  kind: string;
+  /** This daemon's value of the limit: the most rows one claim locks (the row's value is what holds). */
+  maxRunning: number;
+}
+
 export interface ClaimRequest {
   /**
    * Queues to claim from, in turn until `limit` is reached (see readyQueues for a
@@ -83,6 +101,10 @@ export interface ClaimRequest {
   limit: number;
   leases: LeaseLengths;
   lockedBy: string;
+  /** Queues of limited kinds, by queue; every other queue is claimed without a limit. */
+  limits?: ReadonlyMap<string, QueueLimit>;
+  /** Filled by the claim: limited queues it found or left at their limit (claiming again now gets nothing). */
+  atLimit?: Set<string>;
 }
 
 /** A fresh lease token: 128 random bits as 32 hex characters. */
@@ -213,6 +235,44 @@ class ClaimTransaction {
     const later = (await this.send([claimSelectSql(queue, limit - same.length, 'later', cursor, exclude)]))[0] as Locked[];
     return [...same, ...later];
   }
+
+  /**
+   * lockReady for a limited queue: locks the limit row and counts first (same packet),
+   * keeps at most the room left; `full` when the queue is at its limit with these rows.
+   */
+  async lockReadyWithin(
+    queue: string,
+    limit: QueueLimit,
+    want: number,
+    cursor: ClaimCursor | undefined,
+    exclude: readonly number[],
+  ): Promise<{ rows: Locked[]; full: boolean }> {
+    const ask = Math.min(want, limit.maxRunning);
+    const [maxRows, countRows, first] = await this.send([
+      ...limitSql(queue, limit),
+      claimSelectSql(queue, ask, cursor ? 'same-instant' : null, cursor, exclude),
+    ]);
+    const max = Number((maxRows as Array<{ max_running: number }>)[0]?.max_running ?? 0);
+    const running = Number((countRows as Array<{ running: number }>)[0].running);
+    const take = Math.min(ask, Math.max(0, max - running));
+    const rows = (first as Locked[]).slice(0, take);
+    if (cursor && rows.length < take && (first as Locked[]).length < ask) {
+      rows.push(...((await this.send([claimSelectSql(queue, take - rows.length, 'later', cursor, exclude)]))[0] as Locked[]));
+    }
+    return { rows, full: running + rows.length >= max };
+  }
+}
+
+/**
+ * The first statements of a limited queue's claim, sent with its locking read: lock the
+ * kind's limit row, then count the queue's live reservations (the reserved prefix of the
+ * claim index: as many rows as are in flight).
+ */
+export function limitSql(queue: string, limit: QueueLimit): string[] {
+  return [
+    format('SELECT max_running FROM cronq_kind_limits WHERE kind = ? FOR UPDATE', [limit.kind]),
+    format("SELECT COUNT(*) AS running FROM cronq_jobs WHERE status = 'reserved' AND queue = ? AND lease_until > UTC_TIMESTAMP(6)", [queue]),
+  ];
 }
 
 /** `lease_until` for each row: its kind's lease, one CASE over the kinds that differ from the default. */
@@ -236,11 +296,24 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const conn = await claims.getConnection();
   const tx = new ClaimTransaction(conn);
   const lockedIds: number[] = [];
+  let heldLimit = false;
   try {
     for (const queue of rotate(request.queues, rotation)) {
       const want = request.limit - lockedIds.length;
       if (want <= 0) break;
-      const got = await tx.lockReady(queue, want, request.cursors?.get(queue), [...(request.excludeIds ?? [])]);
+      const cursor = request.cursors?.get(queue);
+      const exclude = [...(request.excludeIds ?? [])];
+      const limit = request.limits?.get(queue);
+      let got: Locked[];
+      if (limit) {
+        if (heldLimit) continue;
+        heldLimit = true;
+        const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
+        got = within.rows;
+        if (within.full) request.atLimit?.add(queue);
+      } else {
+        got = await tx.lockReady(queue, want, cursor, exclude);
+      }
       for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
       if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id) });

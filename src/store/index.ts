@@ -34,6 +34,7 @@ import {
   type Lease,
 } from './fenced.ts';
 import { databaseNow, ping } from './health.ts';
+import { listKindLimits, upsertKindLimits, type KindLimit, type KindLimitStatus } from './limits.ts';
 import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, maxAllowedPacket, type EncodedJobRow, type NewJobRow } from './jobs.ts';
 import {
   claimTickFanout,
@@ -262,6 +263,18 @@ export class Store {
     return countPrunable(this.db, target, cutoff);
   }
 
+  // Limits (limits.ts)
+
+  /** Writes these kinds' cluster-wide limits (last writer wins). */
+  setKindLimits(limits: readonly KindLimit[]): Promise<void> {
+    return upsertKindLimits(this.db, limits);
+  }
+
+  /** Every cluster-wide limit in force, with its kind's running count. */
+  kindLimits(): Promise<KindLimitStatus[]> {
+    return listKindLimits(this.db);
+  }
+
   // Daemons (daemons.ts)
 
   /** Records this daemon as running from now. */
@@ -290,12 +303,13 @@ export class Store {
   }
 }
 
-export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths } from './claims.ts';
+export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
 export { ClaimUpdateError } from './claims.ts';
 export type { Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
+export type { KindLimit, KindLimitStatus } from './limits.ts';
 export type { PruneTarget } from './prune.ts';
 export { parseDbTime, type DbTime } from './sql.ts';

@@ -20,6 +20,8 @@ const LEASE_MIN_MS = 1_000;
 const LEASE_MAX_MS = 24 * 3_600_000;
 /** Past this a timer would overflow (setTimeout's 2^31-1 ms); a week is plenty for one attempt. */
 const TIMEOUT_MAX_MS = 7 * 86_400_000;
+/** Most jobs of one limited kind running at once across the cluster. */
+export const CONCURRENCY_LIMIT_MAX = 10_000;
 
 export interface TaskOptions<P = any> {
   /** The job kind this task handles: letters, digits, `.`, `_`, `-`; up to 64. */
@@ -35,6 +37,13 @@ export interface TaskOptions<P = any> {
    * JobTimeoutError and the slot is freed, whether or not the handler stops. Default: none.
    */
   timeout?: Duration;
+  /**
+   * Never more than this many jobs of this kind running at once across every daemon on
+   * every host (1–10000; default: no limit). A limited kind runs in a queue of its own:
+   * `queue` defaults to the kind's name, and loading refuses another kind in that queue.
+   * A job counts from its claim until it finishes or its lease expires.
+   */
+  concurrency?: number;
   /**
    * Checks and converts the stored payload before the handler sees it (a schema's
    * `parse`, say). If it throws, the payload is unparseable: the job goes dead at once.
@@ -58,6 +67,8 @@ export interface Task<P = any> {
   leaseMs: number;
   /** Attempts longer than this fail with JobTimeoutError (null: no limit). */
   timeoutMs: number | null;
+  /** Cluster-wide most running at once (null: no limit); see TaskOptions.concurrency. */
+  concurrency: number | null;
 }
 
 /**
@@ -68,7 +79,7 @@ export function defineTask<P = any>(options: TaskOptions<P>): Task<P> {
   if (typeof options !== 'object' || options === null) throw new UsageError('defineTask needs an options object');
   const name = validateName(options.name, 'name');
   if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
-  const base = validateJobOptions(options, `task '${name}'`);
+  const base = validateJobOptions(options, `task '${name}'`, name);
   return {
     [TASK_BRAND]: true,
     name,
@@ -109,12 +120,18 @@ export function validateMaxAttempts(value: unknown, what = 'maxAttempts'): numbe
   return value;
 }
 
-/** The queue/attempt/backoff/lease options shared by tasks and schedules, validated with defaults. */
+/**
+ * The queue/attempt/backoff/lease/limit options shared by tasks and schedules, validated
+ * with defaults. A limited kind's queue defaults to `name`, its own.
+ */
 export function validateJobOptions(
-  options: Pick<TaskOptions, 'queue' | 'maxAttempts' | 'backoff' | 'lease' | 'timeout'>,
+  options: Pick<TaskOptions, 'queue' | 'maxAttempts' | 'backoff' | 'lease' | 'timeout' | 'concurrency'>,
   what: string,
-): Pick<Task, 'queue' | 'maxAttempts' | 'backoff' | 'leaseMs' | 'timeoutMs'> {
-  const queue = options.queue === undefined ? TASK_DEFAULTS.queue : validateQueue(options.queue, `${what}: queue`);
+  name: string,
+): Pick<Task, 'queue' | 'maxAttempts' | 'backoff' | 'leaseMs' | 'timeoutMs' | 'concurrency'> {
+  const concurrency = options.concurrency === undefined ? null : validateConcurrency(options.concurrency, `${what}: concurrency`);
+  const queue =
+    options.queue !== undefined ? validateQueue(options.queue, `${what}: queue`) : concurrency !== null ? validateQueue(name) : TASK_DEFAULTS.queue;
   const maxAttempts =
     options.maxAttempts === undefined ? TASK_DEFAULTS.maxAttempts : validateMaxAttempts(options.maxAttempts, `${what}: maxAttempts`);
   const backoff = parseBackoff(options.backoff, `${what}: backoff`);
@@ -126,7 +143,15 @@ export function validateJobOptions(
   if (timeoutMs !== null && (timeoutMs < 1 || timeoutMs > TIMEOUT_MAX_MS)) {
     throw new UsageError(`${what}: timeout must be between 1ms and 7d (got ${JSON.stringify(options.timeout)})`);
   }
-  return { queue, maxAttempts, backoff, leaseMs, timeoutMs };
+  return { queue, maxAttempts, backoff, leaseMs, timeoutMs, concurrency };
+}
+
+/** Validates a cluster-wide concurrency limit: a whole number from 1 to 10000. */
+function validateConcurrency(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > CONCURRENCY_LIMIT_MAX) {
+    throw new UsageError(`${what} must be a whole number from 1 to ${CONCURRENCY_LIMIT_MAX} (got ${JSON.stringify(value)})`);
+  }
+  return value;
 }
 
 /** True for anything defineTask returned, whichever copy of cronq made it. */

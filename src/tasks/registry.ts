@@ -4,6 +4,8 @@ import type { Task } from './define.ts';
 /**
  * The tasks a process knows, by kind (schedules among them: see schedulesOf in
  * schedule/define.ts). Names are unique; the second registration of one is refused.
+ * A kind with a cluster-wide `concurrency` limit has its queue to itself (a claim from
+ * that queue then only ever picks that kind): a second kind in it is refused too.
  */
 export class TaskRegistry {
   private readonly byName = new Map<string, { task: Task; source: string }>();
@@ -17,6 +19,15 @@ export class TaskRegistry {
     const existing = this.byName.get(task.name);
     if (existing) {
       throw new UsageError(`duplicate name '${task.name}': defined in ${existing.source} and in ${source}`);
+    }
+    const sharing = [...this.byName.values()].find(
+      (e) => e.task.queue === task.queue && (e.task.concurrency !== null || task.concurrency !== null),
+    );
+    if (sharing) {
+      const limited = task.concurrency !== null ? task : sharing.task;
+      throw new UsageError(
+        `'${task.name}' (${source}) and '${sharing.task.name}' (${sharing.source}) share queue '${task.queue}', but '${limited.name}' has a concurrency limit and needs a queue of its own`,
+      );
     }
     this.byName.set(task.name, { task, source });
   }

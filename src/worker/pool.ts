@@ -10,6 +10,7 @@ import { ClaimCursors } from './claimCursors.ts';
 import { drainRuns } from './drain.ts';
 import { Finisher } from './finisher.ts';
 import { JobRun, type JobRunDeps } from './jobRun.ts';
+import { LimitedQueues } from './limitedQueues.ts';
 import { PoisonRows } from './poisonRows.ts';
 import { Prefetch } from './prefetch.ts';
 import { QueueList } from './queueList.ts';
@@ -61,7 +62,9 @@ export interface StopResult {
  * handlers) and its jobs wait in a ClaimBuffer until a slot frees; one that waits a
  * third of its lease is released, attempt restored. Lane 0 always claims; a second lane
  * claims alongside it while the queues are busy. An idle pool sleeps `pollMs` or until
- * `wake()` (a local enqueue). Runs start from the claim loop and from the start loop,
+ * `wake()` (a local enqueue). A queue of a kind with a cluster-wide limit is claimed
+ * within it (claimReady); one found at its limit is left out like an empty queue until
+ * the next poll or until a run of its kind here settles (LimitedQueues). Runs start from the claim loop and from the start loop,
  * which wakes when a slot frees (RunSlots.room): never on the stack of another run.
  * Every run's end (writes, retries, its slot) belongs to the Finisher. Database errors
  * never end a loop: the pool logs `db_unavailable` once, backs off with jitter, and
@@ -93,6 +96,8 @@ export class WorkerPool {
   private readonly cursors = new ClaimCursors();
   /** With no queue list given: the queues last seen with ready jobs, and when. */
   private readonly queueList: QueueList;
+  /** Queues of kinds with a cluster-wide limit, and which are at it. */
+  private readonly limited: LimitedQueues;
   private released = 0;
   /** Rows asked for by claims in flight. */
   private claiming = 0;
@@ -111,7 +116,8 @@ export class WorkerPool {
       options.unknownKinds ?? new UnknownKinds({ graceMs: UNKNOWN_KIND_DEFAULTS.graceMs, aliveMs: 3 * UNKNOWN_KIND_DEFAULTS.heartbeatMs, log });
     this.lanes = store.claimConnections;
     this.prefetch = new Prefetch(options.prefetch ?? 0);
-    this.slots = new RunSlots(options.concurrency, this.prefetch);
+    this.limited = new LimitedQueues(options.tasks.list(), options.pollMs);
+    this.slots = new RunSlots(options.concurrency, this.prefetch, new Set(this.limited.byQueue.keys()));
     this.finisher = new Finisher({ store, health: this.health, log, observer: this.observer, slots: this.slots, unknownKinds: this.unknownKinds });
     this.runDeps = { store, log, health: this.health, observer: this.observer, finisher: this.finisher };
     this.poison = new PoisonRows(log);
@@ -195,18 +201,22 @@ export class WorkerPool {
       const claimStarted = performance.now();
       const sentAt = Date.now();
       this.claiming += want;
+      const atLimit = new Set<string>();
       try {
         claimed = await this.options.store.claim(
           {
-            queues: await this.queueList.current(),
+            queues: this.limited.claimable(await this.queueList.current()),
             limit: want,
             leases: this.leases,
             lockedBy: this.options.lockedBy,
             cursors: this.cursors.current(),
             excludeIds: this.poison.excluding(this.unknownKinds.passedOverIds()),
+            limits: this.limited.byQueue,
+            atLimit,
           },
           this.rotation++,
         );
+        this.limited.reachedLimit(atLimit);
         this.health.ok(sentAt);
         this.prefetch.claimTook(performance.now() - claimStarted);
         this.poison.claimed();
@@ -277,6 +287,10 @@ export class WorkerPool {
   private async startLoop(): Promise<void> {
     while (!this.isStopping) {
       await this.slots.room.wait(this.options.pollMs);
+      // A run of a limited kind settled here: its queue, held back at its limit, has room.
+      let limitFreed = false;
+      for (const queue of this.slots.takeSettledQueues()) limitFreed = this.limited.runEnded(queue) || limitFreed;
+      if (limitFreed) this.wakeup.notify();
       this.startBuffered();
     }
   }

@@ -16,6 +16,8 @@ import type { Prefetch } from './prefetch.ts';
 export class RunSlots {
   private readonly holding = new Set<JobRun>();
   private readonly unsettled = new Set<JobRun>();
+  /** Limited queues (see LimitedQueues) with runs settled since the last takeSettledQueues. */
+  private settledQueues = new Set<string>();
   /** Resolved (and cleared) each time `unsettled` becomes empty. */
   private whenAllSettled: Array<() => void> = [];
   /** Notified when a slot frees or the finisher's backlog shrinks: there may be room to start runs. */
@@ -24,6 +26,8 @@ export class RunSlots {
   constructor(
     readonly concurrency: number,
     private readonly prefetch: Prefetch,
+    /** Queues whose settled runs are reported (and notify `room`): the limited ones. */
+    private readonly watchedQueues: ReadonlySet<string> = new Set(),
   ) {}
 
   /** Runs holding a slot. */
@@ -51,8 +55,19 @@ export class RunSlots {
   /** `run` is settled: its final write is done, failed or given up. Frees its slot if it still holds one. */
   settle(run: JobRun): void {
     this.free(run);
+    if (this.watchedQueues.has(run.job.queue)) {
+      this.settledQueues.add(run.job.queue);
+      this.room.notify();
+    }
     if (!this.unsettled.delete(run) || this.unsettled.size > 0) return;
     for (const resolve of this.whenAllSettled.splice(0)) resolve();
+  }
+
+  /** The watched queues with runs settled since the last call (those rows are no longer reserved). */
+  takeSettledQueues(): Set<string> {
+    const queues = this.settledQueues;
+    this.settledQueues = new Set();
+    return queues;
   }
 
   isSettled(run: JobRun): boolean {

@@ -1,0 +1,47 @@
+import type { KindLimitStatus } from '../../admin.ts';
+import { COMMON_HELP, type Command } from '../command.ts';
+import { openForCommand } from '../open.ts';
+import { renderTable } from '../textTable.ts';
+
+/** `cronq limits [--json]`: every cluster-wide concurrency limit and how many of its kind run now. */
+export const limitsCommand: Command = {
+  name: 'limits',
+  summary: 'cluster-wide concurrency limits per kind, and how many of each run now',
+  help: `Usage: cronq limits [--json]
+
+Prints every kind with a cluster-wide concurrency limit (a task's or schedule's
+'concurrency' option), the limit in force, how many of its jobs are running now
+(reserved with a lease that has not run out: jobs claimed ahead of a free
+handler count too), and when the limit was last written. Each daemon writes its
+limits when its workers start, so the latest daemon's value is the one in force.
+
+  --json   one JSON array: [{ "kind", "maxRunning", "running", "updatedAt" }]
+           More keys may be added; ignore the ones you do not know.
+
+${COMMON_HELP}`,
+  options: {
+    help: { type: 'boolean', short: 'h' },
+    json: { type: 'boolean' },
+  },
+  positionals: { min: 0, max: 0, names: '' },
+  async run(args) {
+    const cronq = await openForCommand(args, { loadSchedules: false });
+    let limits: KindLimitStatus[];
+    try {
+      limits = await cronq.admin.limits();
+    } finally {
+      await cronq.stop();
+    }
+    args.out(args.values.json ? JSON.stringify(limits) : limitsText(limits));
+    return 0;
+  },
+};
+
+/** The text `cronq limits` prints: one row per limited kind. */
+export function limitsText(limits: KindLimitStatus[]): string {
+  if (limits.length === 0) return 'no concurrency limits';
+  return renderTable(
+    [{ header: 'KIND' }, { header: 'LIMIT', align: 'right' }, { header: 'RUNNING', align: 'right' }, { header: 'SET AT' }],
+    limits.map((l) => [l.kind, String(l.maxRunning), String(l.running), l.updatedAt.toISOString()]),
+  );
+}
