@@ -5,6 +5,7 @@
  * it; none of them holds the database. Every method works without `start()`: it needs
  * the database (and, for schedules and retention, the loaded schedule files).
  */
+import { createPauseAdmin, type Pause, type PauseAdmin } from './admin/pauses.ts';
 import type { Database } from './db/client.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
@@ -26,6 +27,8 @@ export type { DeadLetterStats, QueueStats, ScheduleStats, Stats } from './store/
 export { TICK_OUTCOMES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
 export type { PruneResult } from './maintenance/prune.ts';
+export { defaultOperator, describePause, PAUSE_NAME_MAX, PAUSE_TEXT_MAX } from './admin/pauses.ts';
+export type { Pause, PauseAdmin, PauseOptions, PauseOutcome, PauseTarget, ResumeOutcome } from './admin/pauses.ts';
 
 /** Dead letters listed by default (DeadLetterAdmin.list). */
 export const DEAD_LETTER_LIST_LIMIT = 1000;
@@ -69,6 +72,8 @@ export interface ScheduleListing {
   next: Date[];
   /** The latest row of the tick ledger (null: no tick recorded yet). */
   lastTick: TickRow | null;
+  /** Who paused it, when and why (null: not paused; see CronqAdmin.pauses). */
+  paused: Pause | null;
 }
 
 /** What `tick()` did: the fan-out's counts, or why there was nothing to run. */
@@ -98,6 +103,8 @@ export interface CronqAdmin {
   /** Throws SchemaBehindError when migrations are pending ('cronq migrate' has not run); reads only. */
   checkSchema(): Promise<void>;
   readonly deadLetters: DeadLetterAdmin;
+  /** Pause and resume schedules and queues on every daemon (see PauseAdmin). */
+  readonly pauses: PauseAdmin;
   /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
   stats(): Promise<Stats>;
   /**
@@ -148,6 +155,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       requeueMatching: (filter, reason) => store.resolveMatching(filter, 'requeue', reason),
       discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
     },
+    pauses: createPauseAdmin(store, schedules),
     stats: () => store.stats(),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {
@@ -157,6 +165,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
     async schedules({ from = new Date(), count = 5 } = {}) {
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
+      const paused = new Map((await store.listPauses('schedule')).map((p) => [p.name, p]));
       for (const s of await schedules()) {
         listed.push({
           name: s.name,
@@ -165,6 +174,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
           period: s.period,
           next: fireTimesBetween(s.cron, s.timezone, from, END_OF_TIME, limit),
           lastTick: await store.latestTick(s.name),
+          paused: paused.get(s.name) ?? null,
         });
       }
       return listed;

@@ -18,7 +18,8 @@ import {
   resumableTicks,
 } from '../store/ledger.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
-import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, planDueTicks } from './plan.ts';
+import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, pausedNote, planDueTicks } from './plan.ts';
+import { pauseOf } from '../store/pauses.ts';
 
 export interface TickerDeps {
   db: Db;
@@ -149,6 +150,12 @@ export class ScheduleTicker {
     if (due.length === 0) return;
     const plan = planDueTicks(due, now, this.schedule.catchUp, this.toleranceMs);
     await this.recordSkipped(plan.skip);
+    // One read per pass: a pause made after it applies from the next pass (the next tick).
+    const paused = plan.enqueue.length > 0 ? await this.pausedNote() : null;
+    if (paused !== null) {
+      await this.recordSkipped(plan.enqueue.map((tick) => ({ at: tick.at, note: paused })));
+      return;
+    }
     for (const tick of plan.enqueue) {
       if (signal?.aborted) return;
       await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now, signal);
@@ -163,11 +170,20 @@ export class ScheduleTicker {
   private async startFresh(now: Date, signal?: AbortSignal): Promise<void> {
     const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, now);
     if (anchor === null) return;
-    if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
+    const paused = await this.pausedNote();
+    if (paused !== null) {
+      await this.recordSkipped([{ at: anchor, note: paused }]);
+    } else if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
       await this.fanOut(anchor, false, null, now, signal);
     } else {
       await this.recordSkipped([{ at: anchor, note: 'before the schedule was first started' }]);
     }
+  }
+
+  /** The ledger note for ticks skipped because this schedule is paused now, or null when it is not. */
+  private async pausedNote(): Promise<string | null> {
+    const pause = await pauseOf(this.deps.db, 'schedule', this.schedule.name);
+    return pause && pausedNote(pause);
   }
 
   private async recordSkipped(ticks: Array<{ at: Date; note: string }>): Promise<void> {

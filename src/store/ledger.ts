@@ -185,15 +185,16 @@ export interface SkippedTick {
 }
 
 /**
- * Records ticks deliberately not enqueued. A tick that already has a row (another
- * daemon enqueued or skipped it) keeps that row. Returns how many rows were new.
+ * Records ticks deliberately not enqueued, each note cut to NOTE_MAX. A tick that already
+ * has a row (another daemon enqueued or skipped it) keeps that row. Returns how many rows
+ * were new.
  */
 export async function recordSkippedTicks(exec: Executor, scheduleName: string, ticks: SkippedTick[]): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < ticks.length; i += 1000) {
     const values = ticks
       .slice(i, i + 1000)
-      .map((t) => sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${t.note}, ${NOW}, ${NOW})`);
+      .map((t) => sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${boundedNote(t.note)}, ${NOW}, ${NOW})`);
     const result = await exec.execute(sql`INSERT INTO cronq_schedule_ticks
         (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at)
       VALUES ${sql.join(values, sql`, `)}
