@@ -34,6 +34,7 @@ export {
   defineSchedule,
   type Schedule,
   type ScheduleOptions,
+  type Overlap,
   type CatchUpOptions,
   type FanOut,
   type FanOutItem,

@@ -16,7 +16,9 @@ import {
   releaseTickIfOwned,
   renewTickIfOwned,
   resumableTicks,
+  skipTickIfOwned,
 } from '../store/ledger.ts';
+import { earlierTickInFlight } from '../store/overlap.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, pausedNote, planDueTicks } from './plan.ts';
 import { pauseOf } from '../store/pauses.ts';
@@ -61,6 +63,9 @@ const REFUSED_LOGGED_PER_TICK = 10;
 const SKIP_PAGE = 10_000;
 const FANOUT_LEASE_MS = 60_000;
 const RESUME_CHECK_MS = 5_000;
+
+/** The ledger note of a tick skipped by `overlap: 'skip'`. */
+export const OVERLAP_NOTE = 'previous run still in progress';
 
 /** Thrown when another daemon took a tick's fan-out over (ours was presumed dead). */
 export class TickTakenOverError extends Error {
@@ -126,7 +131,7 @@ export class ScheduleTicker {
     if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
       for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
         if (signal?.aborted) return;
-        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal);
+        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal, { resumed: true });
       }
       this.resumeCheckedAt = performance.now();
     }
@@ -209,13 +214,15 @@ export class ScheduleTicker {
   }
 
   /**
-   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it.
+   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it,
+   * unless the schedule's overlap is 'skip' and an earlier tick still has jobs in flight:
+   * then the tick is recorded as skipped (OVERLAP_NOTE).
    * A fan-out that fails for any reason but a lost connection is tried again
    * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
    * schedule moves on. Once `signal` aborts, it stops at the next batch boundary and hands
    * the unfinished tick back (lease ended) for the next scheduler to resume.
    */
-  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal): Promise<void> {
+  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
     const { db, claimedBy, clock } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
     const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
@@ -230,6 +237,12 @@ export class ScheduleTicker {
     });
     if (id === null) return; // another daemon owns this tick
     const at = scheduledAt.toISOString();
+    // Decided once, by the owner of the tick; a resumed fan-out was decided when it began.
+    if (!resumed && this.schedule.overlap === 'skip' && (await earlierTickInFlight(db, this.schedule.name, this.schedule.queue, scheduledAt))) {
+      if (!(await skipTickIfOwned(db, id, claimedBy, OVERLAP_NOTE))) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+      this.log.info({ event: 'schedule_tick_skipped', scheduled_at: at, reason: OVERLAP_NOTE }, 'tick skipped: previous run still in progress');
+      return;
+    }
     const startedAt = performance.now();
     let renewedAt = startedAt;
     let insertedSoFar = 0;

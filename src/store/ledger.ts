@@ -160,6 +160,18 @@ export async function failTickIfOwned(
 }
 
 /**
+ * Records a claimed tick as deliberately not enqueued (outcome 'skipped', finished, with
+ * `note`), e.g. because its previous run is still in progress. False when the tick was
+ * taken over meanwhile.
+ */
+export async function skipTickIfOwned(exec: Executor, id: number, claimedBy: string, note: string): Promise<boolean> {
+  const updated = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET outcome = 'skipped', finished_at = ${NOW}, fanout_until = NULL, note = ${boundedNote(note)}
+    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
+  return header(updated).affectedRows === 1;
+}
+
+/**
  * Gives up a fan-out cut short on purpose (shutdown): the row stays unfinished and its
  * lease ends now, so the next scheduler of any daemon resumes it at once instead of
  * after the lease. False when the tick was no longer ours.
