@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, type Cronq, type ScheduleOptions } from '../src/index.ts';
+import { CronqMetrics } from '../src/http/metrics.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { runCli } from './support/cli.ts';
@@ -134,6 +135,8 @@ describe('pausing a queue', () => {
     const [waiting] = await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'mail:waiting'");
     expect(waiting).toMatchObject({ status: 'ready', attempts: 0 });
     expect((await cronq.admin.stats()).pauses).toMatchObject([{ target: 'queue', name: 'mail', reason: 'smtp down', pausedBy: 'ops' }]);
+    const metrics = new CronqMetrics({ collect: () => cronq!.admin.stats() });
+    expect((await metrics.scrape()).body).toContain('cronq_paused{target="queue",name="mail"} 1');
 
     expect(await cronq.admin.pauses.resume('queue', 'mail')).toMatchObject({ status: 'resumed' });
     await log.waitFor('queue_resumed');
