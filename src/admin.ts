@@ -5,6 +5,7 @@
  * it; none of them holds the database. Every method works without `start()`: it needs
  * the database (and, for schedules and retention, the loaded schedule files).
  */
+import { createPauseAdmin, type Pause, type PauseAdmin } from './admin/pauses.ts';
 import type { Database } from './db/client.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
@@ -27,6 +28,8 @@ export { TICK_OUTCOMES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
 export type { PruneResult } from './maintenance/prune.ts';
 export type { KindLimitStatus } from './store/index.ts';
+export { defaultOperator, describePause, PAUSE_NAME_MAX, PAUSE_TEXT_MAX } from './admin/pauses.ts';
+export type { Pause, PauseAdmin, PauseOptions, PauseOutcome, PauseTarget, ResumeOutcome } from './admin/pauses.ts';
 
 /** Dead letters listed by default (DeadLetterAdmin.list). */
 export const DEAD_LETTER_LIST_LIMIT = 1000;
@@ -70,6 +73,8 @@ export interface ScheduleListing {
   next: Date[];
   /** The latest row of the tick ledger (null: no tick recorded yet). */
   lastTick: TickRow | null;
+  /** Who paused it, when and why (null: not paused; see CronqAdmin.pauses). */
+  paused: Pause | null;
 }
 
 /** What `tick()` did: the fan-out's counts, or why there was nothing to run. */
@@ -99,6 +104,8 @@ export interface CronqAdmin {
   /** Throws SchemaBehindError when migrations are pending ('cronq migrate' has not run); reads only. */
   checkSchema(): Promise<void>;
   readonly deadLetters: DeadLetterAdmin;
+  /** Pause and resume schedules and queues on every daemon (see PauseAdmin). */
+  readonly pauses: PauseAdmin;
   /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
   stats(): Promise<Stats>;
   /**
@@ -155,6 +162,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       requeueMatching: (filter, reason) => store.resolveMatching(filter, 'requeue', reason),
       discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
     },
+    pauses: createPauseAdmin(store, schedules),
     stats: () => store.stats(),
     limits: () => store.kindLimits(),
     checkRetention: checkRetentionOf,
@@ -165,6 +173,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
     async schedules({ from = new Date(), count = 5 } = {}) {
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
+      const paused = new Map((await store.listPauses('schedule')).map((p) => [p.name, p]));
       for (const s of await schedules()) {
         listed.push({
           name: s.name,
@@ -173,6 +182,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
           period: s.period,
           next: fireTimesBetween(s.cron, s.timezone, from, END_OF_TIME, limit),
           lastTick: await store.latestTick(s.name),
+          paused: paused.get(s.name) ?? null,
         });
       }
       return listed;

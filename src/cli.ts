@@ -11,11 +11,12 @@ import { deadCommand } from './cli/commands/dead.ts';
 import { statsCommand } from './cli/commands/stats.ts';
 import { pruneCommand } from './cli/commands/prune.ts';
 import { limitsCommand } from './cli/commands/limits.ts';
+import { pauseCommand, resumeCommand } from './cli/commands/pause.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, limitsCommand, pruneCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, limitsCommand, pruneCommand, pauseCommand, resumeCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ClaimedJob } from '../src/store/claims.ts';
 import { ClaimBuffer } from '../src/worker/claimBuffer.ts';
 import { QueueList } from '../src/worker/queueList.ts';
@@ -48,10 +48,12 @@ describe('claim buffer', () => {
   });
 });
 
+const NONE_PAUSED = { read: async () => [], maxAgeMs: 200 };
+
 describe('queue list', () => {
   it('is the configured list when there is one, without reading the database', async () => {
     let reads = 0;
-    const list = new QueueList(['a', 'b'], async () => (reads++, ['x']));
+    const list = new QueueList(['a', 'b'], async () => (reads++, ['x']), NONE_PAUSED);
     list.stale();
     expect(await list.current()).toEqual(['a', 'b']);
     expect(reads).toBe(0);
@@ -60,7 +62,7 @@ describe('queue list', () => {
   it('otherwise reads the queues with work, again when told it is stale, and adds a local enqueue at once', async () => {
     let found = ['a'];
     let reads = 0;
-    const list = new QueueList([], async () => (reads++, found));
+    const list = new QueueList([], async () => (reads++, found), NONE_PAUSED);
     expect(await list.current()).toEqual(['a']);
     expect(await list.current()).toEqual(['a']);
     expect(reads).toBe(1);
@@ -74,5 +76,33 @@ describe('queue list', () => {
     expect(reads).toBe(1);
     expect(await list.current()).toEqual(['c']); // ...the next one does it
     expect(reads).toBe(2);
+  });
+
+  it('leaves paused queues out, configured or found, reading the pauses at most once per poll interval', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      let paused = ['b'];
+      let pauseReads = 0;
+      const pauses = { read: async () => (pauseReads++, paused), maxAgeMs: 200 };
+      const configured = new QueueList(['a', 'b'], async () => [], pauses);
+      expect(await configured.current()).toEqual(['a']);
+      paused = ['a', 'b'];
+      expect(await configured.current()).toEqual(['a']); // read 0 ms ago: still fresh
+      expect(pauseReads).toBe(1);
+      vi.advanceTimersByTime(200);
+      expect(await configured.current()).toEqual([]);
+      expect(pauseReads).toBe(2);
+      paused = [];
+      vi.advanceTimersByTime(200);
+      expect(await configured.current()).toEqual(['a', 'b']);
+
+      paused = ['x'];
+      const found = new QueueList([], async () => ['x', 'y'], pauses);
+      expect(await found.current()).toEqual(['y']);
+      found.enqueuedInto('x'); // a local enqueue into a paused queue does not bypass the pause
+      expect(await found.current()).toEqual(['y']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -37,6 +37,7 @@ function fakeStore(answers: {
     claimConnections: 2,
     claim: () => Promise.reject(new Error('a run never claims')),
     readyQueues: () => Promise.reject(new Error('a run never reads queues')),
+    pausedQueues: () => Promise.reject(new Error('a run never reads pauses')),
     now: () => Promise.resolve(new Date()),
     servingOf: () => Promise.reject(new Error('no unknown kinds here')),
     completeMany: (leases) => {

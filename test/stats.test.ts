@@ -64,7 +64,7 @@ describe('collectStats', () => {
   });
 
   it('reports no queues and zero dead letters on an empty database', async () => {
-    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0 }, schedules: [] });
+    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0 }, schedules: [], pauses: [] });
   });
 });
 
@@ -105,6 +105,7 @@ describe('stats text', () => {
       ],
       deadLetters: { awaitingReview: 2 },
       schedules: [],
+      pauses: [],
     });
     expect(text).toBe(
       [
@@ -142,6 +143,7 @@ describe('cronq stats (CLI)', () => {
       queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, cancelled: 0, oldestReadyAgeSeconds: expect.any(Number) }],
       deadLetters: { awaitingReview: 1 },
       schedules: [],
+      pauses: [],
     });
     expect(stats.queues[0].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(60);
     const text = await runCli(['stats'], env);

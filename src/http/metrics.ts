@@ -53,6 +53,7 @@ export class CronqMetrics implements Observer {
   private readonly lastTickAt: Gauge<'schedule'>;
   private readonly lastTickLateness: Gauge<'schedule'>;
   private readonly lastTickOutcome: Gauge<'schedule' | 'outcome'>;
+  private readonly paused: Gauge<'target' | 'name'>;
   private readonly databaseUp: Gauge;
   private refreshing: Promise<void> | null = null;
 
@@ -161,6 +162,12 @@ export class CronqMetrics implements Observer {
       labelNames: ['schedule', 'outcome'],
       registers,
     });
+    this.paused = new Gauge({
+      name: 'cronq_paused',
+      help: "1 for each schedule and queue paused (cronq pause) as of this scrape; absent when not paused.",
+      labelNames: ['target', 'name'],
+      registers,
+    });
     this.databaseUp = new Gauge({
       name: 'cronq_database_up',
       help: '1 when this scrape could read the queue state from the database, else 0.',
@@ -241,6 +248,7 @@ export class CronqMetrics implements Observer {
     this.lastTickAt.reset();
     this.lastTickLateness.reset();
     this.lastTickOutcome.reset();
+    this.paused.reset();
     this.deadLetters.remove({}); // absent, not 0, when unknown
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
@@ -254,5 +262,6 @@ export class CronqMetrics implements Observer {
       for (const outcome of TICK_OUTCOMES) this.lastTickOutcome.set({ schedule: s.schedule, outcome }, s.lastTick.outcome === outcome ? 1 : 0);
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
     }
+    for (const p of stats.pauses ?? []) this.paused.set({ target: p.target, name: p.name }, 1);
   }
 }

@@ -47,6 +47,12 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   period?: Period;
   /** Missed-tick policy (default { mode: 'all', window: '1d', max: 1000 }); false: missed ticks are skipped. */
   catchUp?: CatchUpOptions | false;
+  /**
+   * What a tick does while a job of an earlier tick of this schedule is still ready or
+   * reserved (any job of it, with a fan-out): 'allow' enqueues anyway (default), 'skip'
+   * records the tick as skipped ("previous run still in progress") and enqueues nothing.
+   */
+  overlap?: Overlap;
   /** Optional fan-out: one job per yielded entity, per period. Streamed, never held in memory at once. */
   jobs?: FanOut;
   /** The handler (exactly one of handle and command). */
@@ -61,6 +67,9 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   cwd?: string;
 }
 
+/** A schedule's overlap policy (ScheduleOptions.overlap). */
+export type Overlap = 'allow' | 'skip';
+
 export interface ResolvedCatchUp {
   mode: CatchUpMode | 'off';
   windowMs: number;
@@ -74,6 +83,7 @@ export interface Schedule extends Task {
   timezone: string;
   period: Period;
   catchUp: ResolvedCatchUp;
+  overlap: Overlap;
   jobs: FanOut | null;
   command: string | null;
 }
@@ -111,6 +121,8 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
   if (options.jobs !== undefined && typeof options.jobs !== 'function') {
     throw new UsageError(`${what}: jobs must be a function (an async generator yielding { key, payload })`);
   }
+  const overlap = options.overlap ?? 'allow';
+  if (overlap !== 'allow' && overlap !== 'skip') throw new UsageError(`${what}: overlap must be 'allow' or 'skip' (got ${JSON.stringify(overlap)})`);
   const base = validateJobOptions(options, what, name);
   const { timeoutMs } = base;
   // A command enforces its own timeout: it kills the process group before failing.
@@ -130,6 +142,7 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
     timezone,
     period,
     catchUp: resolveCatchUp(options.catchUp, what),
+    overlap,
     jobs: options.jobs ?? null,
     command: hasCommand ? options.command! : null,
   };

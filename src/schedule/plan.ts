@@ -47,3 +47,8 @@ export function planDueTicks(due: Date[], now: Date, catchUp: ResolvedCatchUp, t
 export function outsideNote(catchUp: ResolvedCatchUp): string {
   return catchUp.mode === 'off' ? 'missed; catch-up is off' : `older than the catch-up window (${formatDuration(catchUp.windowMs)})`;
 }
+
+/** The ledger note of a tick skipped while its schedule was paused: who, since when, why. */
+export function pausedNote(pause: { pausedBy: string; pausedAt: Date; reason: string | null }): string {
+  return `paused by ${pause.pausedBy} since ${pause.pausedAt.toISOString()}${pause.reason ? `: ${pause.reason}` : ''}`;
+}

@@ -16,9 +16,12 @@ import {
   releaseTickIfOwned,
   renewTickIfOwned,
   resumableTicks,
+  skipTickIfOwned,
 } from '../store/ledger.ts';
+import { earlierTickInFlight } from '../store/overlap.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
-import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, planDueTicks } from './plan.ts';
+import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, pausedNote, planDueTicks } from './plan.ts';
+import { pauseOf } from '../store/pauses.ts';
 
 export interface TickerDeps {
   db: Db;
@@ -60,6 +63,9 @@ const REFUSED_LOGGED_PER_TICK = 10;
 const SKIP_PAGE = 10_000;
 const FANOUT_LEASE_MS = 60_000;
 const RESUME_CHECK_MS = 5_000;
+
+/** The ledger note of a tick skipped by `overlap: 'skip'`. */
+export const OVERLAP_NOTE = 'previous run still in progress';
 
 /** Thrown when another daemon took a tick's fan-out over (ours was presumed dead). */
 export class TickTakenOverError extends Error {
@@ -125,7 +131,7 @@ export class ScheduleTicker {
     if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
       for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
         if (signal?.aborted) return;
-        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal);
+        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal, { resumed: true });
       }
       this.resumeCheckedAt = performance.now();
     }
@@ -149,6 +155,12 @@ export class ScheduleTicker {
     if (due.length === 0) return;
     const plan = planDueTicks(due, now, this.schedule.catchUp, this.toleranceMs);
     await this.recordSkipped(plan.skip);
+    // One read per pass: a pause made after it applies from the next pass (the next tick).
+    const paused = plan.enqueue.length > 0 ? await this.pausedNote() : null;
+    if (paused !== null) {
+      await this.recordSkipped(plan.enqueue.map((tick) => ({ at: tick.at, note: paused })));
+      return;
+    }
     for (const tick of plan.enqueue) {
       if (signal?.aborted) return;
       await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now, signal);
@@ -163,11 +175,20 @@ export class ScheduleTicker {
   private async startFresh(now: Date, signal?: AbortSignal): Promise<void> {
     const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, now);
     if (anchor === null) return;
-    if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
+    const paused = await this.pausedNote();
+    if (paused !== null) {
+      await this.recordSkipped([{ at: anchor, note: paused }]);
+    } else if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
       await this.fanOut(anchor, false, null, now, signal);
     } else {
       await this.recordSkipped([{ at: anchor, note: 'before the schedule was first started' }]);
     }
+  }
+
+  /** The ledger note for ticks skipped because this schedule is paused now, or null when it is not. */
+  private async pausedNote(): Promise<string | null> {
+    const pause = await pauseOf(this.deps.db, 'schedule', this.schedule.name);
+    return pause && pausedNote(pause);
   }
 
   private async recordSkipped(ticks: Array<{ at: Date; note: string }>): Promise<void> {
@@ -193,13 +214,15 @@ export class ScheduleTicker {
   }
 
   /**
-   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it.
+   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it,
+   * unless the schedule's overlap is 'skip' and an earlier tick still has jobs in flight:
+   * then the tick is recorded as skipped (OVERLAP_NOTE).
    * A fan-out that fails for any reason but a lost connection is tried again
    * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
    * schedule moves on. Once `signal` aborts, it stops at the next batch boundary and hands
    * the unfinished tick back (lease ended) for the next scheduler to resume.
    */
-  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal): Promise<void> {
+  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
     const { db, claimedBy, clock } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
     const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
@@ -214,6 +237,12 @@ export class ScheduleTicker {
     });
     if (id === null) return; // another daemon owns this tick
     const at = scheduledAt.toISOString();
+    // Decided once, by the owner of the tick; a resumed fan-out was decided when it began.
+    if (!resumed && this.schedule.overlap === 'skip' && (await earlierTickInFlight(db, this.schedule.name, this.schedule.queue, scheduledAt))) {
+      if (!(await skipTickIfOwned(db, id, claimedBy, OVERLAP_NOTE))) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+      this.log.info({ event: 'schedule_tick_skipped', scheduled_at: at, reason: OVERLAP_NOTE }, 'tick skipped: previous run still in progress');
+      return;
+    }
     const startedAt = performance.now();
     let renewedAt = startedAt;
     let insertedSoFar = 0;

@@ -52,6 +52,8 @@ import {
 } from './ledger.ts';
 import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, windowEnd, type PruneTarget } from './prune.ts';
 import { recoverExpiredLeases } from './recovery.ts';
+import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
+import type { PauseTarget } from '../db/schema.ts';
 import type { DbTime } from './sql.ts';
 import { collectStats, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
@@ -301,6 +303,33 @@ export class Store {
   servingOf(query: { jobId: number; kind: string; queue: string; aliveMs: number }): Promise<Serving> {
     return servingOf(this.db, query);
   }
+
+  // Pauses (pauses.ts)
+
+  /** The pause of one schedule or queue, or null. */
+  pauseOf(target: PauseTarget, name: string): Promise<Pause | null> {
+    return pauseOf(this.db, target, name);
+  }
+
+  /** Every pause (of one target, when given), by target and name. */
+  listPauses(target?: PauseTarget): Promise<Pause[]> {
+    return listPauses(this.db, target);
+  }
+
+  /** The paused queues' names: one read of a tiny table, for the claim path. */
+  pausedQueues(): Promise<string[]> {
+    return pausedQueueNames(this.db);
+  }
+
+  /** Pauses a schedule or queue unless it is paused already (insertPauseIfAbsent). */
+  pause(pause: { target: PauseTarget; name: string; reason: string | null; pausedBy: string }): Promise<PauseWriteOutcome> {
+    return insertPauseIfAbsent(this.db, pause);
+  }
+
+  /** Ends a pause, returning it, or 'not_paused' (deletePause). */
+  resume(target: PauseTarget, name: string): Promise<ResumeWriteOutcome> {
+    return deletePause(this.db, target, name);
+  }
 }
 
 export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
@@ -312,4 +341,5 @@ export type { Stats } from './stats.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
 export type { KindLimit, KindLimitStatus } from './limits.ts';
 export type { PruneTarget } from './prune.ts';
+export type { Pause, PauseWriteOutcome, ResumeWriteOutcome } from './pauses.ts';
 export { parseDbTime, type DbTime } from './sql.ts';

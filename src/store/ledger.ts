@@ -160,6 +160,18 @@ export async function failTickIfOwned(
 }
 
 /**
+ * Records a claimed tick as deliberately not enqueued (outcome 'skipped', finished, with
+ * `note`), e.g. because its previous run is still in progress. False when the tick was
+ * taken over meanwhile.
+ */
+export async function skipTickIfOwned(exec: Executor, id: number, claimedBy: string, note: string): Promise<boolean> {
+  const updated = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET outcome = 'skipped', finished_at = ${NOW}, fanout_until = NULL, note = ${boundedNote(note)}
+    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
+  return header(updated).affectedRows === 1;
+}
+
+/**
  * Gives up a fan-out cut short on purpose (shutdown): the row stays unfinished and its
  * lease ends now, so the next scheduler of any daemon resumes it at once instead of
  * after the lease. False when the tick was no longer ours.
@@ -185,15 +197,16 @@ export interface SkippedTick {
 }
 
 /**
- * Records ticks deliberately not enqueued. A tick that already has a row (another
- * daemon enqueued or skipped it) keeps that row. Returns how many rows were new.
+ * Records ticks deliberately not enqueued, each note cut to NOTE_MAX. A tick that already
+ * has a row (another daemon enqueued or skipped it) keeps that row. Returns how many rows
+ * were new.
  */
 export async function recordSkippedTicks(exec: Executor, scheduleName: string, ticks: SkippedTick[]): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < ticks.length; i += 1000) {
     const values = ticks
       .slice(i, i + 1000)
-      .map((t) => sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${t.note}, ${NOW}, ${NOW})`);
+      .map((t) => sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${boundedNote(t.note)}, ${NOW}, ${NOW})`);
     const result = await exec.execute(sql`INSERT INTO cronq_schedule_ticks
         (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at)
       VALUES ${sql.join(values, sql`, `)}

@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { JOB_STATUSES, type JobStatus, type TickOutcome } from '../db/schema.ts';
+import { listPauses, type Pause } from './pauses.ts';
 import { rows } from './sql.ts';
 
 /** One queue's jobs by status, as of one statement. */
@@ -30,6 +31,8 @@ export interface Stats {
   deadLetters: DeadLetterStats;
   /** Every schedule with at least one tick ledger row, by name. */
   schedules: ScheduleStats[];
+  /** Every pause in force (schedules, then queues, by name): who paused what, when, why. */
+  pauses: Pause[];
 }
 
 /** A schedule's latest tick ledger row. */
@@ -131,5 +134,6 @@ export async function collectStats(db: Executor): Promise<Stats> {
   const queues = await queueStats(db);
   const deadLetters = await deadLetterStats(db);
   const schedules = await scheduleStats(db);
-  return { queues, deadLetters, schedules };
+  const pauses = await listPauses(db);
+  return { queues, deadLetters, schedules, pauses };
 }

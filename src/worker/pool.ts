@@ -121,7 +121,7 @@ export class WorkerPool {
     this.finisher = new Finisher({ store, health: this.health, log, observer: this.observer, slots: this.slots, unknownKinds: this.unknownKinds });
     this.runDeps = { store, log, health: this.health, observer: this.observer, finisher: this.finisher };
     this.poison = new PoisonRows(log);
-    this.queueList = new QueueList(options.queues, () => store.readyQueues());
+    this.queueList = new QueueList(options.queues, () => store.readyQueues(), { read: () => store.pausedQueues(), maxAgeMs: options.pollMs, log });
     this.leases = {
       byKind: new Map(options.tasks.list().map((task) => [task.name, task.leaseMs])),
       defaultMs: TASK_DEFAULTS.leaseMs,

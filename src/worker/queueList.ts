@@ -1,13 +1,27 @@
 /** A pool serving every queue re-reads which queues have ready jobs at least this often. */
 export const QUEUES_MAX_AGE_MS = 1_000;
 
+import type { Logger } from '../logger.ts';
+
+/** Where the paused queues come from, and how old the last read may get before a claim. */
+export interface PausedQueues {
+  /** The names of the paused queues (one read of the tiny cronq_pauses table). */
+  read: () => Promise<string[]>;
+  /** At most this old when a claim uses it: the poll interval, so a pause applies within one poll. */
+  maxAgeMs: number;
+  /** Told `queue_paused` / `queue_resumed` once per queue when this pool first sees a pause begin or end. */
+  log?: Logger;
+}
+
 /**
  * The queues a pool claims from: the configured list, or, with none configured, the
  * queues last seen with ready jobs (readQueues: a loose index scan), re-read when asked
  * (`stale()`: an idle poll, a failed claim, an enqueue whose queue is unknown) and at
  * least every QUEUES_MAX_AGE_MS. A local enqueue naming its queue adds it at once, and
  * the claim it prompts goes ahead without the re-read (the next one does it), so
- * same-process pickup never waits for one.
+ * same-process pickup never waits for one. Either way paused queues are left out; the
+ * paused set is re-read before a claim whenever it is `paused.maxAgeMs` old, so a pool
+ * reads it at most once per poll interval, not once per claim, and obeys within one.
  */
 export class QueueList {
   private seen: string[] = [];
@@ -16,9 +30,13 @@ export class QueueList {
   /** A local enqueue named a queue since the last claim: claim now, re-read later. */
   private announced = false;
 
+  private paused = new Set<string>();
+  private pausedAt = Number.NEGATIVE_INFINITY;
+
   constructor(
     private readonly configured: string[],
     private readonly readQueues: () => Promise<string[]>,
+    private readonly pausedQueues: PausedQueues,
   ) {}
 
   /** The queue list may be out of date: re-read it before the next claim. */
@@ -35,14 +53,33 @@ export class QueueList {
 
   /** The queues to claim from now. */
   async current(): Promise<string[]> {
-    if (this.configured.length > 0) return this.configured;
     const announced = this.announced;
     this.announced = false;
+    if (Date.now() - this.pausedAt >= this.pausedQueues.maxAgeMs) {
+      this.pausedAt = Date.now();
+      this.notePaused(new Set(await this.pausedQueues.read()));
+    }
+    return this.unpaused(await this.candidates(announced));
+  }
+
+  private async candidates(announced: boolean): Promise<string[]> {
+    if (this.configured.length > 0) return this.configured;
     if (!announced && (this.reread || Date.now() - this.seenAt > QUEUES_MAX_AGE_MS)) {
       this.reread = false;
       this.seenAt = Date.now();
       this.seen = await this.readQueues();
     }
     return this.seen;
+  }
+
+  private notePaused(now: Set<string>): void {
+    const { log } = this.pausedQueues;
+    for (const queue of now) if (!this.paused.has(queue)) log?.info({ event: 'queue_paused', queue }, 'queue paused: no claims from it until resumed');
+    for (const queue of this.paused) if (!now.has(queue)) log?.info({ event: 'queue_resumed', queue }, 'queue resumed');
+    this.paused = now;
+  }
+
+  private unpaused(queues: string[]): string[] {
+    return this.paused.size === 0 ? queues : queues.filter((queue) => !this.paused.has(queue));
   }
 }

@@ -1,4 +1,4 @@
-import { LISTING_MAX, type TickRow } from '../../admin.ts';
+import { describePause, LISTING_MAX, type TickRow } from '../../admin.ts';
 import { baseConfig, parseIntFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -13,10 +13,12 @@ export const schedulesCommand: Command = {
   help: `Usage: cronq schedules [--json] [--from ISO] [--count N]
 
 Lists every schedule in the schedules folder: name, cron, time zone, its next N
-fire instants (UTC) after --from (default now), and its last tick ledger row,
-after the version of the zone data fire times come from (Node's process.versions.tz).
+fire instants (UTC) after --from (default now), its last tick ledger row and,
+when paused ('cronq pause'), who paused it, since when and why; after the
+version of the zone data fire times come from (Node's process.versions.tz).
 
-  --json            [{ name, cron, timezone, tzdata, period, next: [ISO...], lastTick }]
+  --json            [{ name, cron, timezone, tzdata, period, next: [ISO...], lastTick,
+                       paused: null or { by, at (ISO), reason (null when none) } }]
   --from ISO        list fire times after this instant (default now)
   --count N         how many fire times (default 5, at most 1000)
   --schedules DIR   where schedules are defined (default ./schedules)
@@ -30,7 +32,8 @@ ${COMMON_HELP}`,
     baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
     const cronq = await openForCommand(args);
     try {
-      const listed = (await cronq.admin.schedules({ from, count })).map((s) => ({
+      const schedules = await cronq.admin.schedules({ from, count });
+      const listed = schedules.map((s) => ({
         name: s.name,
         cron: s.cron,
         timezone: s.timezone,
@@ -38,6 +41,7 @@ ${COMMON_HELP}`,
         period: s.period,
         next: s.next.map((d) => d.toISOString()),
         lastTick: s.lastTick ? tickJson(s.lastTick) : null,
+        paused: s.paused && { by: s.paused.pausedBy, at: s.paused.pausedAt.toISOString(), reason: s.paused.reason },
       }));
       if (args.values.json) {
         args.out(JSON.stringify(listed, null, 2));
@@ -45,8 +49,10 @@ ${COMMON_HELP}`,
         args.out('no schedules');
       } else {
         args.out(`zone data: tz ${TZDATA} (Node ${process.version})`);
-        for (const s of listed) {
+        for (const [i, s] of listed.entries()) {
+          const paused = schedules[i].paused;
           args.out(`${s.name}  ${s.cron}  ${s.timezone}  period ${s.period}`);
+          if (paused) args.out(`  ${describePause(paused)} (its ticks are skipped)`);
           args.out(`  next: ${s.next.join(', ') || '(never)'}`);
           const t = s.lastTick;
           args.out(

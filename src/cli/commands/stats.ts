@@ -1,4 +1,4 @@
-import type { Stats } from '../../admin.ts';
+import { describePause, type Stats } from '../../admin.ts';
 import { COMMON_HELP, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { renderTable } from '../textTable.ts';
@@ -12,8 +12,9 @@ export const statsCommand: Command = {
 Prints, per queue, how many jobs are ready, reserved, done and dead, and how long
 the oldest ready job has been waiting (since its available_at, by the database
 clock; jobs scheduled for later are not waiting). Then how many dead letters
-await review ('cronq dead list'), and each schedule's last tick with how late
-its last enqueued tick started.
+await review ('cronq dead list'), every schedule and queue paused ('cronq pause':
+who, since when, why), and each schedule's last tick with how late its last
+enqueued tick started.
 
   --json   one JSON object:
            { "queues": [{ "queue", "ready", "reserved", "done", "dead",
@@ -21,7 +22,9 @@ its last enqueued tick started.
              "deadLetters": { "awaitingReview" },
              "schedules": [{ "schedule", "lastTick": { "scheduledAt", "periodKey",
                              "outcome" (enqueued, skipped or failed), "caughtUp",
-                             "note", "finishedAt" }, "latenessMs" }] }
+                             "note", "finishedAt" }, "latenessMs" }],
+             "pauses": [{ "target" (schedule or queue), "name", "reason" (null
+                          when none), "pausedBy", "pausedAt" }] }
            More keys may be added; ignore the ones you do not know.
 
 ${COMMON_HELP}`,
@@ -59,7 +62,7 @@ export function statsText(stats: Stats): string {
           ],
           stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), age(q.oldestReadyAgeSeconds)]),
         );
-  const text = `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}`;
+  const text = `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}${pausesText(stats.pauses)}`;
   if (stats.schedules.length === 0) return text;
   const schedules = renderTable(
     [{ header: 'SCHEDULE' }, { header: 'LAST TICK' }, { header: 'OUTCOME' }, { header: 'LATENESS', align: 'right' }],
@@ -71,6 +74,11 @@ export function statsText(stats: Stats): string {
     ]),
   );
   return `${text}\n\n${schedules}`;
+}
+
+/** One line per pause in force (nothing when none): what, who, since when, why. */
+function pausesText(pauses: Stats['pauses']): string {
+  return pauses.map((p) => `\n${p.target} ${p.name} ${describePause(p)}`).join('');
 }
 
 /** 0.4s, 42s, 3m 12s, 5h 02m, 2d 03h: coarse enough to read at a glance. */

@@ -1,0 +1,122 @@
+/**
+ * Pause and resume (`cronq.admin.pauses`): an operator stops a schedule's ticks or a
+ * queue's claims on every daemon, without a deploy, and starts them again. The state is
+ * a row of `cronq_pauses`, so it holds on every host and across restarts; each daemon
+ * obeys at its next read (see store/pauses.ts).
+ */
+import { hostname, userInfo } from 'node:os';
+import { UsageError } from '../errors.ts';
+import type { PauseTarget } from '../db/schema.ts';
+import type { Schedule } from '../schedule/define.ts';
+import { latestFireAtOrBefore, periodKeyOfFire } from '../schedule/period.ts';
+import { pausedNote } from '../schedule/plan.ts';
+import type { Pause, PauseWriteOutcome, ResumeWriteOutcome, Store } from '../store/index.ts';
+
+export type { Pause, PauseTarget };
+/** "paused by alice@web1 since 2026-11-30T18:00:00.000Z: deploy freeze": a pause in one line (also the ledger note of its skipped ticks). */
+export { pausedNote as describePause };
+
+/** Longest pause name, reason and "who" (the columns' widths). */
+export const PAUSE_NAME_MAX = 128;
+export const PAUSE_TEXT_MAX = 255;
+
+/** What `pause` did: paused now, already paused (the pause in force, nothing changed), or no such schedule. */
+export type PauseOutcome = PauseWriteOutcome | { status: 'no_schedule'; name: string };
+
+/** What `resume` did: the pause it ended, not paused (nothing changed), or no such schedule. */
+export type ResumeOutcome = ResumeWriteOutcome | { status: 'no_schedule'; name: string };
+
+/** Who did it and why; `by` defaults to `user@host` of this process (defaultOperator). */
+export interface PauseOptions {
+  reason?: string;
+  by?: string;
+}
+
+/**
+ * Pausing and resuming schedules and queues. A schedule must be one of the loaded
+ * schedules ('no_schedule' otherwise); a queue may be any name, used or not yet, so a
+ * queue can be paused before its first job arrives. Bad text (an empty name or `by`,
+ * one longer than its column) is a UsageError, refused before the database is touched.
+ */
+export interface PauseAdmin {
+  /**
+   * Pauses a schedule (each later tick is recorded as 'skipped' with a note naming who
+   * paused it, since when and why, and nothing is enqueued) or a queue (no daemon claims
+   * from it; its jobs wait, running ones finish). Daemons obey within one poll (a
+   * scheduler at its next pass). Pausing what is paused changes nothing: 'already_paused'.
+   */
+  pause(target: PauseTarget, name: string, options?: PauseOptions): Promise<PauseOutcome>;
+  /**
+   * Ends a pause. A resumed schedule does not catch up the ticks that fell while it was
+   * paused: they are in the ledger as skipped, and its latest fire time at or before now
+   * is recorded as skipped too (when no daemon was there to record it), so catch-up
+   * starts after it. 'not_paused' when there was no pause (nothing changed).
+   */
+  resume(target: PauseTarget, name: string): Promise<ResumeOutcome>;
+  /** Every pause in force, schedules first, by name. */
+  list(): Promise<Pause[]>;
+}
+
+/**
+ * `user@host` of this process: who an operator action is recorded as when no `by` is
+ * given. Falls back to $USER (or 'unknown') where the OS has no user name for the uid.
+ */
+export function defaultOperator(): string {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = process.env.USER ?? 'unknown';
+  }
+  return `${user}@${hostname()}`;
+}
+
+function checkedText(value: string, what: string, max: number): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${what} must not be empty`);
+  if (value.length > max) throw new UsageError(`${what} is longer than ${max} characters (${value.length})`);
+  return value;
+}
+
+function checkedTarget(target: PauseTarget): PauseTarget {
+  if (target !== 'schedule' && target !== 'queue') throw new UsageError(`a pause target is 'schedule' or 'queue' (got ${String(target)})`);
+  return target;
+}
+
+/** Builds `cronq.admin.pauses` over a store and the loaded schedules. */
+export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule[]>): PauseAdmin {
+  const loaded = async (name: string) => (await schedules()).find((s) => s.name === name);
+  return {
+    async pause(target, name, { reason, by = defaultOperator() } = {}) {
+      checkedTarget(target);
+      checkedText(name, `the ${target} name`, PAUSE_NAME_MAX);
+      checkedText(by, 'by', PAUSE_TEXT_MAX);
+      const why = reason === undefined ? null : checkedText(reason, 'the reason', PAUSE_TEXT_MAX);
+      if (target === 'schedule' && !(await loaded(name))) return { status: 'no_schedule', name };
+      return store.pause({ target, name, reason: why, pausedBy: by });
+    },
+    async resume(target, name) {
+      checkedTarget(target);
+      checkedText(name, `the ${target} name`, PAUSE_NAME_MAX);
+      const schedule = target === 'schedule' ? await loaded(name) : undefined;
+      const outcome = await store.resume(target, name);
+      // A pause of a schedule since removed from the folder can still be ended.
+      if (outcome.status === 'not_paused' && target === 'schedule' && !schedule) return { status: 'no_schedule', name };
+      if (outcome.status === 'resumed' && schedule) await anchorAfterPause(store, schedule, outcome.pause);
+      return outcome;
+    },
+    list: () => store.listPauses(),
+  };
+}
+
+/**
+ * Records the schedule's latest fire time at or before now as skipped (unless the
+ * ledger has it): catch-up starts from the ledger's latest row, so ticks that fell
+ * while it was paused and no scheduler ran are not enqueued after the resume.
+ */
+async function anchorAfterPause(store: Store, schedule: Schedule, pause: Pause): Promise<void> {
+  const at = latestFireAtOrBefore(schedule.cron, schedule.timezone, await store.now());
+  if (at === null || at.getTime() < pause.pausedAt.getTime()) return;
+  await store.recordSkippedTicks(schedule.name, [
+    { scheduledAt: at, periodKey: periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, at), note: pausedNote(pause) },
+  ]);
+}

@@ -1,0 +1,94 @@
+import { describePause, type PauseTarget } from '../../admin.ts';
+import { UsageError } from '../../errors.ts';
+import { COMMON_HELP, COMMON_OPTIONS, type Command, type ParsedArgs } from '../command.ts';
+import { openForCommand } from '../open.ts';
+
+const WHO_HELP = `  --by NAME         who to record (default user@host of this process)`;
+
+/** `cronq pause (NAME | --queue Q) [--reason R] [--by NAME]`. */
+export const pauseCommand: Command = {
+  name: 'pause',
+  summary: 'stop a schedule\'s ticks or a queue\'s claims on every daemon until resumed',
+  help: `Usage: cronq pause NAME [--reason R] [--by NAME]
+       cronq pause --queue Q [--reason R] [--by NAME]
+
+Pauses schedule NAME (one of the schedules folder): until 'cronq resume NAME',
+every daemon records each of its ticks in the ledger as skipped, with a note
+naming who paused it, since when and why, and enqueues nothing. Ticks that fell
+while paused are not caught up after the resume.
+
+With --queue, pauses queue Q: no daemon claims from it (within one --poll);
+its jobs wait, running ones finish. Any queue name is accepted, used or not.
+
+The pause is a row of cronq_pauses: it holds on every host and across restarts.
+'cronq schedules' and 'cronq stats' show it. Pausing what is already paused is
+refused (exit 64) and changes nothing.
+
+  --queue Q         pause a queue instead of a schedule
+  --reason R        why (at most 255 characters), shown with the pause
+${WHO_HELP}
+  --schedules DIR   where schedules are defined (default ./schedules)
+
+${COMMON_HELP}`,
+  options: { ...COMMON_OPTIONS, queue: { type: 'string' }, reason: { type: 'string' }, by: { type: 'string' } },
+  positionals: { min: 0, max: 1, names: 'NAME' },
+  async run(args) {
+    const { target, name } = targetOf(args, 'pause');
+    const cronq = await openForCommand(args, { loadSchedules: target === 'schedule' });
+    try {
+      const outcome = await cronq.admin.pauses.pause(target, name, {
+        reason: args.values.reason as string | undefined,
+        by: args.values.by as string | undefined,
+      });
+      if (outcome.status === 'no_schedule') throw new UsageError(`cronq pause: no schedule named '${name}' in the schedules folder`);
+      if (outcome.status === 'already_paused') throw new UsageError(`cronq pause: ${target} '${name}' is already ${describePause(outcome.pause)}`);
+      args.out(`${target} ${name} ${describePause(outcome.pause)}`);
+      return 0;
+    } finally {
+      await cronq.stop();
+    }
+  },
+};
+
+/** `cronq resume (NAME | --queue Q)`. */
+export const resumeCommand: Command = {
+  name: 'resume',
+  summary: 'end a pause made by cronq pause',
+  help: `Usage: cronq resume NAME
+       cronq resume --queue Q
+
+Ends the pause of schedule NAME, or with --queue of queue Q, on every daemon
+(within one --poll for a queue, at its next tick for a schedule). A resumed
+schedule does not catch up the ticks that fell while it was paused: they stay
+in the ledger as skipped. Resuming what is not paused is refused (exit 64).
+
+  --queue Q         resume a queue instead of a schedule
+  --schedules DIR   where schedules are defined (default ./schedules)
+
+${COMMON_HELP}`,
+  options: { ...COMMON_OPTIONS, queue: { type: 'string' } },
+  positionals: { min: 0, max: 1, names: 'NAME' },
+  async run(args) {
+    const { target, name } = targetOf(args, 'resume');
+    const cronq = await openForCommand(args, { loadSchedules: target === 'schedule' });
+    try {
+      const outcome = await cronq.admin.pauses.resume(target, name);
+      if (outcome.status === 'no_schedule') throw new UsageError(`cronq resume: no schedule named '${name}' in the schedules folder`);
+      if (outcome.status === 'not_paused') throw new UsageError(`cronq resume: ${target} '${name}' is not paused`);
+      args.out(`${target} ${name} resumed (was ${describePause(outcome.pause)})`);
+      return 0;
+    } finally {
+      await cronq.stop();
+    }
+  },
+};
+
+/** NAME or --queue Q, exactly one of them. */
+function targetOf(args: ParsedArgs, command: string): { target: PauseTarget; name: string } {
+  const queue = args.values.queue as string | undefined;
+  const [name] = args.positionals;
+  if (queue !== undefined && name !== undefined) throw new UsageError(`cronq ${command}: give a schedule NAME or --queue Q, not both`);
+  if (queue !== undefined) return { target: 'queue', name: queue };
+  if (name === undefined) throw new UsageError(`cronq ${command}: missing NAME (a schedule) or --queue Q (see cronq ${command} --help)`);
+  return { target: 'schedule', name };
+}

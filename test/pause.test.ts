@@ -1,0 +1,194 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createCronq, defineSchedule, defineTask, type Cronq, type ScheduleOptions } from '../src/index.ts';
+import { CronqMetrics } from '../src/http/metrics.ts';
+import { systemClock } from '../src/schedule/clock.ts';
+import { ScheduleTicker } from '../src/schedule/ticker.ts';
+import { runCli } from './support/cli.ts';
+import { runMain } from './support/runMain.ts';
+import { useTestDatabase } from './support/db.ts';
+import { EventLog } from './support/events.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks', 'cronq_pauses'] });
+const silent = pino({ level: 'silent' });
+let cronq: Cronq | null = null;
+
+afterEach(async () => {
+  await cronq?.stop({ graceMs: 1_000 });
+  cronq = null;
+});
+
+const report = (options: Partial<ScheduleOptions> = {}) =>
+  defineSchedule({ name: 'report', cron: '0 2 * * *', timezone: 'UTC', period: 'day', catchUp: { mode: 'all', window: '40d' }, handle() {}, ...options } as ScheduleOptions);
+
+const ticker = (s: ReturnType<typeof report>) => new ScheduleTicker(s, { db: t.database.db, clock: systemClock, log: silent, claimedBy: 'test:1' });
+
+async function ledger(name = 'report') {
+  const rows = await t.sql(
+    "SELECT DATE_FORMAT(scheduled_at, '%Y-%m-%dT%H:%i:%sZ') AS at, outcome, note FROM cronq_schedule_ticks WHERE schedule_name = ? AND period_key <> 'seed' ORDER BY scheduled_at",
+    [name],
+  );
+  return rows.map((r: any) => ({ at: r.at, outcome: r.outcome, note: r.note }));
+}
+
+async function seedTick(name: string, at: Date) {
+  await t.sql(
+    "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at) VALUES (?, ?, 'seed', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+    [name, at.toISOString().replace('T', ' ').replace('Z', '')],
+  );
+}
+
+const jobKeys = async () => (await t.sql('SELECT job_key FROM cronq_jobs ORDER BY job_key')).map((r: any) => r.job_key);
+
+describe('pausing a schedule', () => {
+  it('records its ticks as skipped naming who paused it and why, and after the resume does not catch them up', async () => {
+    const s = report();
+    cronq = createCronq({ databaseUrl: t.url, tasks: [s], workers: false, scheduler: false, logger: false });
+    await seedTick('report', new Date('2020-11-01T02:00:00Z'));
+    const paused = await cronq.admin.pauses.pause('schedule', 'report', { reason: 'ledger migration', by: 'alice@ops' });
+    expect(paused).toMatchObject({ status: 'paused', pause: { target: 'schedule', name: 'report', reason: 'ledger migration', pausedBy: 'alice@ops' } });
+    const note = `paused by alice@ops since ${paused.status === 'paused' && paused.pause.pausedAt.toISOString()}: ledger migration`;
+
+    await ticker(s).catchUp(new Date('2020-11-02T02:00:00.100Z'));
+    await ticker(s).catchUp(new Date('2020-11-03T02:00:05Z'));
+    expect(await jobKeys()).toEqual([]);
+    expect(await cronq.admin.pauses.pause('schedule', 'report', { by: 'bob@ops' })).toMatchObject({ status: 'already_paused', pause: { pausedBy: 'alice@ops' } });
+    expect(await cronq.admin.pauses.resume('schedule', 'report')).toMatchObject({ status: 'resumed', pause: { pausedBy: 'alice@ops' } });
+    expect(await cronq.admin.pauses.resume('schedule', 'report')).toEqual({ status: 'not_paused' });
+
+    await ticker(s).catchUp(new Date('2020-11-04T02:00:00.100Z'));
+    expect(await ledger()).toEqual([
+      { at: '2020-11-02T02:00:00Z', outcome: 'skipped', note },
+      { at: '2020-11-03T02:00:00Z', outcome: 'skipped', note },
+      { at: '2020-11-04T02:00:00Z', outcome: 'enqueued', note: null },
+    ]);
+    expect(await jobKeys()).toEqual(['report:2020-11-04']);
+  });
+
+  it('resumed after a pause no scheduler saw, it does not catch up the ticks that fell while paused', async () => {
+    const s = report({ cron: '* * * * * *', period: 'tick', catchUp: { mode: 'all', window: '1h' } });
+    cronq = createCronq({ databaseUrl: t.url, tasks: [s], workers: false, scheduler: false, logger: false });
+    const start = Date.now();
+    await seedTick('report', new Date(Math.floor(start / 1000) * 1000 - 120_000)); // two minutes of ticks to catch up
+    await cronq.admin.pauses.pause('schedule', 'report', { by: 'alice@ops' });
+    // Until a fire time falls inside the pause (at most a second).
+    while (Math.floor(Date.now() / 1000) * 1000 <= start + 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    const resumed = await cronq.admin.pauses.resume('schedule', 'report');
+    expect(resumed.status).toBe('resumed');
+    const [anchor] = await ledger();
+    expect(anchor).toMatchObject({ outcome: 'skipped', note: expect.stringMatching(/^paused by alice@ops since /) });
+
+    await ticker(s).catchUp(new Date());
+    const enqueued = await t.sql("SELECT COUNT(*) AS n, MIN(scheduled_at) AS first FROM cronq_jobs");
+    expect(Number(enqueued[0].n)).toBeLessThanOrEqual(2); // the second or two since the resume, not two minutes
+    if (Number(enqueued[0].n) > 0) expect(new Date(`${enqueued[0].first.replace(' ', 'T')}Z`).getTime()).toBeGreaterThan(new Date(anchor.at).getTime());
+  });
+
+  it('refuses an unknown schedule and bad text, changing nothing', async () => {
+    cronq = createCronq({ databaseUrl: t.url, tasks: [report()], workers: false, scheduler: false, logger: false });
+    expect(await cronq.admin.pauses.pause('schedule', 'nightly')).toEqual({ status: 'no_schedule', name: 'nightly' });
+    expect(await cronq.admin.pauses.resume('schedule', 'nightly')).toEqual({ status: 'no_schedule', name: 'nightly' });
+    await expect(cronq.admin.pauses.pause('schedule', 'report', { reason: 'x'.repeat(256) })).rejects.toThrow('the reason is longer than 255 characters');
+    await expect(cronq.admin.pauses.pause('queue', ' ')).rejects.toThrow('the queue name must not be empty');
+    await expect(cronq.admin.pauses.pause('schedule', 'report', { by: '' })).rejects.toThrow('by must not be empty');
+    expect(await cronq.admin.pauses.list()).toEqual([]);
+  });
+});
+
+describe('pausing a queue', () => {
+  it.each([
+    ['every queue with work', undefined],
+    ['a configured queue list', ['mail', 'default']],
+  ])('stops claims from it on %s while the running job finishes, and resuming starts its jobs', async (_, queues) => {
+    const log = new EventLog('info');
+    let releaseSlow!: () => void;
+    const gate = new Promise<void>((resolve) => (releaseSlow = resolve));
+    let slowStarted!: () => void;
+    const started = new Promise<void>((resolve) => (slowStarted = resolve));
+    const mail = defineTask({
+      name: 'mail',
+      queue: 'mail',
+      async handle(job) {
+        if (job.key !== 'mail:slow') return;
+        slowStarted();
+        await gate;
+      },
+    });
+    const other = defineTask({ name: 'other', handle() {} });
+    cronq = createCronq({ databaseUrl: t.url, tasks: [mail, other], logger: log.logger, scheduler: false, pollInterval: '50ms', ...(queues ? { queues } : {}) });
+    await cronq.start();
+    await cronq.enqueue(mail, { key: 'mail:slow', payload: null });
+    await started;
+    expect(await cronq.admin.pauses.pause('queue', 'mail', { reason: 'smtp down', by: 'ops' })).toMatchObject({ status: 'paused' });
+    await log.waitFor('queue_paused'); // within one poll
+    await cronq.enqueue(mail, { key: 'mail:waiting', payload: null });
+    // Several claim rounds on the other queue, each after the pause, none of them takes the mail job.
+    for (const [i, key] of ['other:1', 'other:2', 'other:3'].entries()) {
+      await cronq.enqueue(other, { key, payload: null });
+      await log.waitFor('job_completed', i + 1, 15_000, (e) => e.kind === 'other');
+    }
+    releaseSlow();
+    await log.waitFor('job_completed', 1, 15_000, (e) => e.kind === 'mail');
+    const [waiting] = await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'mail:waiting'");
+    expect(waiting).toMatchObject({ status: 'ready', attempts: 0 });
+    expect((await cronq.admin.stats()).pauses).toMatchObject([{ target: 'queue', name: 'mail', reason: 'smtp down', pausedBy: 'ops' }]);
+    const metrics = new CronqMetrics({ collect: () => cronq!.admin.stats() });
+    expect((await metrics.scrape()).body).toContain('cronq_paused{target="queue",name="mail"} 1');
+
+    expect(await cronq.admin.pauses.resume('queue', 'mail')).toMatchObject({ status: 'resumed' });
+    await log.waitFor('queue_resumed');
+    await log.waitFor('job_completed', 2, 15_000, (e) => e.kind === 'mail');
+  });
+});
+
+describe('cronq pause and resume', () => {
+  function folder(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'cronq-pause-'));
+    writeFileSync(
+      join(dir, 'report.ts'),
+      `import { defineSchedule } from '${join(process.cwd(), 'src/index.ts')}';
+export default defineSchedule({ name: 'report', cron: '0 2 * * *', timezone: 'UTC', period: 'day', handle: () => {} });
+`,
+    );
+    return dir;
+  }
+
+  it('pauses and resumes a schedule and a queue, shows the pauses, and refuses bad input with one line and exit 64', async () => {
+    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: folder() };
+    const pauses = async () => (await t.sql('SELECT target, name, reason, paused_by FROM cronq_pauses ORDER BY target, name')) as any[];
+
+    const unknown = await runCli(['pause', 'nightly', '--reason', 'x'], env);
+    expect(unknown).toMatchObject({ code: 64, stdout: '', stderr: "cronq pause: no schedule named 'nightly' in the schedules folder\n" });
+    const both = await runMain(['pause', 'report', '--queue', 'mail'], env);
+    expect(both).toMatchObject({ code: 64, stderr: 'cronq pause: give a schedule NAME or --queue Q, not both\n' });
+    const notPaused = await runCli(['resume', 'report'], env);
+    expect(notPaused).toMatchObject({ code: 64, stderr: "cronq resume: schedule 'report' is not paused\n" });
+    expect(await pauses()).toEqual([]);
+
+    const paused = await runMain(['pause', 'report', '--reason', 'quarter close', '--by', 'alice'], env);
+    expect(paused.code).toBe(0);
+    expect(paused.stdout).toMatch(/^schedule report paused by alice since \d{4}-\d\d-\d\dT[\d:.]+Z: quarter close\n$/);
+    const queue = await runMain(['pause', '--queue', 'mail'], env);
+    expect(queue.code).toBe(0);
+    expect(queue.stdout).toMatch(/^queue mail paused by [^@\s]+@\S+ since /);
+    const again = await runCli(['pause', 'report'], env);
+    expect(again).toMatchObject({ code: 64, stdout: '' });
+    expect(again.stderr).toMatch(/^cronq pause: schedule 'report' is already paused by alice since .*: quarter close\n$/);
+    expect(await pauses()).toEqual([
+      { target: 'schedule', name: 'report', reason: 'quarter close', paused_by: 'alice' },
+      { target: 'queue', name: 'mail', reason: null, paused_by: expect.stringMatching(/@/) },
+    ]);
+
+    const listed = JSON.parse((await runMain(['schedules', '--json'], env)).stdout);
+    expect(listed[0].paused).toEqual({ by: 'alice', at: expect.any(String), reason: 'quarter close' });
+    const stats = await runMain(['stats'], env);
+    expect(stats.stdout).toMatch(/\nschedule report paused by alice since .*: quarter close\nqueue mail paused by /);
+
+    expect(await runMain(['resume', 'report'], env)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^schedule report resumed \(was paused by alice since /) });
+    expect(await runMain(['resume', '--queue', 'mail'], env)).toMatchObject({ code: 0 });
+    expect(await pauses()).toEqual([]);
+  });
+});
