@@ -15,7 +15,8 @@ import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
-import type { Store, TickRow } from './store/index.ts';
+import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Store, TickRow } from './store/index.ts';
+import { defaultOperator } from './runtime/operator.ts';
 import type { Stats } from './store/stats.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
 
@@ -24,8 +25,20 @@ export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGr
 export type { DeadLetterStats, QueueStats, ScheduleStats, Stats } from './store/stats.ts';
 /** Every outcome a tick-ledger row can record (ScheduleStats.lastTick.outcome, TickRow.outcome). */
 export { TICK_OUTCOMES } from './db/schema.ts';
+/** Every status a job row can have (QueueStats counts each). */
+export { JOB_STATUSES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
 export type { PruneResult } from './maintenance/prune.ts';
+export { CANCEL_BATCH_SIZE, MAX_CANCEL_TEXT_LENGTH } from './store/cancel.ts';
+export type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget } from './store/cancel.ts';
+
+/** Why an operator cancels, and who (default `user@host` of this process). */
+export interface CancelOptions {
+  /** Required: 1–MAX_CANCEL_TEXT_LENGTH characters, stored in `cancel_reason`. */
+  reason: string;
+  /** Stored in `cancelled_by`; default `user@host` of this process. */
+  by?: string;
+}
 
 /** Dead letters listed by default (DeadLetterAdmin.list). */
 export const DEAD_LETTER_LIST_LIMIT = 1000;
@@ -98,6 +111,19 @@ export interface CronqAdmin {
   /** Throws SchemaBehindError when migrations are pending ('cronq migrate' has not run); reads only. */
   checkSchema(): Promise<void>;
   readonly deadLetters: DeadLetterAdmin;
+  /**
+   * Cancels one job by id or key if it is 'ready' (it never runs) or 'reserved' (its
+   * handler's ctx.signal aborts at its next lease renewal with JobCancelledError and its
+   * result is discarded): status 'cancelled' with `cancelled_by`, `cancel_reason` and
+   * `finished_at`; its key stays taken. A job already done, dead or cancelled is left
+   * alone ('finished'). Empty or over-long reason or name: UsageError.
+   */
+  cancel(target: CancelTarget, options: CancelOptions): Promise<CancelOutcome>;
+  /**
+   * cancel for every 'ready' or 'reserved' job matching `filter` (all of them when empty)
+   * that exists when the call starts, CANCEL_BATCH_SIZE per transaction.
+   */
+  cancelMatching(filter: CancelFilter, options: CancelOptions): Promise<BulkCancelResult>;
   /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
   stats(): Promise<Stats>;
   /**
@@ -107,7 +133,7 @@ export interface CronqAdmin {
    */
   checkRetention(olderThanMs: number, name?: string): Promise<void>;
   /**
-   * One retention pass: deletes done jobs and finished tick rows older than
+   * One retention pass: deletes done and cancelled jobs and finished tick rows older than
    * `olderThanMs` (database clock), in small batches; `dryRun` counts instead. Checks the
    * retention first (checkRetention), deleting nothing when it is refused. Safe beside
    * running daemons and other prunes.
@@ -148,6 +174,8 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       requeueMatching: (filter, reason) => store.resolveMatching(filter, 'requeue', reason),
       discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
     },
+    cancel: (target, { reason, by = defaultOperator() }) => store.cancelJob(target, { by, reason }),
+    cancelMatching: (filter, { reason, by = defaultOperator() }) => store.cancelMatching(filter, { by, reason }),
     stats: () => store.stats(),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {

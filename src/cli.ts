@@ -11,11 +11,12 @@ import { importCrontabCommand } from './cli/commands/importCrontab.ts';
 import { deadCommand } from './cli/commands/dead.ts';
 import { statsCommand } from './cli/commands/stats.ts';
 import { pruneCommand } from './cli/commands/prune.ts';
+import { cancelCommand } from './cli/commands/cancel.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, pruneCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, cancelCommand, statsCommand, pruneCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

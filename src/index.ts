@@ -3,7 +3,12 @@
  */
 export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type EnqueueJob, type EnqueueOptions, type TaskJob } from './cronq.ts';
 export type {
+  BulkCancelResult,
   BulkReviewResult,
+  CancelFilter,
+  CancelOptions,
+  CancelOutcome,
+  CancelTarget,
   CronqAdmin,
   DeadLetterAdmin,
   DeadLetterDetail,
@@ -44,6 +49,7 @@ export {
   EnqueueRefusedError,
   JobTimeoutError,
   LeaseLostError,
+  JobCancelledError,
   PermanentError,
   ShutdownAbortError,
   UsageError,

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Observer } from '../observe.ts';
-import { TICK_OUTCOMES, type Stats } from '../admin.ts';
+import { JOB_STATUSES, TICK_OUTCOMES, type Stats } from '../admin.ts';
 import { within } from '../runtime/wakeup.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
@@ -245,7 +245,7 @@ export class CronqMetrics implements Observer {
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
     for (const q of stats.queues) {
-      for (const status of ['ready', 'reserved', 'done', 'dead'] as const) this.jobs.set({ queue: q.queue, status }, q[status]);
+      for (const status of JOB_STATUSES) this.jobs.set({ queue: q.queue, status }, q[status]);
       this.oldestReady.set({ queue: q.queue }, q.oldestReadyAgeSeconds ?? 0);
     }
     this.deadLetters.set(stats.deadLetters.awaitingReview);

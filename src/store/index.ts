@@ -7,6 +7,7 @@
  * with that executor instead.
  */
 import { CLAIM_CONNECTIONS, type Database } from '../db/client.ts';
+import { cancelJob, cancellationOf, cancelMatching, type BulkCancelResult, type CancelBy, type Cancellation, type CancelFilter, type CancelOutcome, type CancelTarget } from './cancel.ts';
 import { claimReady, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
 import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
 import {
@@ -223,6 +224,23 @@ export class Store {
     return resolveMatching(this.db, filter, action, reason, options);
   }
 
+  // Cancellation (cancel.ts)
+
+  /** Cancels one unfinished job by id or key (cancelJob). */
+  cancelJob(target: CancelTarget, who: CancelBy): Promise<CancelOutcome> {
+    return cancelJob(this.db, target, who);
+  }
+
+  /** Cancels every unfinished job matching a filter, in batches (cancelMatching). */
+  cancelMatching(filter: CancelFilter, who: CancelBy, options?: { batchSize?: number }): Promise<BulkCancelResult> {
+    return cancelMatching(this.db, filter, who, options);
+  }
+
+  /** Who cancelled the job this lease was on, or null when the lease went another way (cancellationOf). */
+  cancellationOf(lease: Lease): Promise<Cancellation | null> {
+    return cancellationOf(this.db, lease);
+  }
+
   // Stats (stats.ts)
 
   /** Every stats section: queues, dead letters, schedules (collectStats). */
@@ -296,6 +314,7 @@ export type { Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
+export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
 export type { PruneTarget } from './prune.ts';
 export { parseDbTime, type DbTime } from './sql.ts';

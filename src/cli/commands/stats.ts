@@ -9,14 +9,14 @@ export const statsCommand: Command = {
   summary: 'jobs per queue and status, the oldest waiting job, dead letters to review',
   help: `Usage: cronq stats [--json]
 
-Prints, per queue, how many jobs are ready, reserved, done and dead, and how long
+Prints, per queue, how many jobs are ready, reserved, done, dead and cancelled, and how long
 the oldest ready job has been waiting (since its available_at, by the database
 clock; jobs scheduled for later are not waiting). Then how many dead letters
 await review ('cronq dead list'), and each schedule's last tick with how late
 its last enqueued tick started.
 
   --json   one JSON object:
-           { "queues": [{ "queue", "ready", "reserved", "done", "dead",
+           { "queues": [{ "queue", "ready", "reserved", "done", "dead", "cancelled",
                           "oldestReadyAgeSeconds" (null when nothing waits) }],
              "deadLetters": { "awaitingReview" },
              "schedules": [{ "schedule", "lastTick": { "scheduledAt", "periodKey",
@@ -55,9 +55,10 @@ export function statsText(stats: Stats): string {
             { header: 'RESERVED', align: 'right' },
             { header: 'DONE', align: 'right' },
             { header: 'DEAD', align: 'right' },
+            { header: 'CANCELLED', align: 'right' },
             { header: 'OLDEST READY', align: 'right' },
           ],
-          stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), age(q.oldestReadyAgeSeconds)]),
+          stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), String(q.cancelled), age(q.oldestReadyAgeSeconds)]),
         );
   const text = `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}`;
   if (stats.schedules.length === 0) return text;
