@@ -14,6 +14,7 @@ import { schedulesOf, type Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
+import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
 import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Store, TickRow } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
@@ -29,6 +30,7 @@ export { TICK_OUTCOMES } from './db/schema.ts';
 export { JOB_STATUSES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
 export type { PruneResult } from './maintenance/prune.ts';
+export type { ScheduleHealth } from './schedule/health.ts';
 export { CANCEL_BATCH_SIZE, MAX_CANCEL_TEXT_LENGTH } from './store/cancel.ts';
 export type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget } from './store/cancel.ts';
 
@@ -82,6 +84,14 @@ export interface ScheduleListing {
   next: Date[];
   /** The latest row of the tick ledger (null: no tick recorded yet). */
   lastTick: TickRow | null;
+  /** Its health now (database clock): last success, and overdue against `expect` (scheduleHealth). */
+  health: ScheduleHealth;
+}
+
+/** `cronq stats`: the store's sections plus the health of every loaded schedule. */
+export interface AdminStats extends Stats {
+  /** One entry per loaded schedule (empty when no schedules folder was loaded). */
+  health: ScheduleHealth[];
 }
 
 /** What `tick()` did: the fan-out's counts, or why there was nothing to run. */
@@ -124,8 +134,18 @@ export interface CronqAdmin {
    * that exists when the call starts, CANCEL_BATCH_SIZE per transaction.
    */
   cancelMatching(filter: CancelFilter, options: CancelOptions): Promise<BulkCancelResult>;
-  /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
-  stats(): Promise<Stats>;
+  /**
+   * Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each
+   * schedule's last tick, and each loaded schedule's health.
+   */
+  stats(): Promise<AdminStats>;
+  /**
+   * Each loaded schedule's health at `at` (default the database clock): the fire time of
+   * its last tick whose jobs are all done, and whether it is overdue against its
+   * `expect: { within }` (schedule/health.ts). Reads at most the latest 10 ledger rows per
+   * schedule, and the jobs of the ticks since its last success.
+   */
+  scheduleHealth(options?: { at?: Date }): Promise<ScheduleHealth[]>;
   /**
    * Refuses (UsageError, naming `name`) a retention under 1h or shorter than any loaded
    * schedule's catch-up window plus one period: pruning then could let a key run twice.
@@ -161,6 +181,14 @@ export interface AdminDeps {
 /** Builds `cronq.admin` over one instance's store; holds no state of its own. */
 export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
   const schedules = async () => schedulesOf(await ready());
+  const healthAt = async (at?: Date): Promise<ScheduleHealth[]> => {
+    const loaded = await schedules();
+    if (loaded.length === 0) return [];
+    const now = at ?? (await store.now());
+    const health: ScheduleHealth[] = [];
+    for (const s of loaded) health.push(await assessHealth(s, store, now));
+    return health;
+  };
   const checkRetentionOf = async (olderThanMs: number, name = 'olderThanMs') => checkRetention(olderThanMs, await schedules(), name);
   return {
     ping: () => store.ping(),
@@ -176,7 +204,8 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
     },
     cancel: (target, { reason, by = defaultOperator() }) => store.cancelJob(target, { by, reason }),
     cancelMatching: (filter, { reason, by = defaultOperator() }) => store.cancelMatching(filter, { by, reason }),
-    stats: () => store.stats(),
+    stats: async () => ({ ...(await store.stats()), health: await healthAt() }),
+    scheduleHealth: ({ at } = {}) => healthAt(at),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {
       await checkRetentionOf(olderThanMs);
@@ -185,6 +214,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
     async schedules({ from = new Date(), count = 5 } = {}) {
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
+      const health = new Map((await healthAt()).map((h) => [h.schedule, h]));
       for (const s of await schedules()) {
         listed.push({
           name: s.name,
@@ -193,6 +223,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
           period: s.period,
           next: fireTimesBetween(s.cron, s.timezone, from, END_OF_TIME, limit),
           lastTick: await store.latestTick(s.name),
+          health: health.get(s.name)!,
         });
       }
       return listed;

@@ -4,6 +4,7 @@
 export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type EnqueueJob, type EnqueueOptions, type TaskJob } from './cronq.ts';
 export type {
   BulkCancelResult,
+  AdminStats,
   BulkReviewResult,
   CancelFilter,
   CancelOptions,
@@ -21,6 +22,7 @@ export type {
   QueueStats,
   ReviewAction,
   ReviewOutcome,
+  ScheduleHealth,
   ScheduleListing,
   ScheduleStats,
   Stats,

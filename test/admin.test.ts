@@ -69,6 +69,7 @@ describe('the admin API', () => {
         period: 'day',
         next: [new Date('2026-12-01T03:00:00Z'), new Date('2026-12-02T03:00:00Z')],
         lastTick: null, // a tick run by hand writes no ledger row
+        health: { schedule: 'daily-report', expectWithinMs: null, lastSuccessAt: null, overdue: false, overdueSince: null },
       },
     ]);
     expect(await cronq.admin.recentTicks('daily-report')).toEqual([]);

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Observer } from '../observe.ts';
-import { JOB_STATUSES, TICK_OUTCOMES, type Stats } from '../admin.ts';
+import { JOB_STATUSES, TICK_OUTCOMES, type ScheduleHealth, type Stats } from '../admin.ts';
 import { within } from '../runtime/wakeup.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
@@ -14,7 +14,7 @@ export interface MetricsOptions {
    * Reads the queue's state from the database (cronq.admin.stats). Called at most once per
    * scrape; concurrent scrapes share one call.
    */
-  collect: () => Promise<Stats>;
+  collect: () => Promise<Stats & { health?: ScheduleHealth[] }>;
   /** A collect slower than this counts as the database being down (default 5s). */
   collectTimeoutMs?: number;
   /** How long the oldest job running in this process has run, in seconds (0 when none; default: not reported). */
@@ -54,6 +54,8 @@ export class CronqMetrics implements Observer {
   private readonly lastTickLateness: Gauge<'schedule'>;
   private readonly lastTickOutcome: Gauge<'schedule' | 'outcome'>;
   private readonly databaseUp: Gauge;
+  private readonly overdue: Gauge<'schedule'>;
+  private readonly lastSuccessAt: Gauge<'schedule'>;
   private refreshing: Promise<void> | null = null;
 
   constructor(private readonly options: MetricsOptions) {
@@ -161,6 +163,18 @@ export class CronqMetrics implements Observer {
       labelNames: ['schedule', 'outcome'],
       registers,
     });
+    this.overdue = new Gauge({
+      name: 'cronq_schedule_overdue',
+      help: "1 when a schedule with expect: { within } is overdue (a tick's jobs not all done within that time of it), else 0, as of this scrape.",
+      labelNames: ['schedule'],
+      registers,
+    });
+    this.lastSuccessAt = new Gauge({
+      name: 'cronq_schedule_last_success_timestamp_seconds',
+      help: "The fire time of each schedule's latest tick whose jobs are all done (absent when none among its latest ticks), as of this scrape.",
+      labelNames: ['schedule'],
+      registers,
+    });
     this.databaseUp = new Gauge({
       name: 'cronq_database_up',
       help: '1 when this scrape could read the queue state from the database, else 0.',
@@ -229,7 +243,7 @@ export class CronqMetrics implements Observer {
   }
 
   private async refresh(): Promise<void> {
-    let stats: Stats | null = null;
+    let stats: (Stats & { health?: ScheduleHealth[] }) | null = null;
     try {
       // Unanswered within the bound: the database gauges are left out, not stale.
       stats = (await within(this.options.collect(), this.options.collectTimeoutMs ?? 5_000)) ?? null;
@@ -241,6 +255,8 @@ export class CronqMetrics implements Observer {
     this.lastTickAt.reset();
     this.lastTickLateness.reset();
     this.lastTickOutcome.reset();
+    this.overdue.reset();
+    this.lastSuccessAt.reset();
     this.deadLetters.remove({}); // absent, not 0, when unknown
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
@@ -253,6 +269,10 @@ export class CronqMetrics implements Observer {
       this.lastTickAt.set({ schedule: s.schedule }, Date.parse(s.lastTick.scheduledAt) / 1000);
       for (const outcome of TICK_OUTCOMES) this.lastTickOutcome.set({ schedule: s.schedule, outcome }, s.lastTick.outcome === outcome ? 1 : 0);
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
+    }
+    for (const h of stats.health ?? []) {
+      if (h.expectWithinMs !== null) this.overdue.set({ schedule: h.schedule }, h.overdue ? 1 : 0);
+      if (h.lastSuccessAt) this.lastSuccessAt.set({ schedule: h.schedule }, h.lastSuccessAt.getTime() / 1000);
     }
   }
 }

@@ -52,6 +52,7 @@ import {
 } from './ledger.ts';
 import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, windowEnd, type PruneTarget } from './prune.ts';
 import { recoverExpiredLeases } from './recovery.ts';
+import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { collectStats, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
@@ -195,6 +196,13 @@ export class Store {
   /** Unfinished ticks of a schedule this scheduler may take over, oldest first. */
   resumableTicks(scheduleName: string, claimedBy: string): Promise<TickRow[]> {
     return resumableTicks(this.db, scheduleName, claimedBy);
+  }
+
+  // Schedule health (scheduleHealth.ts)
+
+  /** Whether a job of this schedule and period is not 'done' yet (periodHasUnfinishedJobs). */
+  periodHasUnfinishedJobs(scheduleName: string, periodKey: string): Promise<boolean> {
+    return periodHasUnfinishedJobs(this.db, scheduleName, periodKey);
   }
 
   // Dead letters (deadLetters.ts)
