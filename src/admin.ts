@@ -15,8 +15,10 @@ import { schedulesOf, type Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
+import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
-import type { KindLimitStatus, Store, TickRow } from './store/index.ts';
+import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, KindLimitStatus, Store, TickRow } from './store/index.ts';
+import { defaultOperator } from './runtime/operator.ts';
 import type { Stats } from './store/stats.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
 
@@ -25,11 +27,25 @@ export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGr
 export type { DeadLetterStats, QueueStats, ScheduleStats, Stats } from './store/stats.ts';
 /** Every outcome a tick-ledger row can record (ScheduleStats.lastTick.outcome, TickRow.outcome). */
 export { TICK_OUTCOMES } from './db/schema.ts';
+/** Every status a job row can have (QueueStats counts each). */
+export { JOB_STATUSES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
 export type { PruneResult } from './maintenance/prune.ts';
 export type { KindLimitStatus } from './store/index.ts';
-export { defaultOperator, describePause, PAUSE_NAME_MAX, PAUSE_TEXT_MAX } from './admin/pauses.ts';
+export { describePause, PAUSE_NAME_MAX, PAUSE_TEXT_MAX } from './admin/pauses.ts';
 export type { Pause, PauseAdmin, PauseOptions, PauseOutcome, PauseTarget, ResumeOutcome } from './admin/pauses.ts';
+export { defaultOperator } from './runtime/operator.ts';
+export type { ScheduleHealth } from './schedule/health.ts';
+export { CANCEL_BATCH_SIZE, MAX_CANCEL_TEXT_LENGTH } from './store/cancel.ts';
+export type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget } from './store/cancel.ts';
+
+/** Why an operator cancels, and who (default `user@host` of this process). */
+export interface CancelOptions {
+  /** Required: 1–MAX_CANCEL_TEXT_LENGTH characters, stored in `cancel_reason`. */
+  reason: string;
+  /** Stored in `cancelled_by`; default `user@host` of this process. */
+  by?: string;
+}
 
 /** Dead letters listed by default (DeadLetterAdmin.list). */
 export const DEAD_LETTER_LIST_LIMIT = 1000;
@@ -75,6 +91,14 @@ export interface ScheduleListing {
   lastTick: TickRow | null;
   /** Who paused it, when and why (null: not paused; see CronqAdmin.pauses). */
   paused: Pause | null;
+  /** Its health now (database clock): last success, and overdue against `expect` (scheduleHealth). */
+  health: ScheduleHealth;
+}
+
+/** `cronq stats`: the store's sections plus the health of every loaded schedule. */
+export interface AdminStats extends Stats {
+  /** One entry per loaded schedule (empty when no schedules folder was loaded). */
+  health: ScheduleHealth[];
 }
 
 /** What `tick()` did: the fan-out's counts, or why there was nothing to run. */
@@ -107,7 +131,31 @@ export interface CronqAdmin {
   /** Pause and resume schedules and queues on every daemon (see PauseAdmin). */
   readonly pauses: PauseAdmin;
   /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
-  stats(): Promise<Stats>;
+  /**
+   * Cancels one job by id or key if it is 'ready' (it never runs) or 'reserved' (its
+   * handler's ctx.signal aborts at its next lease renewal with JobCancelledError and its
+   * result is discarded): status 'cancelled' with `cancelled_by`, `cancel_reason` and
+   * `finished_at`; its key stays taken. A job already done, dead or cancelled is left
+   * alone ('finished'). Empty or over-long reason or name: UsageError.
+   */
+  cancel(target: CancelTarget, options: CancelOptions): Promise<CancelOutcome>;
+  /**
+   * cancel for every 'ready' or 'reserved' job matching `filter` (all of them when empty)
+   * that exists when the call starts, CANCEL_BATCH_SIZE per transaction.
+   */
+  cancelMatching(filter: CancelFilter, options: CancelOptions): Promise<BulkCancelResult>;
+  /**
+   * Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each
+   * schedule's last tick, and each loaded schedule's health.
+   */
+  stats(): Promise<AdminStats>;
+  /**
+   * Each loaded schedule's health at `at` (default the database clock): the fire time of
+   * its last tick whose jobs are all done, and whether it is overdue against its
+   * `expect: { within }` (schedule/health.ts). Reads at most the latest 10 ledger rows per
+   * schedule, and the jobs of the ticks since its last success.
+   */
+  scheduleHealth(options?: { at?: Date }): Promise<ScheduleHealth[]>;
   /**
    * Every cluster-wide concurrency limit in force (`concurrency` on a task, written by
    * each daemon at start, the latest daemon's value winning), by kind, with how many of
@@ -121,7 +169,7 @@ export interface CronqAdmin {
    */
   checkRetention(olderThanMs: number, name?: string): Promise<void>;
   /**
-   * One retention pass: deletes done jobs and finished tick rows older than
+   * One retention pass: deletes done and cancelled jobs and finished tick rows older than
    * `olderThanMs` (database clock), in small batches; `dryRun` counts instead. Checks the
    * retention first (checkRetention), deleting nothing when it is refused. Safe beside
    * running daemons and other prunes.
@@ -149,6 +197,14 @@ export interface AdminDeps {
 /** Builds `cronq.admin` over one instance's store; holds no state of its own. */
 export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
   const schedules = async () => schedulesOf(await ready());
+  const healthAt = async (at?: Date): Promise<ScheduleHealth[]> => {
+    const loaded = await schedules();
+    if (loaded.length === 0) return [];
+    const now = at ?? (await store.now());
+    const health: ScheduleHealth[] = [];
+    for (const s of loaded) health.push(await assessHealth(s, store, now));
+    return health;
+  };
   const checkRetentionOf = async (olderThanMs: number, name = 'olderThanMs') => checkRetention(olderThanMs, await schedules(), name);
   return {
     ping: () => store.ping(),
@@ -163,8 +219,11 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
     },
     pauses: createPauseAdmin(store, schedules),
-    stats: () => store.stats(),
     limits: () => store.kindLimits(),
+    cancel: (target, { reason, by = defaultOperator() }) => store.cancelJob(target, { by, reason }),
+    cancelMatching: (filter, { reason, by = defaultOperator() }) => store.cancelMatching(filter, { by, reason }),
+    stats: async () => ({ ...(await store.stats()), health: await healthAt() }),
+    scheduleHealth: ({ at } = {}) => healthAt(at),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {
       await checkRetentionOf(olderThanMs);
@@ -174,6 +233,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
       const paused = new Map((await store.listPauses('schedule')).map((p) => [p.name, p]));
+      const health = new Map((await healthAt()).map((h) => [h.schedule, h]));
       for (const s of await schedules()) {
         listed.push({
           name: s.name,
@@ -183,6 +243,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
           next: fireTimesBetween(s.cron, s.timezone, from, END_OF_TIME, limit),
           lastTick: await store.latestTick(s.name),
           paused: paused.get(s.name) ?? null,
+          health: health.get(s.name)!,
         });
       }
       return listed;

@@ -12,11 +12,12 @@ import { statsCommand } from './cli/commands/stats.ts';
 import { pruneCommand } from './cli/commands/prune.ts';
 import { limitsCommand } from './cli/commands/limits.ts';
 import { pauseCommand, resumeCommand } from './cli/commands/pause.ts';
+import { cancelCommand } from './cli/commands/cancel.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
 
-const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, statsCommand, limitsCommand, pruneCommand, pauseCommand, resumeCommand];
+const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, cancelCommand, statsCommand, limitsCommand, pruneCommand, pauseCommand, resumeCommand];
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

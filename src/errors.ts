@@ -105,6 +105,14 @@ export class LeaseLostError extends Error {
 }
 
 /**
+ * The reason a handler's `ctx.signal` aborts when an operator cancelled its job
+ * (`cronq cancel`): a LeaseLostError too, since the run's result is discarded the same way.
+ */
+export class JobCancelledError extends LeaseLostError {
+  override name = 'JobCancelledError';
+}
+
+/**
  * The reason a handler's `ctx.signal` aborts when `stop()`'s grace period runs out: the
  * job is released (its attempt not counted) for another worker.
  */

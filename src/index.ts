@@ -3,7 +3,13 @@
  */
 export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type EnqueueJob, type EnqueueOptions, type TaskJob } from './cronq.ts';
 export type {
+  BulkCancelResult,
+  AdminStats,
   BulkReviewResult,
+  CancelFilter,
+  CancelOptions,
+  CancelOutcome,
+  CancelTarget,
   CronqAdmin,
   DeadLetterAdmin,
   DeadLetterDetail,
@@ -23,6 +29,7 @@ export type {
   QueueStats,
   ReviewAction,
   ReviewOutcome,
+  ScheduleHealth,
   ScheduleListing,
   ScheduleStats,
   Stats,
@@ -52,6 +59,7 @@ export {
   EnqueueRefusedError,
   JobTimeoutError,
   LeaseLostError,
+  JobCancelledError,
   PermanentError,
   ShutdownAbortError,
   UsageError,

@@ -70,6 +70,7 @@ describe('the admin API', () => {
         next: [new Date('2026-12-01T03:00:00Z'), new Date('2026-12-02T03:00:00Z')],
         lastTick: null, // a tick run by hand writes no ledger row
         paused: null,
+        health: { schedule: 'daily-report', expectWithinMs: null, lastSuccessAt: null, overdue: false, overdueSince: null },
       },
     ]);
     expect(await cronq.admin.recentTicks('daily-report')).toEqual([]);

@@ -131,7 +131,7 @@ describe('HealthCheck', () => {
 describe('CronqMetrics', () => {
   // Only the sections the metrics read; Stats may grow more.
   const stats = {
-    queues: [{ queue: 'default', ready: 2, reserved: 1, done: 5, dead: 1, oldestReadyAgeSeconds: 1.5 }],
+    queues: [{ queue: 'default', ready: 2, reserved: 1, done: 5, dead: 1, cancelled: 3, oldestReadyAgeSeconds: 1.5 }],
     deadLetters: { awaitingReview: 1 },
     schedules: [
       {
@@ -175,6 +175,7 @@ describe('CronqMetrics', () => {
       ['cronq_schedule_tick_lateness_seconds_sum{schedule="nightly"}', 1.5],
       ['cronq_jobs{queue="default",status="ready"}', 2],
       ['cronq_jobs{queue="default",status="done"}', 5],
+      ['cronq_jobs{queue="default",status="cancelled"}', 3],
       ['cronq_queue_oldest_ready_age_seconds{queue="default"}', 1.5],
       ['cronq_dead_letters_awaiting_review', 1],
       ['cronq_schedule_last_tick_timestamp_seconds{schedule="nightly"}', Date.parse('2026-11-30T02:00:00Z') / 1000],

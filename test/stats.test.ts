@@ -97,10 +97,10 @@ describe('schedule stats', () => {
 });
 
 describe('stats text', () => {
-  it('renders a table of queues and the dead-letter count', () => {
+  it('renders a table of queues (cancelled jobs included) and the dead-letter count', () => {
     const text = statsText({
       queues: [
-        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, cancelled: 0, oldestReadyAgeSeconds: 192.5 },
+        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, cancelled: 4, oldestReadyAgeSeconds: 192.5 },
         { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null },
       ],
       deadLetters: { awaitingReview: 2 },
@@ -109,9 +109,9 @@ describe('stats text', () => {
     });
     expect(text).toBe(
       [
-        'QUEUE    READY  RESERVED  DONE  DEAD  OLDEST READY',
-        'default     12         3  1500     2        3m 12s',
-        'night        0         0     7     0             -',
+        'QUEUE    READY  RESERVED  DONE  DEAD  CANCELLED  OLDEST READY',
+        'default     12         3  1500     2          4        3m 12s',
+        'night        0         0     7     0          0             -',
         '',
         'dead letters awaiting review: 2',
       ].join('\n'),
@@ -144,11 +144,12 @@ describe('cronq stats (CLI)', () => {
       deadLetters: { awaitingReview: 1 },
       schedules: [],
       pauses: [],
+      health: expect.any(Array), // the schedules folder's (schedule-health.test.ts covers it)
     });
     expect(stats.queues[0].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(60);
     const text = await runCli(['stats'], env);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/^QUEUE\s+READY\s+RESERVED\s+DONE\s+DEAD\s+OLDEST READY\ndefault\s+2\s+0\s+0\s+1\s+1m 0\ds\n\ndead letters awaiting review: 1\n$/);
+    expect(text.stdout).toMatch(/^QUEUE\s+READY\s+RESERVED\s+DONE\s+DEAD\s+CANCELLED\s+OLDEST READY\ndefault\s+2\s+0\s+0\s+1\s+0\s+1m 0\ds\n\ndead letters awaiting review: 1\n$/);
   });
 
   it('refuses an unknown flag with one line and exit 64', async () => {

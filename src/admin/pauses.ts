@@ -4,7 +4,7 @@
  * a row of `cronq_pauses`, so it holds on every host and across restarts; each daemon
  * obeys at its next read (see store/pauses.ts).
  */
-import { hostname, userInfo } from 'node:os';
+import { defaultOperator } from '../runtime/operator.ts';
 import { UsageError } from '../errors.ts';
 import type { PauseTarget } from '../db/schema.ts';
 import type { Schedule } from '../schedule/define.ts';
@@ -55,20 +55,6 @@ export interface PauseAdmin {
   resume(target: PauseTarget, name: string): Promise<ResumeOutcome>;
   /** Every pause in force, schedules first, by name. */
   list(): Promise<Pause[]>;
-}
-
-/**
- * `user@host` of this process: who an operator action is recorded as when no `by` is
- * given. Falls back to $USER (or 'unknown') where the OS has no user name for the uid.
- */
-export function defaultOperator(): string {
-  let user: string;
-  try {
-    user = userInfo().username;
-  } catch {
-    user = process.env.USER ?? 'unknown';
-  }
-  return `${user}@${hostname()}`;
 }
 
 function checkedText(value: string, what: string, max: number): string {

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Observer } from '../observe.ts';
-import { TICK_OUTCOMES, type Stats } from '../admin.ts';
+import { JOB_STATUSES, TICK_OUTCOMES, type ScheduleHealth, type Stats } from '../admin.ts';
 import { within } from '../runtime/wakeup.ts';
 
 /** What one scrape answers: the Prometheus text and its content type. */
@@ -14,7 +14,7 @@ export interface MetricsOptions {
    * Reads the queue's state from the database (cronq.admin.stats). Called at most once per
    * scrape; concurrent scrapes share one call.
    */
-  collect: () => Promise<Stats>;
+  collect: () => Promise<Stats & { health?: ScheduleHealth[] }>;
   /** A collect slower than this counts as the database being down (default 5s). */
   collectTimeoutMs?: number;
   /** How long the oldest job running in this process has run, in seconds (0 when none; default: not reported). */
@@ -55,6 +55,8 @@ export class CronqMetrics implements Observer {
   private readonly lastTickOutcome: Gauge<'schedule' | 'outcome'>;
   private readonly paused: Gauge<'target' | 'name'>;
   private readonly databaseUp: Gauge;
+  private readonly overdue: Gauge<'schedule'>;
+  private readonly lastSuccessAt: Gauge<'schedule'>;
   private refreshing: Promise<void> | null = null;
 
   constructor(private readonly options: MetricsOptions) {
@@ -168,6 +170,18 @@ export class CronqMetrics implements Observer {
       labelNames: ['target', 'name'],
       registers,
     });
+    this.overdue = new Gauge({
+      name: 'cronq_schedule_overdue',
+      help: "1 when a schedule with expect: { within } is overdue (a tick's jobs not all done within that time of it), else 0, as of this scrape.",
+      labelNames: ['schedule'],
+      registers,
+    });
+    this.lastSuccessAt = new Gauge({
+      name: 'cronq_schedule_last_success_timestamp_seconds',
+      help: "The fire time of each schedule's latest tick whose jobs are all done (absent when none among its latest ticks), as of this scrape.",
+      labelNames: ['schedule'],
+      registers,
+    });
     this.databaseUp = new Gauge({
       name: 'cronq_database_up',
       help: '1 when this scrape could read the queue state from the database, else 0.',
@@ -236,7 +250,7 @@ export class CronqMetrics implements Observer {
   }
 
   private async refresh(): Promise<void> {
-    let stats: Stats | null = null;
+    let stats: (Stats & { health?: ScheduleHealth[] }) | null = null;
     try {
       // Unanswered within the bound: the database gauges are left out, not stale.
       stats = (await within(this.options.collect(), this.options.collectTimeoutMs ?? 5_000)) ?? null;
@@ -249,11 +263,13 @@ export class CronqMetrics implements Observer {
     this.lastTickLateness.reset();
     this.lastTickOutcome.reset();
     this.paused.reset();
+    this.overdue.reset();
+    this.lastSuccessAt.reset();
     this.deadLetters.remove({}); // absent, not 0, when unknown
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
     for (const q of stats.queues) {
-      for (const status of ['ready', 'reserved', 'done', 'dead'] as const) this.jobs.set({ queue: q.queue, status }, q[status]);
+      for (const status of JOB_STATUSES) this.jobs.set({ queue: q.queue, status }, q[status]);
       this.oldestReady.set({ queue: q.queue }, q.oldestReadyAgeSeconds ?? 0);
     }
     this.deadLetters.set(stats.deadLetters.awaitingReview);
@@ -263,5 +279,9 @@ export class CronqMetrics implements Observer {
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
     }
     for (const p of stats.pauses ?? []) this.paused.set({ target: p.target, name: p.name }, 1);
+    for (const h of stats.health ?? []) {
+      if (h.expectWithinMs !== null) this.overdue.set({ schedule: h.schedule }, h.overdue ? 1 : 0);
+      if (h.lastSuccessAt) this.lastSuccessAt.set({ schedule: h.schedule }, h.lastSuccessAt.getTime() / 1000);
+    }
   }
 }

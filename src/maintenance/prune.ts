@@ -39,7 +39,7 @@ export interface PruneResult {
 
 
 /**
- * One retention pass: deletes `done` jobs whose finished_at is older than the cutoff,
+ * One retention pass: deletes `done` and `cancelled` jobs whose finished_at is older than the cutoff,
  * and finished tick-ledger rows older than it except each schedule's latest, in
  * batches of `batchSize` rows per autocommit DELETE with a pause between batches.
  * Never touches ready, reserved or dead jobs, dead letters, unfinished ticks or a

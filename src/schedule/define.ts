@@ -65,6 +65,12 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   stdin?: string;
   /** Working directory for `command` (default: the daemon's). */
   cwd?: string;
+  /**
+   * A dead-man's switch: every tick's jobs must all be done within `within` of the tick
+   * (at least 1m), else the schedule is overdue until a later tick completes (see
+   * schedule/health.ts). Default: no expectation.
+   */
+  expect?: { within: Duration };
 }
 
 /** A schedule's overlap policy (ScheduleOptions.overlap). */
@@ -86,6 +92,8 @@ export interface Schedule extends Task {
   overlap: Overlap;
   jobs: FanOut | null;
   command: string | null;
+  /** How soon after its tick each tick's jobs must all be done (null: no expectation). */
+  expect: { withinMs: number } | null;
 }
 
 export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_400_000, max: 1000 };
@@ -145,7 +153,21 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
     overlap,
     jobs: options.jobs ?? null,
     command: hasCommand ? options.command! : null,
+    expect: resolveExpect(options.expect, what),
   };
+}
+
+/** Shortest `expect.within`: anything shorter would page on the scheduler's own lateness. */
+const EXPECT_WITHIN_MIN_MS = 60_000;
+
+function resolveExpect(value: { within: Duration } | undefined, what: string): { withinMs: number } | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'object' || value === null || value.within === undefined) {
+    throw new UsageError(`${what}: expect must be an object such as { within: '2h' }`);
+  }
+  const withinMs = parseDuration(value.within, `${what}: expect.within`);
+  if (withinMs < EXPECT_WITHIN_MIN_MS) throw new UsageError(`${what}: expect.within must be at least 1m (got ${JSON.stringify(value.within)})`);
+  return { withinMs };
 }
 
 function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string): ResolvedCatchUp {

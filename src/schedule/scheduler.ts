@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
+import { HealthWatch } from './healthWatch.ts';
 import { ScheduleTicker } from './ticker.ts';
 
 export interface SchedulerOptions {
@@ -18,11 +19,13 @@ export interface SchedulerOptions {
   observer?: Observer;
   /** Default host:pid:random. */
   claimedBy?: string;
+  /** How often schedules with `expect` are checked for being overdue (default 60 s). */
+  healthCheckEveryMs?: number;
 }
 
 /**
  * Runs one ScheduleTicker loop per schedule, so a slow fan-out of one schedule never
- * delays another's tick. `stop()` aborts every loop between steps (a fan-out at its next
+ * delays another's tick, and one HealthWatch loop for the schedules with `expect`. `stop()` aborts every loop between steps (a fan-out at its next
  * batch boundary) and resolves once they have all returned; a fan-out cut short is
  * handed back with its lease ended and finished by the next pass of any daemon (its keys
  * make that harmless).
@@ -31,6 +34,8 @@ export class Scheduler {
   private readonly abort = new AbortController();
   private loops: Promise<void>[] = [];
   readonly tickers: ScheduleTicker[];
+  /** Logs schedule_overdue / schedule_recovered for schedules with `expect`. */
+  readonly health: HealthWatch;
   /** When start() ran (host clock), or null before. */
   startedAt: number | null = null;
 
@@ -48,6 +53,7 @@ export class Scheduler {
           observer: options.observer,
         }),
     );
+    this.health = new HealthWatch(options.schedules, { db: options.db, clock: options.clock, log: options.log, everyMs: options.healthCheckEveryMs });
   }
 
   start(): void {
@@ -57,7 +63,7 @@ export class Scheduler {
       { event: 'scheduler_started', schedules: this.tickers.map((t) => t.schedule.name) },
       'scheduler started',
     );
-    this.loops = this.tickers.map((ticker) => ticker.run(this.abort.signal));
+    this.loops = [...this.tickers.map((ticker) => ticker.run(this.abort.signal)), this.health.run(this.abort.signal)];
   }
 
   get running(): boolean {

@@ -7,6 +7,7 @@
  * with that executor instead.
  */
 import { CLAIM_CONNECTIONS, type Database } from '../db/client.ts';
+import { cancelJob, cancellationOf, cancelMatching, type BulkCancelResult, type CancelBy, type Cancellation, type CancelFilter, type CancelOutcome, type CancelTarget } from './cancel.ts';
 import { claimReady, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
 import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
 import {
@@ -54,6 +55,7 @@ import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, w
 import { recoverExpiredLeases } from './recovery.ts';
 import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
 import type { PauseTarget } from '../db/schema.ts';
+import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { collectStats, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
@@ -199,6 +201,13 @@ export class Store {
     return resumableTicks(this.db, scheduleName, claimedBy);
   }
 
+  // Schedule health (scheduleHealth.ts)
+
+  /** Whether a job of this schedule and period is not 'done' yet (periodHasUnfinishedJobs). */
+  periodHasUnfinishedJobs(scheduleName: string, periodKey: string): Promise<boolean> {
+    return periodHasUnfinishedJobs(this.db, scheduleName, periodKey);
+  }
+
   // Dead letters (deadLetters.ts)
 
   /** Dead letters matching a filter, oldest first, at most `limit` (listDeadLetters). */
@@ -224,6 +233,23 @@ export class Store {
   /** Requeues or discards every unreviewed dead letter matching a filter, in batches (resolveMatching). */
   resolveMatching(filter: DeadLetterFilter, action: ReviewAction, reason: string, options?: { batchSize?: number }): Promise<BulkReviewResult> {
     return resolveMatching(this.db, filter, action, reason, options);
+  }
+
+  // Cancellation (cancel.ts)
+
+  /** Cancels one unfinished job by id or key (cancelJob). */
+  cancelJob(target: CancelTarget, who: CancelBy): Promise<CancelOutcome> {
+    return cancelJob(this.db, target, who);
+  }
+
+  /** Cancels every unfinished job matching a filter, in batches (cancelMatching). */
+  cancelMatching(filter: CancelFilter, who: CancelBy, options?: { batchSize?: number }): Promise<BulkCancelResult> {
+    return cancelMatching(this.db, filter, who, options);
+  }
+
+  /** Who cancelled the job this lease was on, or null when the lease went another way (cancellationOf). */
+  cancellationOf(lease: Lease): Promise<Cancellation | null> {
+    return cancellationOf(this.db, lease);
   }
 
   // Stats (stats.ts)
@@ -338,6 +364,7 @@ export type { Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
+export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
 export type { KindLimit, KindLimitStatus } from './limits.ts';
 export type { PruneTarget } from './prune.ts';

@@ -1,6 +1,7 @@
 /**
- * The only place that writes retention SQL: finding and deleting old done jobs and old
- * tick-ledger rows. Nothing here touches a job that is not `done`, a dead letter, an
+ * The only place that writes retention SQL: finding and deleting old done (and
+ * cancelled: like done, a finished row whose only use is to keep its key taken) jobs and
+ * old tick-ledger rows. Nothing here touches a job that is not `done` or `cancelled`, a dead letter, an
  * unfinished tick, or the latest tick of any schedule.
  *
  * Locking contract: candidates are found by plain reads (no locks at READ COMMITTED),
@@ -32,8 +33,8 @@ interface Rule {
 
 const DONE_JOBS: Rule = {
   table: sql.raw('cronq_jobs'),
-  prunable: (cutoff) => sql`t.status = 'done' AND t.finished_at < ${cutoff}`,
-  recheck: (cutoff) => sql`status = 'done' AND finished_at < ${cutoff}`,
+  prunable: (cutoff) => sql`t.status IN ('done', 'cancelled') AND t.finished_at < ${cutoff}`,
+  recheck: (cutoff) => sql`status IN ('done', 'cancelled') AND finished_at < ${cutoff}`,
 };
 
 // A tick row may go once it is finished (skipped rows are finished when recorded)

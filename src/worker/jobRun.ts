@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import type { DbHealth } from '../runtime/dbHealth.ts';
-import type { ClaimedJob, Lease } from '../store/index.ts';
+import type { Cancellation, ClaimedJob, Lease } from '../store/index.ts';
 import type { Task } from '../tasks/define.ts';
 import type { Effect, Job } from '../tasks/job.ts';
 import type { Finisher, HandlerOutcome } from './finisher.ts';
@@ -9,12 +9,12 @@ import { decodePayload } from './payload.ts';
 import { keepLeaseAlive, type RenewableRun } from './renewal.ts';
 import { runAsJob } from './runningJob.ts';
 import type { WorkerStore } from './workerStore.ts';
-import { LeaseLostError, ShutdownAbortError } from '../errors.ts';
+import { JobCancelledError, LeaseLostError, ShutdownAbortError } from '../errors.ts';
 
 /** What every run of a pool shares. */
 export interface JobRunDeps {
   /** For renewing the lease (every final write goes through the finisher). */
-  store: Pick<WorkerStore, 'renew'>;
+  store: Pick<WorkerStore, 'renew' | 'cancellationOf'>;
   log: Logger;
   health: DbHealth;
   /** Told about this run's lease loss. */
@@ -147,6 +147,18 @@ export class JobRun implements RenewableRun {
     this.log.warn({ event: 'job_lease_lost', where }, 'lease lost; result discarded');
     this.deps.observer.leaseLost(this.job.kind);
     this.abort.abort(new LeaseLostError('lease lost: another worker or recovery owns this job now'));
+  }
+
+  /**
+   * An operator cancelled the job (`cronq cancel`): like a lost lease — abort the handler
+   * with JobCancelledError, discard its result — but logged as `job_cancelled` with who
+   * and why. Once, and not after the lease was already marked lost.
+   */
+  markCancelled({ by, reason }: Cancellation): void {
+    if (this.leaseLost) return;
+    this.leaseLost = true;
+    this.log.warn({ event: 'job_cancelled', key: this.job.key, cancelled_by: by, cancel_reason: reason }, 'job cancelled by an operator; result discarded');
+    this.abort.abort(new JobCancelledError(`job cancelled by ${by ?? 'an operator'}: ${reason ?? 'no reason given'}`));
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { DbHealth } from '../runtime/dbHealth.ts';
-import type { Lease } from '../store/index.ts';
+import type { Cancellation, Lease } from '../store/index.ts';
 import type { WorkerStore } from './workerStore.ts';
 
 /** What a renewal needs of the run whose lease it keeps (JobRun). */
@@ -14,31 +14,43 @@ export interface RenewableRun {
   leaseRenewed(requestedAt: number): void;
   /** A renewal found the lease gone. */
   markLeaseLost(where: string): void;
+  /** A renewal found the lease gone because an operator cancelled the job. */
+  markCancelled(cancellation: Cancellation): void;
 }
+
+type RenewalStore = Pick<WorkerStore, 'renew' | 'cancellationOf'>;
 
 /**
  * Renews `run`'s lease every third of its length (at least every 250 ms apart) until the
- * returned function is called. A renewal that finds the lease gone marks the run's lease
- * lost; a database error is reported to `health` and the next renewal tries again (the
+ * returned function is called. A renewal that finds the lease gone asks once whether an
+ * operator cancelled the job (then the run is marked cancelled) and otherwise, or when
+ * that read fails, marks the run's lease lost; a database error is reported to `health` and the next renewal tries again (the
  * lease keeps running out meanwhile). In an outage no renewal is sent: it could not
  * land, and the claim loop probes for the database's return.
  */
-export function keepLeaseAlive(run: RenewableRun, store: Pick<WorkerStore, 'renew'>, health: DbHealth): () => void {
+export function keepLeaseAlive(run: RenewableRun, store: RenewalStore, health: DbHealth): () => void {
   const every = Math.max(250, Math.floor(run.leaseMs / 3));
   const timer = setInterval(() => void renewOnce(run, store, health), every);
   timer.unref();
   return () => clearInterval(timer);
 }
 
-async function renewOnce(run: RenewableRun, store: Pick<WorkerStore, 'renew'>, health: DbHealth): Promise<void> {
+async function renewOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
   if (run.leaseLost || run.settled || !health.healthy) return;
   const requestedAt = Date.now();
   try {
     const held = await store.renew(run.lease, run.leaseMs);
     health.ok(requestedAt);
     if (held) run.leaseRenewed(requestedAt);
-    else run.markLeaseLost('renew');
+    else await leaseGone(run, store);
   } catch (error) {
     health.backoffAfter(error, 'renew');
   }
+}
+
+/** The lease is gone: cancelled by an operator, or lost any other way. Never throws. */
+async function leaseGone(run: RenewableRun, store: RenewalStore): Promise<void> {
+  const cancellation = await store.cancellationOf(run.lease).catch(() => null);
+  if (cancellation) run.markCancelled(cancellation);
+  else run.markLeaseLost('renew');
 }

@@ -18,14 +18,14 @@ export const pruneCommand: Command = {
   summary: 'delete done jobs (and old tick-ledger rows) past a retention, in small batches',
   help: `Usage: cronq prune [--done-older-than D] [--dry-run] [--json]
 
-Deletes jobs with status 'done' whose finished_at is more than D ago by the
+Deletes jobs with status 'done' or 'cancelled' whose finished_at is more than D ago by the
 database clock (default ${DEFAULT_RETENTION}), ${PRUNE_DEFAULTS.batchSize} rows per DELETE with a short pause between,
 so no lock is held for long. Ready, reserved and dead jobs and every dead letter
 are never touched. Tick-ledger rows (cronq_schedule_ticks) finished more than
 D ago go too, except each schedule's latest row, where catch-up resumes, and any
 fan-out still in progress. Prints how many rows it deleted.
 
-A done job is the memory that its key ran: once pruned, the same key can be
+A done (or cancelled) job is the memory that its key was taken: once pruned, the same key can be
 enqueued again. So D must be at least 1h and at least every schedule's catch-up
 window plus one period (for period 'tick': the longest gap between two fire times);
 a shorter D is refused naming the schedule that needs the most and the D

@@ -1,5 +1,6 @@
 import { describePause, LISTING_MAX, type TickRow } from '../../admin.ts';
 import { baseConfig, parseIntFlag } from '../../config.ts';
+import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -16,9 +17,13 @@ Lists every schedule in the schedules folder: name, cron, time zone, its next N
 fire instants (UTC) after --from (default now), its last tick ledger row and,
 when paused ('cronq pause'), who paused it, since when and why; after the
 version of the zone data fire times come from (Node's process.versions.tz).
+Then its health: the fire time of its last tick whose jobs are all done, and, with
+'expect: { within }', OVERDUE when a later tick's jobs have not all completed within
+that time (see "Schedule health" in the README).
 
   --json            [{ name, cron, timezone, tzdata, period, next: [ISO...], lastTick,
-                       paused: null or { by, at (ISO), reason (null when none) } }]
+                       paused: null or { by, at (ISO), reason (null when none) },
+                       expectWithinMs, lastSuccessAt, overdue (true|false), overdueSince }]
   --from ISO        list fire times after this instant (default now)
   --count N         how many fire times (default 5, at most 1000)
   --schedules DIR   where schedules are defined (default ./schedules)
@@ -42,6 +47,10 @@ ${COMMON_HELP}`,
         next: s.next.map((d) => d.toISOString()),
         lastTick: s.lastTick ? tickJson(s.lastTick) : null,
         paused: s.paused && { by: s.paused.pausedBy, at: s.paused.pausedAt.toISOString(), reason: s.paused.reason },
+        expectWithinMs: s.health.expectWithinMs,
+        lastSuccessAt: s.health.lastSuccessAt?.toISOString() ?? null,
+        overdue: s.health.overdue,
+        overdueSince: s.health.overdueSince?.toISOString() ?? null,
       }));
       if (args.values.json) {
         args.out(JSON.stringify(listed, null, 2));
@@ -60,6 +69,10 @@ ${COMMON_HELP}`,
               ? `  last tick: ${t.scheduledAt} ${t.outcome}${t.outcome === 'enqueued' ? ` (${t.jobsEnqueued} new, ${t.jobsExisting} existing${t.finishedAt ? '' : ', fan-out unfinished'})` : ''}${t.note ? ` — ${t.note}` : ''}`
               : '  last tick: none yet',
           );
+          if (s.expectWithinMs !== null || s.lastSuccessAt !== null) {
+            const verdict = s.expectWithinMs === null ? '' : s.overdue ? `; OVERDUE since ${s.overdueSince} (expect within ${formatDuration(s.expectWithinMs)})` : `; ok (expect within ${formatDuration(s.expectWithinMs)})`;
+            args.out(`  last success: ${s.lastSuccessAt ?? 'none among the latest ticks'}${verdict}`);
+          }
         }
       }
       return 0;

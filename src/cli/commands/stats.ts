@@ -1,5 +1,6 @@
-import { describePause, type Stats } from '../../admin.ts';
-import { COMMON_HELP, type Command } from '../command.ts';
+import { describePause, type AdminStats, type ScheduleHealth, type Stats } from '../../admin.ts';
+import { formatDuration } from '../../duration.ts';
+import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { renderTable } from '../textTable.ts';
 
@@ -7,35 +8,39 @@ import { renderTable } from '../textTable.ts';
 export const statsCommand: Command = {
   name: 'stats',
   summary: 'jobs per queue and status, the oldest waiting job, dead letters to review',
-  help: `Usage: cronq stats [--json]
+  help: `Usage: cronq stats [--json] [--schedules DIR]
 
-Prints, per queue, how many jobs are ready, reserved, done and dead, and how long
+Prints, per queue, how many jobs are ready, reserved, done, dead and cancelled, and how long
 the oldest ready job has been waiting (since its available_at, by the database
 clock; jobs scheduled for later are not waiting). Then how many dead letters
 await review ('cronq dead list'), every schedule and queue paused ('cronq pause':
 who, since when, why), and each schedule's last tick with how late its last
-enqueued tick started.
+enqueued tick started. Then, for each schedule in the schedules folder, its
+health: the fire time of its last tick whose jobs are all done, and OVERDUE when it
+has 'expect: { within }' and a tick's jobs have not all completed within that time
+(see "Schedule health" in the README).
 
   --json   one JSON object:
-           { "queues": [{ "queue", "ready", "reserved", "done", "dead",
+           { "queues": [{ "queue", "ready", "reserved", "done", "dead", "cancelled",
                           "oldestReadyAgeSeconds" (null when nothing waits) }],
              "deadLetters": { "awaitingReview" },
              "schedules": [{ "schedule", "lastTick": { "scheduledAt", "periodKey",
                              "outcome" (enqueued, skipped or failed), "caughtUp",
                              "note", "finishedAt" }, "latenessMs" }],
              "pauses": [{ "target" (schedule or queue), "name", "reason" (null
-                          when none), "pausedBy", "pausedAt" }] }
+                          when none), "pausedBy", "pausedAt" }],
+             "health": [{ "schedule", "expectWithinMs" (null: no expect),
+                          "lastSuccessAt" (null: none among the latest ticks),
+                          "overdue" (true|false), "overdueSince" }] }
            More keys may be added; ignore the ones you do not know.
+  --schedules DIR   the schedules whose health to show (default ./schedules)
 
 ${COMMON_HELP}`,
-  options: {
-    help: { type: 'boolean', short: 'h' },
-    json: { type: 'boolean' },
-  },
+  options: { ...COMMON_OPTIONS, json: { type: 'boolean' } },
   positionals: { min: 0, max: 0, names: '' },
   async run(args) {
-    const cronq = await openForCommand(args, { loadSchedules: false });
-    let stats: Stats;
+    const cronq = await openForCommand(args);
+    let stats: AdminStats;
     try {
       stats = await cronq.admin.stats();
     } finally {
@@ -47,7 +52,7 @@ ${COMMON_HELP}`,
 };
 
 /** The text `cronq stats` prints: a table of queues, then the dead-letter line. */
-export function statsText(stats: Stats): string {
+export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string {
   const queues =
     stats.queues.length === 0
       ? 'no jobs'
@@ -58,12 +63,13 @@ export function statsText(stats: Stats): string {
             { header: 'RESERVED', align: 'right' },
             { header: 'DONE', align: 'right' },
             { header: 'DEAD', align: 'right' },
+            { header: 'CANCELLED', align: 'right' },
             { header: 'OLDEST READY', align: 'right' },
           ],
-          stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), age(q.oldestReadyAgeSeconds)]),
+          stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), String(q.cancelled), age(q.oldestReadyAgeSeconds)]),
         );
   const text = `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}${pausesText(stats.pauses)}`;
-  if (stats.schedules.length === 0) return text;
+  if (stats.schedules.length === 0) return `${text}${healthText(stats.health)}`;
   const schedules = renderTable(
     [{ header: 'SCHEDULE' }, { header: 'LAST TICK' }, { header: 'OUTCOME' }, { header: 'LATENESS', align: 'right' }],
     stats.schedules.map((s) => [
@@ -73,7 +79,23 @@ export function statsText(stats: Stats): string {
       s.latenessMs === null ? '-' : `${s.latenessMs} ms`,
     ]),
   );
-  return `${text}\n\n${schedules}`;
+  return `${text}\n\n${schedules}${healthText(stats.health)}`;
+}
+
+/** The health table (loaded schedules with an expectation or a success): expectation, last success, overdue or not. */
+function healthText(health: ScheduleHealth[] | undefined): string {
+  // A schedule with neither an expectation nor a success yet has nothing to say.
+  const shown = (health ?? []).filter((h) => h.expectWithinMs !== null || h.lastSuccessAt !== null);
+  if (shown.length === 0) return '';
+  return `\n\n${renderTable(
+    [{ header: 'SCHEDULE' }, { header: 'EXPECT WITHIN' }, { header: 'LAST SUCCESS' }, { header: 'HEALTH' }],
+    shown.map((h) => [
+      h.schedule,
+      h.expectWithinMs === null ? '-' : formatDuration(h.expectWithinMs),
+      h.lastSuccessAt?.toISOString() ?? '-',
+      h.overdue ? `OVERDUE since ${h.overdueSince!.toISOString()}` : h.expectWithinMs === null ? '-' : 'ok',
+    ]),
+  )}`;
 }
 
 /** One line per pause in force (nothing when none): what, who, since when, why. */
