@@ -254,7 +254,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       if (!schedule) return { status: 'no_schedule', schedule: name };
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
       if (!fireAt) return { status: 'no_fire_time', schedule: name, at };
-      const result = await enqueueTick(database.db, schedule, fireAt);
+      const result = await enqueueTick(store, schedule, fireAt);
       return {
         status: 'enqueued',
         schedule: name,

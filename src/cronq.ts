@@ -235,7 +235,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   // transaction: it is a server-wide setting).
   const byteLimit = async () => {
     try {
-      return await statementByteLimitOf(database.db);
+      return await statementByteLimitOf(store);
     } catch (error) {
       throw enqueueFailure(error, 'reading max_allowed_packet');
     }
@@ -288,7 +288,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
       const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
       const { tx } = call;
-      const result = await enqueueOne(tx ?? database.db, row, await byteLimit());
+      const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit());
       if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue);
       return result;
     },
@@ -300,7 +300,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const maxStatementBytes = await byteLimit();
       let result: EnqueueOutcome;
       try {
-        result = await enqueueRows(tx ?? database.db, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes });
+        result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes });
       } catch (error) {
         throw enqueueFailure(error, 'enqueueMany');
       }
@@ -318,7 +318,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
       if (options.scheduler !== false && !scheduler && schedules.length > 0) {
         scheduler = new Scheduler({
-          db: database.db,
+          store,
           clock: options.clock ?? systemClock,
           log,
           schedules,

@@ -7,6 +7,7 @@ import { payloadShape } from '../src/store/refusal.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { runCli } from './support/cli.ts';
+import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -26,7 +27,7 @@ function schedule(options: Partial<ScheduleOptions>) {
 }
 
 function ticker(s: ReturnType<typeof schedule>, log = new EventLog()) {
-  return new ScheduleTicker(s, { db: t.database.db, clock: systemClock, log: log.logger, claimedBy: 'test:1', fanoutRetry: FAST_RETRY });
+  return new ScheduleTicker(s, { store: new Store(t.database), clock: systemClock, log: log.logger, claimedBy: 'test:1', fanoutRetry: FAST_RETRY });
 }
 
 async function lastTickAt(name: string, iso: string) {

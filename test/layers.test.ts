@@ -81,6 +81,14 @@ describe('the layering of src/', () => {
     expect(breaking('worker', (i) => part(i.to) !== 'db' && (part(i.to) !== 'store' || i.to === 'store/index.ts'))).toEqual([]);
   });
 
+  it('the scheduler talks to the store object: schedule/ imports from store/ only store/index.ts types, never db/', () => {
+    expect(breaking('schedule', (i) => part(i.to) !== 'db' && (part(i.to) !== 'store' || (i.to === 'store/index.ts' && i.typeOnly)))).toEqual([]);
+  });
+
+  it('enqueue/ writes through a JobWriter: it never imports db/', () => {
+    expect(breaking('enqueue', (i) => part(i.to) !== 'db')).toEqual([]);
+  });
+
   it('the CLI and the HTTP server use the public API, never the store, the driver or the engine parts', () => {
     const engine = ['db', 'store', 'worker', 'maintenance', 'enqueue'];
     expect(breaking('cli', (i) => !engine.includes(part(i.to)))).toEqual([]);

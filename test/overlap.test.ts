@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, UsageError, type Cronq, type ScheduleOptions } from '../src/index.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
+import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -76,7 +77,7 @@ describe("overlap: 'skip'", () => {
       } as ScheduleOptions);
     for (const overlap of ['allow', 'skip'] as const) {
       const s = fan(overlap);
-      const ticker = new ScheduleTicker(s, { db: t.database.db, clock: systemClock, log: silent, claimedBy: 'test:1' });
+      const ticker = new ScheduleTicker(s, { store: new Store(t.database), clock: systemClock, log: silent, claimedBy: 'test:1' });
       await t.sql(
         "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at) VALUES (?, '2020-11-01 02:00:00', 'seed', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
         [s.name],

@@ -9,6 +9,7 @@ import { systemClock } from '../src/schedule/clock.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
+import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -24,7 +25,7 @@ afterEach(async () => {
 const report = (options: Partial<ScheduleOptions> = {}) =>
   defineSchedule({ name: 'report', cron: '0 2 * * *', timezone: 'UTC', period: 'day', catchUp: { mode: 'all', window: '40d' }, handle() {}, ...options } as ScheduleOptions);
 
-const ticker = (s: ReturnType<typeof report>) => new ScheduleTicker(s, { db: t.database.db, clock: systemClock, log: silent, claimedBy: 'test:1' });
+const ticker = (s: ReturnType<typeof report>) => new ScheduleTicker(s, { store: new Store(t.database), clock: systemClock, log: silent, claimedBy: 'test:1' });
 
 async function ledger(name = 'report') {
   const rows = await t.sql(

@@ -6,6 +6,7 @@ import { CronqMetrics } from '../src/http/metrics.ts';
 import { createCronq, defineSchedule, UsageError, type Cronq } from '../src/index.ts';
 import type { Clock } from '../src/schedule/clock.ts';
 import { HealthWatch } from '../src/schedule/healthWatch.ts';
+import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 import { runCli } from './support/cli.ts';
@@ -91,7 +92,7 @@ describe('schedule health', () => {
     let now = at('2026-11-30T06:00:00Z');
     const clock: Clock = { now: () => now, sleepUntil: async () => {} };
     const log = new EventLog();
-    const watch = new HealthWatch([nightly, unwatched], { db: t.database.db, clock, log: log.logger });
+    const watch = new HealthWatch([nightly, unwatched], { store: new Store(t.database), clock, log: log.logger });
     await watch.checkOnce();
     await watch.checkOnce();
     expect(log.named('schedule_overdue')).toMatchObject([

@@ -5,6 +5,7 @@ import { claimTickFanout } from '../src/store/ledger.ts';
 import { planDueTicks } from '../src/schedule/plan.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { systemClock } from '../src/schedule/clock.ts';
+import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks'] });
@@ -18,7 +19,7 @@ function schedule(options: Partial<ScheduleOptions> = {}) {
 }
 
 function ticker(s = schedule(), claimedBy = 'test:1') {
-  return new ScheduleTicker(s, { db: t.database.db, clock: systemClock, log: silent, claimedBy });
+  return new ScheduleTicker(s, { store: new Store(t.database), clock: systemClock, log: silent, claimedBy });
 }
 
 /** Seeds the ledger as if the schedule last ticked at `iso`. */

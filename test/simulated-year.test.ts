@@ -21,6 +21,7 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { defineSchedule, type CatchUpOptions, type Schedule } from '../src/schedule/define.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
+import { Store } from '../src/store/index.ts';
 import { useTestDatabase, type TestDatabase } from './support/db.ts';
 import { FakeClock } from './support/fakeClock.ts';
 import {
@@ -222,7 +223,7 @@ class World {
     const names = this.deployedAt(at);
     const id = `sim-${slot}-${++this.generation}`;
     const scheduler = new Scheduler({
-      db: this.t.database.db,
+      store: new Store(this.t.database),
       clock: this.clock,
       log: this.log,
       schedules: names.map((n) => this.schedules.get(n)!),

@@ -2,9 +2,10 @@
  * A job as callers write it, checked once at the edge and turned into the row the
  * store inserts.
  */
-import { MAX_KEY_LENGTH } from '../db/schema.ts';
+import { MAX_KEY_LENGTH } from '../store/index.ts';
 import { UsageError } from '../errors.ts';
-import type { NewJobRow } from '../store/jobs.ts';
+import type { NewJobRow } from '../store/index.ts';
+import { errorText, firstLine } from '../runtime/errorText.ts';
 import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 
@@ -26,6 +27,26 @@ export interface EnqueueJob {
   scheduledAt?: Date;
 }
 
+/** A job's key and payload as the store takes them, or why it cannot take them. */
+export type JobContent = { payloadJson: string } | { problem: string; field: 'key' | 'payload' };
+
+/**
+ * The one check of what every job row holds, for the API (toJobRow) and for fan-outs
+ * (schedule/fanout.ts): the key fits the column, and the payload (undefined: `{}`) can be
+ * written as JSON. `problem` is one line of at most about 300 characters, without the
+ * payload.
+ */
+export function checkJobContent(key: string, payload: unknown): JobContent {
+  if (key.length > MAX_KEY_LENGTH) return { field: 'key', problem: `job key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed` };
+  let payloadJson: string | undefined;
+  try {
+    payloadJson = JSON.stringify(payload === undefined ? {} : payload);
+  } catch (error) {
+    return { field: 'payload', problem: `payload cannot be stored as JSON: ${firstLine(errorText(error)).slice(0, 200)}` };
+  }
+  return payloadJson === undefined ? { field: 'payload', problem: 'payload cannot be stored as JSON' } : { payloadJson };
+}
+
 /**
  * Validates a job at the edge and fills in its task's defaults. Throws UsageError
  * naming the bad field; nothing reaches the database unless this passes.
@@ -36,17 +57,10 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
     throw new UsageError(`job kind must be a non-empty string of at most 128 characters (got ${JSON.stringify(job.kind)})`);
   }
   if (typeof job.key !== 'string' || job.key.length === 0) throw new UsageError('job key is missing');
-  if (job.key.length > MAX_KEY_LENGTH) {
-    throw new UsageError(`job key is ${job.key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`);
-  }
+  const content = checkJobContent(job.key, job.payload);
+  if ('problem' in content) throw new UsageError(content.field === 'key' ? content.problem : `job ${JSON.stringify(job.key)}: ${content.problem}`);
+  const { payloadJson } = content;
   const task = tasks.get(job.kind);
-  let payloadJson: string;
-  try {
-    payloadJson = JSON.stringify(job.payload === undefined ? {} : job.payload);
-  } catch (error) {
-    throw new UsageError(`payload of ${job.key} cannot be stored as JSON: ${(error as Error).message}`);
-  }
-  if (payloadJson === undefined) throw new UsageError(`payload of ${job.key} cannot be stored as JSON`);
   if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) {
     throw new UsageError(`runAt of ${job.key} is not a valid date`);
   }

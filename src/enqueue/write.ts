@@ -1,22 +1,14 @@
 /**
  * Writing validated job rows: one (enqueueOne, for the API) or a stream in batches
  * bounded by rows and bytes (enqueueRows, for enqueueMany and fan-outs), refused rows
- * found and named. The statements are store/jobs.ts.
+ * found and named. The statements are store/jobs.ts, reached through a JobWriter (the
+ * Store, or `store.inTransaction(tx)` inside a caller's transaction).
  */
 import { EnqueueError, EnqueueRefusedError } from '../errors.ts';
 import { firstLine } from '../runtime/errorText.ts';
-import { driverError, isLockConflict, type Executor } from '../db/client.ts';
+import { driverError, isLockConflict } from '../runtime/dbHealth.ts';
 import { refusalReason, isRowRefusal } from '../store/refusal.ts';
-import {
-  encodeJobRow,
-  existingKeys,
-  insertJobIfAbsent,
-  insertJobsIfAbsent,
-  INSERT_STATEMENT_OVERHEAD_BYTES,
-  maxAllowedPacket,
-  type EncodedJobRow,
-  type NewJobRow,
-} from '../store/jobs.ts';
+import { encodeJobRow, INSERT_STATEMENT_OVERHEAD_BYTES, type EncodedJobRow, type JobWriter, type NewJobRow } from '../store/jobs.ts';
 
 /** Below this many rows a batch goes straight to the INSERT, without reading existing keys first. */
 const PRECHECK_MIN_ROWS = 10;
@@ -55,7 +47,7 @@ export interface EnqueueRowsOptions {
   /**
    * Most bytes one INSERT statement may have (below the server's max_allowed_packet:
    * see statementByteLimit). A single row larger than that is refused, never sent.
-   * Default: statementByteLimitOf(exec).
+   * Default: statementByteLimitOf(writer).
    */
   maxStatementBytes?: number;
   /** Runs after each batch is written, told what that batch did. */
@@ -76,18 +68,18 @@ export function statementByteLimit(maxAllowedPacket: number): number {
   return Math.floor(maxAllowedPacket * 0.9) - 1024;
 }
 
-const byteLimits = new WeakMap<object, Promise<number>>();
+const byteLimits = new WeakMap<JobWriter, Promise<number>>();
 
 /**
- * statementByteLimit of the server behind `db` (a pool-backed Db: one per Database), read
- * once per pool and shared by every enqueue on it. A failed read is not cached.
+ * statementByteLimit of the server behind `writer` (pass the Store: one per Database),
+ * read once per writer and shared by every enqueue through it. A failed read is not cached.
  */
-export function statementByteLimitOf(db: Executor): Promise<number> {
-  let limit = byteLimits.get(db);
+export function statementByteLimitOf(writer: JobWriter): Promise<number> {
+  let limit = byteLimits.get(writer);
   if (!limit) {
-    limit = maxAllowedPacket(db).then(statementByteLimit);
-    limit.catch(() => byteLimits.delete(db));
-    byteLimits.set(db, limit);
+    limit = writer.maxAllowedPacket().then(statementByteLimit);
+    limit.catch(() => byteLimits.delete(writer));
+    byteLimits.set(writer, limit);
   }
   return limit;
 }
@@ -107,12 +99,12 @@ export function statementByteLimitOf(db: Executor): Promise<number> {
  * lock wait) fails the call as it is: rows written before it stay written.
  */
 export async function enqueueRows(
-  exec: Executor,
+  writer: JobWriter,
   rows: AsyncIterable<NewJobRow | RefusedRow> | Iterable<NewJobRow | RefusedRow>,
   options: EnqueueRowsOptions,
 ): Promise<EnqueueOutcome> {
   const batchSize = options.batchSize ?? ENQUEUE_BATCH_SIZE;
-  const maxStatementBytes = options.maxStatementBytes ?? (await statementByteLimitOf(exec));
+  const maxStatementBytes = options.maxStatementBytes ?? (await statementByteLimitOf(writer));
   const maxRowBytes = maxStatementBytes - INSERT_STATEMENT_OVERHEAD_BYTES;
   const parallel = Math.max(1, options.parallel ?? 1);
   const outcome: EnqueueOutcome = { inserted: 0, existing: 0, refusedCount: 0, refused: [], stopped: false };
@@ -127,7 +119,7 @@ export async function enqueueRows(
   // caller's whole transaction, which a retry must not paper over. Per statement, so a
   // retry never re-reports rows refused by an earlier statement of the same batch.
   const insert = (batch: EncodedJobRow[]) =>
-    parallel > 1 ? withDeadlockRetry(() => insertJobsIfAbsent(exec, batch)) : insertJobsIfAbsent(exec, batch);
+    parallel > 1 ? withDeadlockRetry(() => writer.insertJobs(batch)) : writer.insertJobs(batch);
   /** Inserts `batch`; when the server refuses a row, halves it until each refused row is alone. Returns [inserted, refused]. */
   const insertFindingRefused = async (batch: EncodedJobRow[]): Promise<[number, number]> => {
     try {
@@ -150,7 +142,7 @@ export async function enqueueRows(
     // much as it saves, and once a batch found none (a fresh fan-out, or a resumed one past
     // where it stopped) the rest are new too; ON DUPLICATE KEY absorbs any straggler.
     const check = batch.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
-    const present = check ? await existingKeys(exec, batch.map((r) => r.key)) : new Set<string>();
+    const present = check ? await writer.existingKeys(batch.map((r) => r.key)) : new Set<string>();
     lastBatchHadExisting = present.size > 0;
     const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
     const [added, refused] = await insertFindingRefused(fresh); // not `inserted += await`: writes overlap
@@ -214,11 +206,11 @@ export async function enqueueRows(
  * EnqueueRefusedError naming its key and what is wrong; any other failure throws
  * EnqueueError with the server's reason. Neither carries the payload or the SQL.
  */
-export async function enqueueOne(exec: Executor, row: NewJobRow, maxStatementBytes: number): Promise<{ id: number; created: boolean }> {
+export async function enqueueOne(writer: JobWriter, row: NewJobRow, maxStatementBytes: number): Promise<{ id: number; created: boolean }> {
   const bytes = encodeJobRow(row).bytes + INSERT_STATEMENT_OVERHEAD_BYTES;
   if (bytes > maxStatementBytes) throw new EnqueueRefusedError([{ key: row.key, reason: tooLarge(bytes, maxStatementBytes) }], 1, NOTHING_WRITTEN);
   try {
-    return await insertJobIfAbsent(exec, row);
+    return await writer.insertJob(row);
   } catch (error) {
     if (isRowRefusal(error)) {
       throw new EnqueueRefusedError([{ key: row.key, reason: refusalReason(row.payloadJson, error) }], 1, NOTHING_WRITTEN);

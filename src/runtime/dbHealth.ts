@@ -91,6 +91,12 @@ export function isDatabaseTrouble(error: unknown): boolean {
   return isConnectionError(error) || isLockConflict(error);
 }
 
+/**
+ * The driver's own error readers, for layers that hold no driver (enqueue/): the mysql2
+ * error under drizzle's wrapper, and "lost a lock race, safe to run again".
+ */
+export { driverError, isLockConflict } from '../db/client.ts';
+
 /** Connection loss: what DbHealth counts as an outage (isConnectionError). */
 export function isOutage(error: unknown): boolean {
   return isConnectionError(error);

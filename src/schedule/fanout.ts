@@ -1,8 +1,6 @@
-import type { Executor } from '../db/client.ts';
-import { MAX_KEY_LENGTH } from '../db/schema.ts';
 import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../enqueue/write.ts';
-import type { NewJobRow } from '../store/jobs.ts';
-import { errorText, firstLine } from '../runtime/errorText.ts';
+import type { JobWriter, NewJobRow } from '../store/index.ts';
+import { checkJobContent } from '../enqueue/jobRow.ts';
 import type { Schedule } from './define.ts';
 import { periodKeyOfFire } from './period.ts';
 
@@ -24,14 +22,14 @@ export function scheduledJobKey(scheduleName: string, entityKey: string | null, 
  * stops at the next batch boundary (`stopped`); the rest is left for a resumption.
  */
 export async function enqueueTick(
-  exec: Executor,
+  writer: JobWriter,
   schedule: Schedule,
   scheduledAt: Date,
   options: Pick<EnqueueRowsOptions, 'afterBatch' | 'onRefused' | 'signal'> = {},
 ): Promise<EnqueueOutcome & { periodKey: string }> {
   const period = periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, scheduledAt);
   // Two batch INSERTs in flight: the database then uses both cores (about 1.5× the rate of one).
-  const result = await enqueueRows(exec, tickRows(schedule, scheduledAt, period), { ...options, parallel: 2 });
+  const result = await enqueueRows(writer, tickRows(schedule, scheduledAt, period), { ...options, parallel: 2 });
   return { periodKey: period, ...result };
 }
 
@@ -57,22 +55,13 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string):
       continue;
     }
     const key = scheduledJobKey(schedule.name, item.key, period);
-    if (key.length > MAX_KEY_LENGTH) {
-      yield refused(`${key.slice(0, 60)}…`, `job key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`);
+    const content = checkJobContent(key, item.payload);
+    if ('problem' in content) {
+      // A key too long to store is too long to log whole as well.
+      yield refused(content.field === 'key' ? `${key.slice(0, 60)}…` : key, content.problem);
       continue;
     }
-    let payloadJson: string | undefined;
-    try {
-      payloadJson = JSON.stringify(item.payload === undefined ? {} : item.payload);
-    } catch (error) {
-      yield refused(key, `payload cannot be written as JSON: ${firstLine(errorText(error)).slice(0, 200)}`);
-      continue;
-    }
-    if (payloadJson === undefined) {
-      yield refused(key, 'payload cannot be written as JSON');
-      continue;
-    }
-    yield { ...base, key, payloadJson };
+    yield { ...base, key, payloadJson: content.payloadJson };
   }
 }
 

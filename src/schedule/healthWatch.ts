@@ -1,10 +1,8 @@
-import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { recentTicks } from '../store/ledger.ts';
-import { periodHasUnfinishedJobs } from '../store/scheduleHealth.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
-import { assessHealth, type HealthReads } from './health.ts';
+import { assessHealth } from './health.ts';
+import type { SchedulerStore } from './schedulerStore.ts';
 
 /** How often a running scheduler re-checks the health of schedules with `expect`. */
 export const HEALTH_CHECK_EVERY_MS = 60_000;
@@ -17,18 +15,11 @@ export const HEALTH_CHECK_EVERY_MS = 60_000;
  */
 export class HealthWatch {
   private readonly overdue = new Map<string, boolean>();
-  private readonly reads: HealthReads;
 
   constructor(
     private readonly schedules: Schedule[],
-    private readonly options: { db: Db; clock: Clock; log: Logger; everyMs?: number },
-  ) {
-    const { db } = options;
-    this.reads = {
-      recentTicks: (name, count) => recentTicks(db, name, count),
-      periodHasUnfinishedJobs: (name, periodKey) => periodHasUnfinishedJobs(db, name, periodKey),
-    };
-  }
+    private readonly options: { store: SchedulerStore; clock: Clock; log: Logger; everyMs?: number },
+  ) {}
 
   /** Checks every watched schedule once at the clock's now, logging what changed. */
   async checkOnce(): Promise<void> {
@@ -37,7 +28,7 @@ export class HealthWatch {
       if (!schedule.expect) continue;
       let health;
       try {
-        health = await assessHealth(schedule, this.reads, now);
+        health = await assessHealth(schedule, this.options.store, now);
       } catch (error) {
         this.options.log.debug({ event: 'schedule_health_failed', schedule: schedule.name, err: error }, 'could not read schedule health');
         continue;

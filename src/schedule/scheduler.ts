@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { HealthWatch } from './healthWatch.ts';
+import type { SchedulerStore } from './schedulerStore.ts';
 import { ScheduleTicker } from './ticker.ts';
 
 export interface SchedulerOptions {
-  db: Db;
+  store: SchedulerStore;
   clock: Clock;
   log: Logger;
   schedules: Schedule[];
@@ -44,7 +44,7 @@ export class Scheduler {
     this.tickers = options.schedules.map(
       (schedule) =>
         new ScheduleTicker(schedule, {
-          db: options.db,
+          store: options.store,
           clock: options.clock,
           log: options.log,
           claimedBy,
@@ -53,7 +53,7 @@ export class Scheduler {
           observer: options.observer,
         }),
     );
-    this.health = new HealthWatch(options.schedules, { db: options.db, clock: options.clock, log: options.log, everyMs: options.healthCheckEveryMs });
+    this.health = new HealthWatch(options.schedules, { store: options.store, clock: options.clock, log: options.log, everyMs: options.healthCheckEveryMs });
   }
 
   start(): void {

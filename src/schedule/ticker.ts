@@ -1,30 +1,18 @@
-import { isConnectionError, type Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
+import { isOutage } from '../runtime/dbHealth.ts';
 import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorText, firstLine } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
-import {
-  claimTickFanout,
-  failTickIfOwned,
-  finishTickIfOwned,
-  latestTick,
-  recordSkippedTicks,
-  releaseTickIfOwned,
-  renewTickIfOwned,
-  resumableTicks,
-  skipTickIfOwned,
-} from '../store/ledger.ts';
-import { earlierTickInFlight } from '../store/overlap.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, outsideNote, pausedNote, planDueTicks } from './plan.ts';
-import { pauseOf } from '../store/pauses.ts';
+import type { SchedulerStore } from './schedulerStore.ts';
 
 export interface TickerDeps {
-  db: Db;
+  store: SchedulerStore;
   clock: Clock;
   log: Logger;
   /** Unique per scheduler instance (host:pid:random): the fence on tick fan-outs. */
@@ -125,17 +113,17 @@ export class ScheduleTicker {
 
   /** One pass: resume abandoned fan-outs, then plan and process every tick due up to `now`. */
   async catchUp(now: Date, signal?: AbortSignal): Promise<void> {
-    const { db, claimedBy } = this.deps;
+    const { store, claimedBy } = this.deps;
     // Abandoned fan-outs only appear when a lease (a minute, by default) runs out: looking
     // every few seconds of real time is enough, and keeps a pass to the statements it needs.
     if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
-      for (const tick of await resumableTicks(db, this.schedule.name, claimedBy)) {
+      for (const tick of await store.resumableTicks(this.schedule.name, claimedBy)) {
         if (signal?.aborted) return;
         await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal, { resumed: true });
       }
       this.resumeCheckedAt = performance.now();
     }
-    const latest = await latestTick(db, this.schedule.name);
+    const latest = await store.latestTick(this.schedule.name);
     if (latest === null) {
       await this.startFresh(now, signal);
       return;
@@ -187,7 +175,7 @@ export class ScheduleTicker {
 
   /** The ledger note for ticks skipped because this schedule is paused now, or null when it is not. */
   private async pausedNote(): Promise<string | null> {
-    const pause = await pauseOf(this.deps.db, 'schedule', this.schedule.name);
+    const pause = await this.deps.store.pauseOf('schedule', this.schedule.name);
     return pause && pausedNote(pause);
   }
 
@@ -198,7 +186,7 @@ export class ScheduleTicker {
       periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
       note: t.note,
     }));
-    const recorded = await recordSkippedTicks(this.deps.db, this.schedule.name, rows);
+    const recorded = await this.deps.store.recordSkippedTicks(this.schedule.name, rows);
     if (recorded > 0) {
       this.log.warn(
         {
@@ -223,10 +211,10 @@ export class ScheduleTicker {
    * the unfinished tick back (lease ended) for the next scheduler to resume.
    */
   private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
-    const { db, claimedBy, clock } = this.deps;
+    const { store, claimedBy, clock } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
     const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
-    const id = await claimTickFanout(db, {
+    const id = await store.claimTickFanout({
       scheduleName: this.schedule.name,
       scheduledAt,
       periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt),
@@ -238,8 +226,8 @@ export class ScheduleTicker {
     if (id === null) return; // another daemon owns this tick
     const at = scheduledAt.toISOString();
     // Decided once, by the owner of the tick; a resumed fan-out was decided when it began.
-    if (!resumed && this.schedule.overlap === 'skip' && (await earlierTickInFlight(db, this.schedule.name, this.schedule.queue, scheduledAt))) {
-      if (!(await skipTickIfOwned(db, id, claimedBy, OVERLAP_NOTE))) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+    if (!resumed && this.schedule.overlap === 'skip' && (await store.earlierTickInFlight(this.schedule.name, this.schedule.queue, scheduledAt))) {
+      if (!(await store.skipTickIfOwned(id, claimedBy, OVERLAP_NOTE))) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
       this.log.info({ event: 'schedule_tick_skipped', scheduled_at: at, reason: OVERLAP_NOTE }, 'tick skipped: previous run still in progress');
       return;
     }
@@ -255,7 +243,7 @@ export class ScheduleTicker {
     const afterBatch = async (batch: { inserted: number }) => {
       insertedSoFar += batch.inserted;
       if (performance.now() - renewedAt < leaseMs / 3) return; // a short fan-out needs no renewal
-      if (!(await renewTickIfOwned(db, id, claimedBy, leaseMs))) {
+      if (!(await store.renewTickIfOwned(id, claimedBy, leaseMs))) {
         throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
       }
       renewedAt = performance.now();
@@ -263,9 +251,9 @@ export class ScheduleTicker {
     for (let attempt = 1; ; attempt++) {
       let result: Awaited<ReturnType<typeof enqueueTick>>;
       try {
-        result = await enqueueTick(db, this.schedule, scheduledAt, { afterBatch, onRefused, signal });
+        result = await enqueueTick(store, this.schedule, scheduledAt, { afterBatch, onRefused, signal });
       } catch (error) {
-        if (error instanceof TickTakenOverError || isConnectionError(error)) throw error;
+        if (error instanceof TickTakenOverError || isOutage(error)) throw error;
         const reason = firstLine(errorText(error)).slice(0, 200);
         if (signal?.aborted) break;
         if (attempt >= retry.attempts) {
@@ -283,7 +271,7 @@ export class ScheduleTicker {
       if (refusedNote) {
         this.log.warn({ event: 'jobs_refused', scheduled_at: at, count: result.refusedCount, logged: refusedLogged }, refusedNote);
       }
-      const finished = await finishTickIfOwned(db, id, claimedBy, {
+      const finished = await store.finishTickIfOwned(id, claimedBy, {
         inserted: result.inserted,
         existing: result.existing,
         note: refusedNote && [note, refusedNote].filter(Boolean).join('; '),
@@ -308,14 +296,14 @@ export class ScheduleTicker {
       return;
     }
     // Stopped: the rest of this tick is the next scheduler's, with no lease to wait out.
-    await releaseTickIfOwned(db, id, claimedBy);
+    await store.releaseTickIfOwned(id, claimedBy);
     this.log.info({ event: 'schedule_tick_interrupted', scheduled_at: at, enqueued: insertedSoFar }, 'fan-out stopped for shutdown; the next scheduler resumes it');
     if (insertedSoFar > 0) this.deps.onEnqueued?.();
   }
 
   private async recordFailed(id: number, at: string, attempts: number, reason: string, inserted: number): Promise<void> {
     const note = `failed after ${attempts} attempts: ${reason}`;
-    if (!(await failTickIfOwned(this.deps.db, id, this.deps.claimedBy, { inserted, existing: 0, note }))) {
+    if (!(await this.deps.store.failTickIfOwned(id, this.deps.claimedBy, { inserted, existing: 0, note }))) {
       throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
     }
     this.log.error({ event: 'tick_failed', scheduled_at: at, attempts, enqueued: inserted, error: reason }, 'tick recorded as failed; the schedule moves on');

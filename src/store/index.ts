@@ -2,9 +2,9 @@
  * The store: every statement cronq runs, behind one object. Each method is one of the
  * functions beside this file, bound to one Database (its pool-backed `db`, and its
  * multi-statement `claims` pool for the claim); the concurrency contract of each is at
- * the top of its file. Callers hold a Store, never the driver. Code that must run a
- * statement inside a caller's transaction (an effect's `tx`) calls the free function
- * with that executor instead.
+ * the top of its file. Callers hold a Store, never the driver. Inserts inside a caller's
+ * transaction go through `inTransaction(tx)`; other code that must run a statement inside
+ * a caller's transaction (an effect's `tx`) calls the free function with that executor.
  */
 import { CLAIM_CONNECTIONS, type Database } from '../db/client.ts';
 import { cancelJob, cancellationOf, cancelMatching, type BulkCancelResult, type CancelBy, type Cancellation, type CancelFilter, type CancelOutcome, type CancelTarget } from './cancel.ts';
@@ -36,7 +36,7 @@ import {
 } from './fenced.ts';
 import { databaseNow, ping } from './health.ts';
 import { listKindLimits, upsertKindLimits, type KindLimit, type KindLimitStatus } from './limits.ts';
-import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, maxAllowedPacket, type EncodedJobRow, type NewJobRow } from './jobs.ts';
+import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, jobWriterOn, maxAllowedPacket, type EncodedJobRow, type JobWriter, type NewJobRow } from './jobs.ts';
 import {
   claimTickFanout,
   failTickIfOwned,
@@ -47,6 +47,7 @@ import {
   releaseTickIfOwned,
   renewTickIfOwned,
   resumableTicks,
+  skipTickIfOwned,
   type SkippedTick,
   type TickClaim,
   type TickRow,
@@ -55,13 +56,14 @@ import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, w
 import { recoverExpiredLeases } from './recovery.ts';
 import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
 import type { PauseTarget } from '../db/schema.ts';
+import { earlierTickInFlight } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { collectStats, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
 
 /** One Database's statements. Cheap to construct; holds no state of its own. */
-export class Store {
+export class Store implements JobWriter {
   constructor(private readonly database: Database) {}
 
   /** The pool-backed executor, for free functions that a caller runs outside a transaction. */
@@ -147,6 +149,11 @@ export class Store {
     return maxAllowedPacket(this.db);
   }
 
+  /** The same inserts inside a caller's Drizzle transaction: they commit or roll back with it. */
+  inTransaction(tx: Executor): JobWriter {
+    return jobWriterOn(tx);
+  }
+
   // Lease recovery (recovery.ts)
 
   /** Expired leases back to ready, or dead; at most `limit` rows (recoverExpiredLeases). */
@@ -186,6 +193,11 @@ export class Store {
     return failTickIfOwned(this.db, id, claimedBy, result);
   }
 
+  /** Records a claimed tick as skipped with `note` (overlap); false when the tick was taken over. */
+  skipTickIfOwned(id: number, claimedBy: string, note: string): Promise<boolean> {
+    return skipTickIfOwned(this.db, id, claimedBy, note);
+  }
+
   /** Ends the fan-out lease now so any scheduler resumes the tick at once; false when it was not ours. */
   releaseTickIfOwned(id: number, claimedBy: string): Promise<boolean> {
     return releaseTickIfOwned(this.db, id, claimedBy);
@@ -199,6 +211,11 @@ export class Store {
   /** Unfinished ticks of a schedule this scheduler may take over, oldest first. */
   resumableTicks(scheduleName: string, claimedBy: string): Promise<TickRow[]> {
     return resumableTicks(this.db, scheduleName, claimedBy);
+  }
+
+  /** Whether a job of an earlier tick of the schedule is still ready or running (earlierTickInFlight). */
+  earlierTickInFlight(scheduleName: string, queue: string, before: Date): Promise<boolean> {
+    return earlierTickInFlight(this.db, scheduleName, queue, before);
   }
 
   // Schedule health (scheduleHealth.ts)
@@ -361,7 +378,7 @@ export class Store {
 export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
 export { ClaimUpdateError } from './claims.ts';
 export type { Failure, FailOutcome, Lease } from './fenced.ts';
-export type { NewJobRow, EncodedJobRow } from './jobs.ts';
+export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
@@ -370,3 +387,5 @@ export type { KindLimit, KindLimitStatus } from './limits.ts';
 export type { PruneTarget } from './prune.ts';
 export type { Pause, PauseWriteOutcome, ResumeWriteOutcome } from './pauses.ts';
 export { parseDbTime, type DbTime } from './sql.ts';
+/** The longest job key the jobs table holds. */
+export { MAX_KEY_LENGTH } from '../db/schema.ts';

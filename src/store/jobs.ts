@@ -109,3 +109,29 @@ export async function existingKeys(exec: Executor, keys: string[]): Promise<Set<
   return new Set(rows<{ job_key: string }>(result).map((r) => r.job_key));
 }
 
+
+/**
+ * The job inserts on one executor: the pool (Store implements it) or a caller's
+ * transaction (`store.inTransaction(tx)`), where every write commits or rolls back with
+ * that transaction. The enqueue layer writes through this and never holds the driver.
+ */
+export interface JobWriter {
+  /** insertJobIfAbsent. */
+  insertJob(row: NewJobRow): Promise<{ id: number; created: boolean }>;
+  /** insertJobsIfAbsent. */
+  insertJobs(batch: Array<NewJobRow | EncodedJobRow>): Promise<number>;
+  /** existingKeys. */
+  existingKeys(keys: string[]): Promise<Set<string>>;
+  /** maxAllowedPacket (server-wide: the same inside a transaction). */
+  maxAllowedPacket(): Promise<number>;
+}
+
+/** A JobWriter whose statements run on `exec`. */
+export function jobWriterOn(exec: Executor): JobWriter {
+  return {
+    insertJob: (row) => insertJobIfAbsent(exec, row),
+    insertJobs: (batch) => insertJobsIfAbsent(exec, batch),
+    existingKeys: (keys) => existingKeys(exec, keys),
+    maxAllowedPacket: () => maxAllowedPacket(exec),
+  };
+}

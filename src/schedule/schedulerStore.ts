@@ -1,0 +1,28 @@
+import type { Store } from '../store/index.ts';
+
+/**
+ * What the scheduler asks of the store: the tick ledger (claim, renew, finish, fail, skip,
+ * release, record skipped, read), the overlap and pause reads, the health reads, and the
+ * job inserts a fan-out writes (a JobWriter). The scheduler holds this and nothing of the
+ * driver; `Store` satisfies it.
+ */
+export type SchedulerStore = Pick<
+  Store,
+  | 'latestTick'
+  | 'recentTicks'
+  | 'resumableTicks'
+  | 'claimTickFanout'
+  | 'renewTickIfOwned'
+  | 'finishTickIfOwned'
+  | 'failTickIfOwned'
+  | 'skipTickIfOwned'
+  | 'releaseTickIfOwned'
+  | 'recordSkippedTicks'
+  | 'earlierTickInFlight'
+  | 'pauseOf'
+  | 'periodHasUnfinishedJobs'
+  | 'insertJob'
+  | 'insertJobs'
+  | 'existingKeys'
+  | 'maxAllowedPacket'
+>;
