@@ -13,7 +13,7 @@ import type { RefusedJobInfo } from './errors.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
 import { schedulesOf, type Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
-import { fireTimesBetween, latestFireAtOrBefore, type Period } from './schedule/period.ts';
+import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
@@ -254,12 +254,13 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       if (!schedule) return { status: 'no_schedule', schedule: name };
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
       if (!fireAt) return { status: 'no_fire_time', schedule: name, at };
-      const result = await enqueueTick(store, schedule, fireAt);
+      const periodKey = periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, fireAt);
+      const result = await enqueueTick(store, schedule, { scheduledAt: fireAt, periodKey });
       return {
         status: 'enqueued',
         schedule: name,
         fireAt,
-        periodKey: result.periodKey,
+        periodKey,
         inserted: result.inserted,
         existing: result.existing,
         refusedCount: result.refusedCount,

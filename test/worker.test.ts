@@ -531,4 +531,19 @@ describe('enqueue through createCronq', () => {
     await expect(c.enqueue({ kind: 'x', key: 'k', payload: { n: 1n } })).rejects.toThrow(/cannot be stored as JSON/);
     expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
   });
+
+  it('names a payload that cannot be JSON in one bounded line, as fan-outs do', async () => {
+    const c = createCronq({ databaseUrl: t.url, logger: false, allowUnknownKind: true });
+    cronq = c;
+    const payload = {
+      toJSON() {
+        throw new Error(`${'x'.repeat(50_000)}\nsecond line`);
+      },
+    };
+    const error = await c.enqueue({ kind: 'x', key: 'k', payload }).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/^job "k": payload cannot be stored as JSON: (Error: )?x+…?$/);
+    expect((error as Error).message.length).toBeLessThan(300);
+    expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
+  });
 });

@@ -214,10 +214,12 @@ export class ScheduleTicker {
     const { store, claimedBy, clock } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
     const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
+    // Once per tick: the ledger row and every job key of the fan-out share it.
+    const periodKey = periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt);
     const id = await store.claimTickFanout({
       scheduleName: this.schedule.name,
       scheduledAt,
-      periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt),
+      periodKey,
       caughtUp: late,
       note,
       claimedBy,
@@ -251,7 +253,7 @@ export class ScheduleTicker {
     for (let attempt = 1; ; attempt++) {
       let result: Awaited<ReturnType<typeof enqueueTick>>;
       try {
-        result = await enqueueTick(store, this.schedule, scheduledAt, { afterBatch, onRefused, signal });
+        result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onRefused, signal });
       } catch (error) {
         if (error instanceof TickTakenOverError || isOutage(error)) throw error;
         const reason = firstLine(errorText(error)).slice(0, 200);
@@ -281,7 +283,7 @@ export class ScheduleTicker {
         {
           event: 'schedule_tick',
           scheduled_at: at,
-          period_key: result.periodKey,
+          period_key: periodKey,
           enqueued: result.inserted,
           existing: result.existing,
           refused: result.refusedCount,
