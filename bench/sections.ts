@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
+import { consolePages } from './consoleSection.ts';
 import { bigTable, drainReal, memory } from './realSections.ts';
 import { fanout, periods, tickPrecision } from './scheduleSections.ts';
 import { fmt, percentile, truncateJobs, type BenchSection } from './util.ts';
@@ -258,4 +259,4 @@ const daemons: BenchSection = {
   },
 };
 
-export const sections: BenchSection[] = [baseline, drain, drainReal, limited, enqueue, pickup, daemons, fanout, tickPrecision, periods, memory, bigTable];
+export const sections: BenchSection[] = [baseline, drain, drainReal, limited, enqueue, pickup, daemons, fanout, tickPrecision, periods, memory, bigTable, consolePages];

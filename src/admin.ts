@@ -17,7 +17,7 @@ import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } 
 import { checkRetention } from './schedule/retention.ts';
 import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
-import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, KindLimitStatus, Store, TickRow } from './store/index.ts';
+import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
 import type { Stats } from './store/stats.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
@@ -30,6 +30,8 @@ export { TICK_OUTCOMES } from './db/schema.ts';
 /** Every status a job row can have (QueueStats counts each). */
 export { JOB_STATUSES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
+export type { Completions, DaemonSeen, JobRecord } from './store/index.ts';
+export { COMPLETIONS_SCAN_MAX, COMPLETION_LAG_MAX_MS } from './store/console.ts';
 export type { PruneResult } from './maintenance/prune.ts';
 export type { KindLimitStatus } from './store/index.ts';
 export { describePause, PAUSE_NAME_MAX, PAUSE_TEXT_MAX } from './admin/pauses.ts';
@@ -177,8 +179,23 @@ export interface CronqAdmin {
   prune(options: { olderThanMs: number; dryRun?: boolean }): Promise<PruneResult>;
   /** Every loaded schedule with its next `count` fire times after `from` (default now, 5; count 1–1000). */
   schedules(options?: { from?: Date; count?: number }): Promise<ScheduleListing[]>;
-  /** The latest `count` tick-ledger rows of a schedule (default 10, 1–1000), newest first. */
-  recentTicks(schedule: string, count?: number): Promise<TickRow[]>;
+  /**
+   * The latest `count` tick-ledger rows of a schedule (default 10, 1–1000), newest first;
+   * with `before`, those fired before it (the next page after a row's scheduledAt).
+   */
+  recentTicks(schedule: string, count?: number, options?: { before?: Date }): Promise<TickRow[]>;
+  /**
+   * Jobs marked done in each of the last 60 minutes (database clock), all queues together.
+   * Bounded: per queue it reads at most COMPLETIONS_SCAN_MAX done jobs, newest available
+   * first, that became available within COMPLETION_LAG_MAX_MS (`capped` when a queue hit
+   * the bound), since finished_at has no index. `queues`: the queues to count (default:
+   * every queue with a job, read through stats()).
+   */
+  completions(options?: { queues?: readonly string[] }): Promise<Completions>;
+  /** Daemons heard from within `withinMs` (default 10 minutes), most recent first, at most 200. */
+  daemons(options?: { withinMs?: number }): Promise<DaemonSeen[]>;
+  /** One job's row by id (a number) or key (a string), with its payload and lease holder; null when none. */
+  job(target: { id: number } | { key: string }): Promise<JobRecord | null>;
   /**
    * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`
    * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
@@ -248,7 +265,15 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       }
       return listed;
     },
-    recentTicks: (schedule, count = 10) => store.recentTicks(schedule, wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX })),
+    recentTicks(schedule, count = 10, { before } = {}) {
+      const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
+      return before ? store.ticksBefore(schedule, before, limit) : store.recentTicks(schedule, limit);
+    },
+    async completions({ queues } = {}) {
+      return store.completionsPerMinute(queues ?? (await store.stats()).queues.map((q) => q.queue));
+    },
+    daemons: ({ withinMs = 10 * 60_000 } = {}) => store.daemonsSeen(withinMs),
+    job: (target) => store.job(target),
     async tick(name, { at = new Date() } = {}) {
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };

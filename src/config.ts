@@ -1,9 +1,10 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
 import { CONCURRENCY, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
+import { parseConsoleToken, type ConsoleToken } from './http/console/auth.ts';
 import { DEFAULT_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
@@ -32,6 +33,8 @@ export interface DaemonConfig extends BaseConfig {
   postClaimPauseMs: number;
   /** Where to serve /healthz and /metrics (--http); null: no HTTP server. */
   http: HttpAddress | null;
+  /** The web console's token (CRONQ_CONSOLE_TOKEN or --console-token-file); null: the console is read-only. */
+  consoleToken: ConsoleToken | null;
   /** Delete done jobs older than this in the background (--prune-done-older-than); null: never. */
   pruneDoneOlderThanMs: number | null;
   /** How long a kind may go unserved before its jobs go dead (--unknown-kind-grace). */
@@ -91,6 +94,7 @@ export function daemonConfig(
     'no-workers'?: boolean;
     'no-scheduler'?: boolean;
     http?: string;
+    'console-token-file'?: string;
     'prune-done-older-than'?: string;
     'unknown-kind-grace'?: string;
   },
@@ -109,6 +113,7 @@ export function daemonConfig(
     scheduler: !flags['no-scheduler'],
     postClaimPauseMs: parseIntFlag(pause, 'CRONQ_FAULT_POST_CLAIM_PAUSE_MS', POST_CLAIM_PAUSE_MS.min, POST_CLAIM_PAUSE_MS.max),
     http: flags.http === undefined ? null : parseHttpAddress(flags.http, '--http'),
+    consoleToken: consoleTokenOf(env, flags['console-token-file']),
     pruneDoneOlderThanMs: flags['prune-done-older-than'] === undefined ? null : parseRetention(flags['prune-done-older-than'], '--prune-done-older-than'),
     unknownKindGraceMs:
       flags['unknown-kind-grace'] === undefined ? UNKNOWN_KIND_GRACE_MS : parseDuration(flags['unknown-kind-grace'], '--unknown-kind-grace'),
@@ -116,4 +121,19 @@ export function daemonConfig(
   if (config.pollMs < POLL_MS.min || config.pollMs > POLL_MS.max) throw new UsageError(`--poll must be between ${POLL_MS.min}ms and ${POLL_MS.max / 1000}s`);
   if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');
   return config;
+}
+
+/** The console token from --console-token-file (first) or CRONQ_CONSOLE_TOKEN; null when neither is given. */
+function consoleTokenOf(env: NodeJS.ProcessEnv, file: string | undefined): ConsoleToken | null {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8').slice(0, 4096);
+    } catch (error) {
+      throw new UsageError(`--console-token-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    return parseConsoleToken(text, '--console-token-file');
+  }
+  const value = env.CRONQ_CONSOLE_TOKEN;
+  return value === undefined || value === '' ? null : parseConsoleToken(value, 'CRONQ_CONSOLE_TOKEN');
 }

@@ -3,6 +3,8 @@ import { createCronq, type Cronq } from './cronq.ts';
 import { HealthCheck } from './http/health.ts';
 import { CronqMetrics } from './http/metrics.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
+import { ConsoleAuth } from './http/console/auth.ts';
+import { createConsole } from './http/console/router.ts';
 import type { Logger } from './logger.ts';
 
 /**
@@ -72,7 +74,8 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
         ping: () => cronq.admin.ping().then(() => true),
         pollMs: config.pollMs,
       });
-      http = await startHttpServer(config.http, { health: () => health.report(), metrics: () => metrics.scrape() }, log);
+      const webConsole = createConsole({ admin: cronq.admin, auth: new ConsoleAuth(config.consoleToken), log });
+      http = await startHttpServer(config.http, { health: () => health.report(), metrics: () => metrics.scrape(), console: webConsole }, log);
     }
     log.info(
       { event: 'daemon_started', database: cronq.maskedDatabaseUrl, tasks: registry.list().map((t) => t.name) },

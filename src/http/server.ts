@@ -5,11 +5,14 @@ import type { Logger } from '../logger.ts';
 import { formatAddress, type HttpAddress } from './address.ts';
 import type { HealthReport } from './health.ts';
 import type { Scrape } from './metrics.ts';
+import type { ConsoleHandler } from './console/router.ts';
 
 /** What the server serves: each called once per request. */
 export interface HttpEndpoints {
   health(): Promise<HealthReport>;
   metrics(): Promise<Scrape>;
+  /** The web console (console/router.ts) for every other path; without it they answer 404. */
+  console?: ConsoleHandler;
 }
 
 /** A listening server. */
@@ -25,7 +28,8 @@ export interface HttpServer {
 /**
  * Serves `GET /healthz` (200 with the HealthReport as JSON when its status is 'ok',
  * else 503 with the same shape) and `GET /metrics` (Prometheus text, the registry's
- * content type); HEAD too; 405 for other methods on those paths, 404 for other paths.
+ * content type); HEAD too; 405 for other methods on those paths; the console, when
+ * given, for other paths; 404 for paths nobody serves.
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line error (e.g. the address is in use) when it cannot listen.
  */
@@ -50,7 +54,7 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
   });
   // The address bound, not the one asked for: `0:9464` listens on 0.0.0.0, `localhost` on 127.0.0.1 or ::1.
   const { address: host, port } = server.address() as AddressInfo;
-  log.info({ event: 'http_listening', host, port, paths: ['/healthz', '/metrics'] }, 'health and metrics served');
+  log.info({ event: 'http_listening', host, port, paths: endpoints.console ? ['/healthz', '/metrics', '/'] : ['/healthz', '/metrics'] }, 'health and metrics served');
   let closed: Promise<void> | null = null;
   return {
     host,
@@ -68,6 +72,7 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
 async function respond(req: IncomingMessage, res: ServerResponse, endpoints: HttpEndpoints): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://localhost').pathname;
   if (path !== '/healthz' && path !== '/metrics') {
+    if (endpoints.console && (await endpoints.console(req, res))) return;
     send(res, 404, 'text/plain; charset=utf-8', 'not found: try /healthz or /metrics\n', req.method === 'HEAD');
     return;
   }

@@ -43,6 +43,7 @@ import {
   finishTickIfOwned,
   latestTick,
   recentTicks,
+  ticksBefore,
   recordSkippedTicks,
   releaseTickIfOwned,
   renewTickIfOwned,
@@ -59,6 +60,7 @@ import type { PauseTarget } from '../db/schema.ts';
 import { earlierTickInFlight } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
+import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
 import { collectStats, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
 
@@ -373,6 +375,28 @@ export class Store implements JobWriter {
   resume(target: PauseTarget, name: string): Promise<ResumeWriteOutcome> {
     return deletePause(this.db, target, name);
   }
+
+  // The console's reads (console.ts)
+
+  /** Done jobs per minute over the last hour, bounded per queue (completionsPerMinute). */
+  completionsPerMinute(queues: readonly string[]): Promise<Completions> {
+    return completionsPerMinute(this.db, queues);
+  }
+
+  /** Daemons heard from within `withinMs`, most recent first (daemonsSeen). */
+  daemonsSeen(withinMs: number): Promise<DaemonSeen[]> {
+    return daemonsSeen(this.db, withinMs);
+  }
+
+  /** One job row by id or key, or null (jobByIdOrKey). */
+  job(target: { id: number } | { key: string }): Promise<JobRecord | null> {
+    return jobByIdOrKey(this.db, target);
+  }
+
+  /** A page of a schedule's ledger: `count` rows fired before `before`, newest first (ticksBefore). */
+  ticksBefore(scheduleName: string, before: Date, count: number): Promise<TickRow[]> {
+    return ticksBefore(this.db, scheduleName, before, count);
+  }
 }
 
 export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
@@ -381,6 +405,7 @@ export type { Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { Stats } from './stats.ts';
+export type { Completions, DaemonSeen, JobRecord } from './console.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
 export type { KindLimit, KindLimitStatus } from './limits.ts';

@@ -80,6 +80,15 @@ export async function recentTicks(exec: Executor, scheduleName: string, count: n
   return rows<RawTick>(result).map(toTick);
 }
 
+/** The latest `count` ledger rows of a schedule fired before `before`, newest first: a page of the ledger (unique index). */
+export async function ticksBefore(exec: Executor, scheduleName: string, before: Date, count: number): Promise<TickRow[]> {
+  const result = await exec.execute(
+    sql`SELECT ${COLUMNS} FROM cronq_schedule_ticks WHERE schedule_name = ${scheduleName} AND scheduled_at < ${toDbTime(before)}
+      ORDER BY scheduled_at DESC LIMIT ${count}`,
+  );
+  return rows<RawTick>(result).map(toTick);
+}
+
 export interface TickClaim {
   scheduleName: string;
   scheduledAt: Date;

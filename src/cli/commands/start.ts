@@ -8,7 +8,7 @@ export const startCommand: Command = {
   summary: 'run the daemon: workers, lease recovery and the scheduler',
   help: `Usage: cronq start [--schedules DIR] [--concurrency N] [--prefetch N] [--queues a,b]
                    [--grace D] [--poll D] [--no-migrate] [--no-scheduler] [--no-workers]
-                   [--http HOST:PORT] [--prune-done-older-than D] [--unknown-kind-grace D]
+                   [--http HOST:PORT] [--console-token-file F] [--prune-done-older-than D] [--unknown-kind-grace D]
 
 Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
 schedule files, applies pending migrations, then enqueues each schedule's ticks
@@ -34,7 +34,12 @@ enqueued once and each job runs once at a time.
   --http HOST:PORT   serve GET /healthz and GET /metrics (Prometheus) there, e.g.
                      127.0.0.1:9464 or [::1]:9464; port 0 picks a free one (logged as
                      http_listening). Off by default. /healthz answers 200 when the
-                     database, the claim loop and the scheduler are alive, else 503
+                     database, the claim loop and the scheduler are alive, else 503.
+                     The web console is served there too, under / (read-only
+                     unless a console token is configured)
+  --console-token-file F
+                     enable console actions with the NAME:SECRET token in file F
+                     (else CRONQ_CONSOLE_TOKEN); actions are recorded as console:NAME
   --prune-done-older-than D
                      every 5 minutes, delete done jobs finished more than D ago (and
                      tick-ledger rows as old, except each schedule's latest), 500 rows
@@ -67,6 +72,7 @@ ${COMMON_HELP}`,
     'no-scheduler': { type: 'boolean' },
     'no-workers': { type: 'boolean' },
     http: { type: 'string' },
+    'console-token-file': { type: 'string' },
     'prune-done-older-than': { type: 'string' },
     'unknown-kind-grace': { type: 'string' },
   },

@@ -1,0 +1,67 @@
+/**
+ * The console's actions, each a POST from a form (or a client with a Bearer token):
+ * requeue or discard dead letters, pause, resume and run schedules. Each answers with
+ * a one-line outcome; the router redirects back with it. Who acted is recorded as
+ * `console:NAME`: in the pause's paused_by, and ahead of the reason in a review's
+ * resolution (dead letters record no reviewer of their own).
+ */
+import { describePause, MAX_REASON_LENGTH, type CronqAdmin } from '../../admin.ts';
+import { deadFilter } from './pages/dead.ts';
+
+/** What an action did: where to go back to, and a line saying what happened. */
+export interface ActionResult {
+  back: string;
+  message: string;
+}
+
+/** The reason as recorded: who acted, then why, cut to MAX_REASON_LENGTH. */
+function recorded(operator: string, reason: string): string {
+  return `[console:${operator}] ${reason}`.slice(0, MAX_REASON_LENGTH);
+}
+
+/**
+ * Runs the action POSTed to `path` with form `fields` as `operator`, or returns null
+ * when no action lives there. Throws UsageError for a missing reason.
+ */
+export async function runAction(admin: CronqAdmin, path: string, fields: URLSearchParams, operator: string): Promise<ActionResult | null> {
+  const reason = () => {
+    const text = (fields.get('reason') ?? '').trim();
+    if (text === '') throw new ActionRefused('a reason is required');
+    return recorded(operator, text);
+  };
+  let m = /^\/dead\/([0-9]{1,15})\/(requeue|discard)$/.exec(path);
+  if (m) {
+    const id = Number(m[1]);
+    const outcome = m[2] === 'requeue' ? await admin.deadLetters.requeue(id, reason()) : await admin.deadLetters.discard(id, reason());
+    return { back: `/dead/${id}`, message: outcome.status === 'done' ? `dead letter #${id}: ${m[2]}d` : `dead letter #${id}: ${outcome.status.replace(/_/g, ' ')}` };
+  }
+  m = /^\/dead\/(requeue|discard)$/.exec(path);
+  if (m) {
+    const filter = deadFilter(fields);
+    const why = reason();
+    const result = m[1] === 'requeue' ? await admin.deadLetters.requeueMatching(filter, why) : await admin.deadLetters.discardMatching(filter, why);
+    return { back: '/dead', message: `${m[1]}d ${result.touched} dead letter(s)` };
+  }
+  m = /^\/schedules\/([^/]+)\/(pause|resume|run)$/.exec(path);
+  if (m) {
+    const name = decodeURIComponent(m[1]);
+    const back = `/schedules/${encodeURIComponent(name)}`;
+    if (m[2] === 'pause') {
+      const outcome = await admin.pauses.pause('schedule', name, { reason: (fields.get('reason') ?? '').trim() || undefined, by: `console:${operator}` });
+      return { back, message: outcome.status === 'no_schedule' ? `no schedule ${name}` : `${outcome.status.replace('_', ' ')}: ${describePause(outcome.pause)}` };
+    }
+    if (m[2] === 'resume') {
+      const outcome = await admin.pauses.resume('schedule', name);
+      return { back, message: `${name}: ${outcome.status.replace(/_/g, ' ')}` };
+    }
+    const outcome = await admin.tick(name);
+    return {
+      back,
+      message: outcome.status === 'enqueued' ? `${name} run for ${outcome.fireAt.toISOString()}: ${outcome.inserted} enqueued, ${outcome.existing} already there` : `${name}: ${outcome.status.replace(/_/g, ' ')}`,
+    };
+  }
+  return null;
+}
+
+/** An action refused for bad form input (400), with the line to show. */
+export class ActionRefused extends Error {}

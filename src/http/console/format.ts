@@ -1,0 +1,15 @@
+/** How the console prints times and durations: UTC instants and short ages. */
+
+/** An instant as `YYYY-MM-DD HH:MM:SS` UTC, or '—' for none. */
+export function when(date: Date | null | undefined): string {
+  return date ? date.toISOString().slice(0, 19).replace('T', ' ') : '—';
+}
+
+/** A duration in seconds as `45s`, `12m`, `3h`, `2d`; '—' for null. */
+export function age(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return '—';
+  if (seconds < 60) return `${Math.round(seconds)}s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)}m`;
+  if (seconds < 86_400) return `${Math.round(seconds / 3600)}h`;
+  return `${Math.round(seconds / 86_400)}d`;
+}

@@ -1,0 +1,28 @@
+/** `/jobs/ID-or-KEY`: one job's row, attempts, last error and lease holder; its payload to token holders. */
+import type { ConsoleContext, PageResult } from '../context.ts';
+import { when } from '../format.ts';
+import { html } from '../html.ts';
+import { page } from '../layout.ts';
+
+/** A path segment as a job target: digits are an id, anything else a key. */
+export function jobTarget(text: string): { id: number } | { key: string } {
+  return /^[0-9]{1,15}$/.test(text) ? { id: Number(text) } : { key: text };
+}
+
+export async function jobPage(ctx: ConsoleContext, idOrKey: string): Promise<PageResult> {
+  let job = await ctx.admin.job(jobTarget(idOrKey));
+  // A key made of digits: look it up as a key when no job has that id.
+  if (!job && /^[0-9]+$/.test(idOrKey)) job = await ctx.admin.job({ key: idOrKey });
+  if (!job) return { status: 404, body: page('No such job', ctx.viewer, html`<p>No job with id or key <code>${idOrKey}</code>.</p>`) };
+  const row = (label: string, value: unknown) => html`<dt>${label}</dt><dd>${value === null || value === undefined ? '—' : String(value)}</dd>`;
+  const body = html`<dl>
+${row('Key', job.key)}${row('Queue', job.queue)}${row('Kind', job.kind)}${row('Status', job.status)}
+${row('Attempts', `${job.attempts} of ${job.maxAttempts}`)}${row('Lease expiries', job.leaseExpiries)}
+${row('Available at', when(job.availableAt))}${row('Lease holder', job.lockedBy)}${row('Lease until', job.leaseUntil ? when(job.leaseUntil) : null)}
+${row('Schedule', job.scheduleName ? `${job.scheduleName} (${job.periodKey})` : null)}
+${row('Created', when(job.createdAt))}${row('Updated', when(job.updatedAt))}${row('Finished', job.finishedAt ? when(job.finishedAt) : null)}
+${job.cancelledBy ? row('Cancelled', `by ${job.cancelledBy}: ${job.cancelReason}`) : ''}</dl>
+<h2>Last error</h2>${job.lastError ? html`<pre>${job.lastError}</pre>` : html`<p class="note">None.</p>`}
+<h2>Payload</h2>${ctx.viewer.operator ? html`<pre id="payload">${job.payloadText}</pre>` : html`<p class="note">Payloads are shown to token holders only.</p>`}`;
+  return { status: 200, body: page(`Job #${job.id}`, ctx.viewer, body, ctx.notice) };
+}

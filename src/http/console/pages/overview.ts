@@ -1,0 +1,40 @@
+/** `/`: per queue counts and oldest wait, completions per minute, dead letters awaiting review, daemons seen. */
+import { barChart } from '../chart.ts';
+import type { ConsoleContext, PageResult } from '../context.ts';
+import { age, when } from '../format.ts';
+import { html } from '../html.ts';
+import { page, table } from '../layout.ts';
+
+export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
+  const stats = await ctx.admin.stats();
+  const [completions, daemons] = await Promise.all([
+    ctx.admin.completions({ queues: stats.queues.map((q) => q.queue) }),
+    ctx.admin.daemons(),
+  ]);
+  const total = completions.counts.reduce((a, b) => a + b, 0);
+  const queues = table(
+    ['Queue', '#Ready', '#Reserved', '#Done', '#Dead', '#Cancelled', 'Oldest waiting'],
+    stats.queues.map((q) => [html`${q.queue}`, html`${q.ready}`, html`${q.reserved}`, html`${q.done}`, html`${q.dead}`, html`${q.cancelled}`, html`${age(q.oldestReadyAgeSeconds)}`]),
+    'No jobs yet.',
+  );
+  const daemonRows = table(
+    ['Daemon', 'Kinds', 'Queues', 'Started', 'Last heard', 'State'],
+    daemons.map((d) => [
+      html`${d.id}`,
+      html`${d.kinds.join(', ')}`,
+      html`${d.queues === null ? 'all' : d.queues.join(', ')}`,
+      html`${when(d.startedAt)}`,
+      html`${when(d.heartbeatAt)}`,
+      d.stoppedAt ? html`stopped` : html`<span class="ok">running</span>`,
+    ]),
+    'No daemon heard from in the last 10 minutes.',
+  );
+  const body = html`<h2>Queues</h2>${queues}
+<h2>Completions per minute, last hour</h2>
+${barChart(completions.counts, `${total} jobs completed in the last hour`)}
+<p class="note">${total} completed in the last hour${completions.capped ? ' (at least: the read is bounded)' : ''}; peak ${Math.max(0, ...completions.counts)} in a minute.</p>
+<h2>Dead letters</h2>
+<p><a href="/dead">${stats.deadLetters.awaitingReview} awaiting review</a></p>
+<h2>Daemons seen recently</h2>${daemonRows}`;
+  return { status: 200, body: page('Overview', ctx.viewer, body, ctx.notice) };
+}

@@ -1,0 +1,162 @@
+/**
+ * The console's routes under `/`: GET pages (overview, schedules, a schedule's ledger,
+ * dead letters, one dead letter, a job, login) and POST actions. Every action needs the
+ * token (403 otherwise, nothing changed); a browser's form post also needs this
+ * session's CSRF field and, when Origin or Referer is sent, this host (403 otherwise).
+ * Successful actions redirect (303) back to their page with the outcome as a notice.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CronqAdmin } from '../../admin.ts';
+import { UsageError } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import { ActionRefused, runAction } from './actions.ts';
+import { ConsoleAuth, SESSION_COOKIE, sameOrigin } from './auth.ts';
+import type { ConsoleContext, PageResult } from './context.ts';
+import { html } from './html.ts';
+import { page } from './layout.ts';
+import { deadPage } from './pages/dead.ts';
+import { deadLetterPage } from './pages/deadLetter.ts';
+import { jobPage } from './pages/job.ts';
+import { loginPage } from './pages/login.ts';
+import { overviewPage } from './pages/overview.ts';
+import { schedulesPage } from './pages/schedules.ts';
+import { ticksPage } from './pages/ticks.ts';
+
+/** Largest form body read (bytes); a larger one is refused with 413. */
+const MAX_FORM_BYTES = 16 * 1024;
+/** Longest notice carried back in `?done=`. */
+const MAX_NOTICE = 300;
+
+/** What the console serves from. */
+export interface ConsoleOptions {
+  admin: CronqAdmin;
+  auth: ConsoleAuth;
+  log: Logger;
+}
+
+/** Serves one console request; false when the path is not the console's (the caller answers 404). */
+export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
+  return async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname;
+    const operator = auth.operatorOf(req.headers);
+    const notice = url.searchParams.get('done');
+    const ctx: ConsoleContext = {
+      admin,
+      query: url.searchParams,
+      viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
+      csrf: operator ? auth.csrf() : null,
+      notice: notice ? notice.slice(0, MAX_NOTICE) : null,
+    };
+    if (req.method === 'POST') return post(req, res, path, ctx, operator, auth, admin, log);
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const result = await getPage(path, ctx);
+    if (!result) return false;
+    sendHtml(res, result, req.method === 'HEAD');
+    return true;
+  };
+}
+
+async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | null> {
+  if (path === '/') return overviewPage(ctx);
+  if (path === '/schedules') return schedulesPage(ctx);
+  if (path === '/dead') return deadPage(ctx);
+  if (path === '/login') return loginPage(ctx);
+  if (path === '/jobs') {
+    const q = (ctx.query.get('q') ?? '').trim();
+    return q ? jobPage(ctx, q) : null;
+  }
+  let m = /^\/dead\/([0-9]{1,15})$/.exec(path);
+  if (m) return deadLetterPage(ctx, Number(m[1]));
+  m = /^\/jobs\/(.+)$/.exec(path);
+  if (m) return jobPage(ctx, safeDecode(m[1]));
+  m = /^\/schedules\/([^/]+)$/.exec(path);
+  if (m) return ticksPage(ctx, safeDecode(m[1]));
+  return null;
+}
+
+async function post(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  ctx: ConsoleContext,
+  operator: { name: string; via: 'bearer' | 'cookie' } | null,
+  auth: ConsoleAuth,
+  admin: CronqAdmin,
+  log: Logger,
+): Promise<boolean> {
+  if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
+  const fields = await readForm(req);
+  if (fields === null) return refuse(res, 413, 'refused: form too large');
+  if (path === '/login') {
+    if (!auth.actionsEnabled || !auth.matches(fields.get('token') ?? '')) {
+      sendHtml(res, loginPage(ctx, true), false);
+      return true;
+    }
+    return redirect(res, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict`);
+  }
+  if (path === '/logout') return redirect(res, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  if (!auth.actionsEnabled) return refuse(res, 403, 'refused: the console is read-only (no console token is configured)');
+  if (!operator) return refuse(res, 403, 'refused: sign in with the console token first');
+  // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
+  if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'))) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
+  try {
+    const result = await runAction(admin, path, fields, operator.name);
+    if (!result) return false;
+    log.info({ event: 'console_action', path, by: `console:${operator.name}`, outcome: result.message }, 'console action');
+    return redirect(res, result.back, result.message);
+  } catch (error) {
+    if (error instanceof ActionRefused || error instanceof UsageError) return refuse(res, 400, `refused: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The urlencoded form body, or null when it is over MAX_FORM_BYTES. */
+async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_FORM_BYTES) return null;
+    chunks.push(chunk as Buffer);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function sendHtml(res: ServerResponse, result: PageResult, head: boolean): void {
+  const body = result.body.text;
+  res.writeHead(result.status, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    // No script runs on these pages: anything injected despite the escaping stays inert.
+    'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'same-origin',
+  });
+  res.end(head ? undefined : body);
+}
+
+function refuse(res: ServerResponse, status: number, line: string): true {
+  const body = page('Refused', { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`).text;
+  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+  res.end(body);
+  return true;
+}
+
+function redirect(res: ServerResponse, to: string, message: string, cookie?: string): true {
+  const location = `${to}?done=${encodeURIComponent(message.slice(0, MAX_NOTICE))}`;
+  res.writeHead(303, { Location: location, 'Cache-Control': 'no-store', ...(cookie ? { 'Set-Cookie': cookie } : {}) });
+  res.end();
+  return true;
+}

@@ -1,0 +1,156 @@
+/**
+ * The web console's own reads: completions per minute, daemons seen recently, and one
+ * job by id or key. (Its other pages read through the stats, dead-letter, ledger and
+ * pause statements.)
+ *
+ * Concurrency contract: plain reads (no locks, READ COMMITTED), each bounded so a page
+ * costs the same with a million job rows: every statement walks an index range and
+ * stops at a LIMIT. They are snapshots, stale at once; nothing here writes.
+ */
+import { sql } from 'drizzle-orm';
+import type { Executor } from '../db/client.ts';
+import type { JobStatus } from '../db/schema.ts';
+import { interval, parseDbTime, rows } from './sql.ts';
+
+/** Done jobs read per queue at most for the completions chart (see completionsPerMinute). */
+export const COMPLETIONS_SCAN_MAX = 20_000;
+/** How long before its completion a job may have become available and still be counted. */
+export const COMPLETION_LAG_MAX_MS = 6 * 3_600_000;
+
+/** Completions per minute over the last hour, oldest minute first. */
+export interface Completions {
+  /** The minute each count starts at (database clock), 60 of them, the last one the current minute. */
+  minutes: Date[];
+  /** Jobs marked done in each minute, all queues together. */
+  counts: number[];
+  /** True when a queue had COMPLETIONS_SCAN_MAX recent done jobs or more: counts may be a lower bound. */
+  capped: boolean;
+}
+
+/**
+ * Jobs finished 'done' in each of the last 60 minutes. There is no index on
+ * finished_at, so each queue's done jobs are read newest-available first on the claim
+ * index (status, queue, available_at), at most COMPLETIONS_SCAN_MAX per queue and none
+ * that became available over COMPLETION_LAG_MAX_MS ago; a job that waited longer than
+ * that before finishing is not counted. `queues`: the queues to read (stats lists them).
+ */
+export async function completionsPerMinute(exec: Executor, queues: readonly string[]): Promise<Completions> {
+  const nowResult = await exec.execute(sql`SELECT UTC_TIMESTAMP(6) AS now`);
+  const now = parseDbTime(rows<{ now: string }>(nowResult)[0].now)!;
+  const currentMinute = Math.floor(now.getTime() / 60_000) * 60_000;
+  const first = currentMinute - 59 * 60_000;
+  const counts = new Array<number>(60).fill(0);
+  let capped = false;
+  for (const queue of queues) {
+    // Grouped by minute since the epoch without the session time zone (UNIX_TIMESTAMP would apply it).
+    const result = await exec.execute(sql`SELECT TIMESTAMPDIFF(MINUTE, '1970-01-01', finished_at) AS minute, COUNT(*) AS n
+      FROM (SELECT finished_at FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+        WHERE status = 'done' AND queue = ${queue} AND available_at >= UTC_TIMESTAMP(6) - ${interval(COMPLETION_LAG_MAX_MS)}
+        ORDER BY available_at DESC LIMIT ${COMPLETIONS_SCAN_MAX}) recent
+      GROUP BY minute`);
+    let scanned = 0;
+    for (const row of rows<{ minute: number | string | null; n: number | string }>(result)) {
+      scanned += Number(row.n);
+      if (row.minute === null) continue;
+      const index = (Number(row.minute) * 60_000 - first) / 60_000;
+      if (index >= 0 && index < 60) counts[index] += Number(row.n);
+    }
+    if (scanned >= COMPLETIONS_SCAN_MAX) capped = true;
+  }
+  return { minutes: counts.map((_, i) => new Date(first + i * 60_000)), counts, capped };
+}
+
+/** A daemon's row in cronq_daemons. */
+export interface DaemonSeen {
+  id: string;
+  host: string;
+  pid: number;
+  kinds: string[];
+  /** null: every queue. */
+  queues: string[] | null;
+  startedAt: Date;
+  heartbeatAt: Date;
+  /** Set when it stopped cleanly. */
+  stoppedAt: Date | null;
+}
+
+/** Daemons listed at most (DaemonSeen rows). */
+export const DAEMONS_SEEN_MAX = 200;
+
+/** Daemons heard from within `withinMs` (heartbeat index), most recent first, at most DAEMONS_SEEN_MAX. */
+export async function daemonsSeen(exec: Executor, withinMs: number): Promise<DaemonSeen[]> {
+  const result = await exec.execute(sql`SELECT id, host, pid, kinds, queues, started_at, heartbeat_at, stopped_at
+    FROM cronq_daemons WHERE heartbeat_at >= UTC_TIMESTAMP(6) - ${interval(withinMs)}
+    ORDER BY heartbeat_at DESC LIMIT ${DAEMONS_SEEN_MAX}`);
+  type Raw = { id: string; host: string; pid: number; kinds: unknown; queues: unknown; started_at: string; heartbeat_at: string; stopped_at: string | null };
+  const json = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
+  return rows<Raw>(result).map((r) => ({
+    id: r.id,
+    host: r.host,
+    pid: Number(r.pid),
+    kinds: json(r.kinds) as string[],
+    queues: json(r.queues) as string[] | null,
+    startedAt: parseDbTime(r.started_at)!,
+    heartbeatAt: parseDbTime(r.heartbeat_at)!,
+    stoppedAt: parseDbTime(r.stopped_at),
+  }));
+}
+
+/** One job row as an operator reads it. */
+export interface JobRecord {
+  id: number;
+  queue: string;
+  kind: string;
+  key: string;
+  /** The payload exactly as stored (JSON text). */
+  payloadText: string;
+  status: JobStatus;
+  attempts: number;
+  maxAttempts: number;
+  availableAt: Date;
+  /** The lease holder (host:pid) and until when; null when not reserved. */
+  lockedBy: string | null;
+  leaseUntil: Date | null;
+  leaseExpiries: number;
+  lastError: string | null;
+  cancelledBy: string | null;
+  cancelReason: string | null;
+  scheduleName: string | null;
+  periodKey: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** One job by primary key (a number) or by its unique key (a string); null when none. */
+export async function jobByIdOrKey(exec: Executor, target: { id: number } | { key: string }): Promise<JobRecord | null> {
+  const where = 'id' in target ? sql`id = ${target.id}` : sql`job_key = ${target.key}`;
+  const result = await exec.execute(sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, status, attempts, max_attempts, available_at,
+      lease_until, locked_by, lease_expiries, last_error, cancelled_by, cancel_reason, schedule_name, period_key,
+      created_at, updated_at, finished_at
+    FROM cronq_jobs WHERE ${where} LIMIT 1`);
+  const r = rows<Record<string, any>>(result)[0];
+  if (!r) return null;
+  return {
+    id: Number(r.id),
+    queue: r.queue,
+    kind: r.kind,
+    key: r.job_key,
+    payloadText: String(r.payload),
+    status: r.status,
+    attempts: Number(r.attempts),
+    maxAttempts: Number(r.max_attempts),
+    availableAt: parseDbTime(r.available_at)!,
+    lockedBy: r.status === 'reserved' ? r.locked_by : null,
+    leaseUntil: r.status === 'reserved' ? parseDbTime(r.lease_until) : null,
+    leaseExpiries: Number(r.lease_expiries),
+    lastError: r.last_error,
+    cancelledBy: r.cancelled_by,
+    cancelReason: r.cancel_reason,
+    scheduleName: r.schedule_name,
+    periodKey: r.period_key,
+    createdAt: parseDbTime(r.created_at)!,
+    updatedAt: parseDbTime(r.updated_at)!,
+    finishedAt: parseDbTime(r.finished_at),
+  };
+}
