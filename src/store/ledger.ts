@@ -7,9 +7,10 @@
  * unfinished, any daemon may take it over, and the previous owner can no longer
  * finish it (`claimed_by` fences `finishTickIfOwned`).
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { TickOutcome } from '../db/schema.ts';
+import { sliceChars } from '../runtime/errorText.ts';
 import { header, interval, NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
 export interface TickRow {
@@ -137,17 +138,14 @@ export async function renewTickIfOwned(exec: Executor, id: number, claimedBy: st
  * Marks the fan-out finished with its counts and, when given, a note (entities refused);
  * false when the tick was taken over meanwhile.
  */
-export async function finishTickIfOwned(
+export function finishTickIfOwned(
   exec: Executor,
   id: number,
   claimedBy: string,
   counts: { inserted: number; existing: number; note?: string | null },
 ): Promise<boolean> {
   const note = counts.note ? sql`, note = ${boundedNote(counts.note)}` : sql``;
-  const result = await exec.execute(sql`UPDATE cronq_schedule_ticks
-    SET finished_at = ${NOW}, fanout_until = NULL, jobs_enqueued = ${counts.inserted}, jobs_existing = ${counts.existing}${note}
-    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
-  return header(result).affectedRows === 1;
+  return closeTickIfOwned(exec, id, claimedBy, sql`jobs_enqueued = ${counts.inserted}, jobs_existing = ${counts.existing}${note}`);
 }
 
 /**
@@ -155,17 +153,18 @@ export async function finishTickIfOwned(
  * enqueued before it gave up counted and `note` saying why. It is never resumed: the
  * schedule moves on to later ticks. False when the tick was taken over meanwhile.
  */
-export async function failTickIfOwned(
+export function failTickIfOwned(
   exec: Executor,
   id: number,
   claimedBy: string,
   result: { inserted: number; existing: number; note: string },
 ): Promise<boolean> {
-  const updated = await exec.execute(sql`UPDATE cronq_schedule_ticks
-    SET outcome = 'failed', finished_at = ${NOW}, fanout_until = NULL, jobs_enqueued = ${result.inserted},
-        jobs_existing = ${result.existing}, note = ${boundedNote(result.note)}
-    WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
-  return header(updated).affectedRows === 1;
+  return closeTickIfOwned(
+    exec,
+    id,
+    claimedBy,
+    sql`outcome = 'failed', jobs_enqueued = ${result.inserted}, jobs_existing = ${result.existing}, note = ${boundedNote(result.note)}`,
+  );
 }
 
 /**
@@ -173,11 +172,16 @@ export async function failTickIfOwned(
  * `note`), e.g. because its previous run is still in progress. False when the tick was
  * taken over meanwhile.
  */
-export async function skipTickIfOwned(exec: Executor, id: number, claimedBy: string, note: string): Promise<boolean> {
-  const updated = await exec.execute(sql`UPDATE cronq_schedule_ticks
-    SET outcome = 'skipped', finished_at = ${NOW}, fanout_until = NULL, note = ${boundedNote(note)}
+export function skipTickIfOwned(exec: Executor, id: number, claimedBy: string, note: string): Promise<boolean> {
+  return closeTickIfOwned(exec, id, claimedBy, sql`outcome = 'skipped', note = ${boundedNote(note)}`);
+}
+
+/** Finishes an unfinished tick this claimer still owns, setting `set` too; false when it was taken over. */
+async function closeTickIfOwned(exec: Executor, id: number, claimedBy: string, set: SQL): Promise<boolean> {
+  const result = await exec.execute(sql`UPDATE cronq_schedule_ticks
+    SET finished_at = ${NOW}, fanout_until = NULL, ${set}
     WHERE id = ${id} AND claimed_by = ${claimedBy} AND finished_at IS NULL`);
-  return header(updated).affectedRows === 1;
+  return header(result).affectedRows === 1;
 }
 
 /**
@@ -196,7 +200,7 @@ export async function releaseTickIfOwned(exec: Executor, id: number, claimedBy: 
 export const NOTE_MAX = 255;
 
 function boundedNote(note: string): string {
-  return note.length <= NOTE_MAX ? note : `${note.slice(0, NOTE_MAX - 1)}…`;
+  return note.length <= NOTE_MAX ? note : `${sliceChars(note, NOTE_MAX - 1)}…`;
 }
 
 export interface SkippedTick {
