@@ -6,7 +6,7 @@
  */
 import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
-import { fmt, truncateJobs, type BenchContext, type BenchSection } from './util.ts';
+import { fmt, truncateJobs, waitForDone, type BenchContext, type BenchSection } from './util.ts';
 
 /** A payload like a real one: about 100 bytes of JSON. */
 const payloadOf = (i: number) => ({ userId: i, plan: 'pro-monthly', amountCents: 4900 + (i % 100), currency: 'EUR', region: 'eu-central' });
@@ -48,14 +48,8 @@ async function drainAsync(url: string, total: number, keyPrefix: string): Promis
   const started = performance.now();
   await cronq.start();
   await allDone;
-  const conn = await mysql.createConnection(url);
-  for (;;) {
-    const [[row]] = (await conn.query(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done' AND job_key LIKE ?`, [`${keyPrefix}:%`])) as any;
-    if (Number(row.n) >= total) break;
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await waitForDone(url, total, `${keyPrefix}:`);
   const seconds = (performance.now() - started) / 1000;
-  await conn.end();
   await cronq.stop();
   return total / seconds;
 }

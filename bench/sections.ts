@@ -5,7 +5,7 @@ import { createCronq, defineTask } from '../src/index.ts';
 import { consolePages } from './consoleSection.ts';
 import { bigTable, drainReal, memory } from './realSections.ts';
 import { fanout, periods, tickPrecision } from './scheduleSections.ts';
-import { fmt, percentile, truncateJobs, type BenchSection } from './util.ts';
+import { fmt, percentile, truncateJobs, waitForDone, type BenchSection } from './util.ts';
 
 export type { BenchContext, BenchResult, BenchSection } from './util.ts';
 
@@ -68,15 +68,8 @@ const drain: BenchSection = {
     const started = performance.now();
     await cronq.start();
     await allDone;
-    // Handlers have run; wait for the last completions to be written.
-    const conn = await mysql.createConnection(context.url);
-    for (;;) {
-      const [[row]] = (await conn.query("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'")) as any;
-      if (Number(row.n) >= total) break;
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await waitForDone(context.url, total);
     const seconds = (performance.now() - started) / 1000;
-    await conn.end();
     await cronq.stop();
     const rate = total / seconds;
     context.results.push({
@@ -114,14 +107,8 @@ const limited: BenchSection = {
     const started = performance.now();
     await cronq.start();
     await allDone;
-    const conn = await mysql.createConnection(context.url);
-    for (;;) {
-      const [[row]] = (await conn.query("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'")) as any;
-      if (Number(row.n) >= total) break;
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await waitForDone(context.url, total);
     const seconds = (performance.now() - started) / 1000;
-    await conn.end();
     await cronq.stop();
     const rate = total / seconds;
     context.results.push({

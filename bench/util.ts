@@ -31,3 +31,21 @@ export async function truncateJobs(url: string): Promise<void> {
   await conn.query('TRUNCATE cronq_dead_letters');
   await conn.end();
 }
+
+/**
+ * Resolves once at least `total` jobs are done (those whose key starts with `keyPrefix`,
+ * when given): handlers can have run before their batched completions are written.
+ */
+export async function waitForDone(url: string, total: number, keyPrefix?: string): Promise<void> {
+  const conn = await mysql.createConnection(url);
+  try {
+    const where = keyPrefix === undefined ? '' : ' AND job_key LIKE ?';
+    for (;;) {
+      const [[row]] = (await conn.query(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'${where}`, keyPrefix === undefined ? [] : [`${keyPrefix}%`])) as any;
+      if (Number(row.n) >= total) return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    await conn.end();
+  }
+}
