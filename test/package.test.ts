@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { REPO_ROOT } from './support/cli.ts';
+import { REPO_ROOT, runProcess, type CliResult } from './support/cli.ts';
 
 /**
  * cronq as a user meets it: `npm pack` of this repository installed into a fresh app
@@ -30,22 +30,8 @@ function freshDatabase(): string {
 }
 
 /** Runs `command args` in the app with `env` added; resolves with its output whatever its exit code. */
-function inApp(command: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: app, env: { ...process.env, LOG_LEVEL: 'info', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${command} ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function inApp(command: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return runProcess(command, args, { cwd: app, env: { LOG_LEVEL: 'info', ...env }, timeoutMs });
 }
 
 const resultOf = (stdout: string) => JSON.parse(stdout.split('\n').find((l) => l.startsWith('RESULT '))!.slice('RESULT '.length));

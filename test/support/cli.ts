@@ -10,24 +10,37 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `cronq ARGS` to completion in the repo root with `env` added, `stdin` (if given) as its input. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000, stdin?: string): Promise<CliResult> {
+/**
+ * Runs `command args` to completion in `cwd` with `env` added to this process's, `stdin`
+ * (if given) as its input; resolves with its exit code and output whatever the code, and
+ * rejects (after SIGKILL) if it has not finished within `timeoutMs`.
+ */
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string | undefined>; timeoutMs: number; stdin?: string },
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CRONQ_BIN, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env } });
-    if (stdin !== undefined) child.stdin.end(stdin);
+    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env } });
+    if (options.stdin !== undefined) child.stdin.end(options.stdin);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`cronq ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
+      reject(new Error(`${command} ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, options.timeoutMs);
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Runs `cronq ARGS` to completion in the repo root with `env` added, `stdin` (if given) as its input. */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000, stdin?: string): Promise<CliResult> {
+  return runProcess(process.execPath, [CRONQ_BIN, ...args], { cwd: REPO_ROOT, env, timeoutMs, stdin });
 }
 
 /** A running `cronq start` whose JSON log lines a test can wait on. */
