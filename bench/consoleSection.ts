@@ -2,7 +2,10 @@
  * `console`: each web-console page's response time with 1M job rows (990k done, 10k
  * dead), 10k dead letters and 10k ledger rows of one schedule, over HTTP with a token (payloads shown), 5 runs each.
  */
+import { sql } from 'drizzle-orm';
 import mysql from 'mysql2/promise';
+import { connect } from '../src/db/client.ts';
+import { markDead } from '../src/store/fenced.ts';
 import { ConsoleAuth } from '../src/http/console/auth.ts';
 import { createConsole } from '../src/http/console/router.ts';
 import { startHttpServer } from '../src/http/server.ts';
@@ -13,15 +16,33 @@ import { truncateJobs, type BenchSection } from './util.ts';
 
 const SECRET = 'bench-secret-bench-secret';
 
+/**
+ * Sends the `count` ready rows dead the way a failed attempt or lease recovery does
+ * (markDead: the job row, its dead letter and its reason group, in one transaction per
+ * thousand), each with its own reason text: `Error: upstream 503 for request ID`.
+ */
+async function deadLettersAsTheWorkerWrites(url: string, count: number): Promise<void> {
+  const database = connect(url);
+  try {
+    const ids = ((await database.pool.query("SELECT id FROM cronq_jobs WHERE status = 'ready' ORDER BY id LIMIT ?", [count])) as any)[0].map(
+      (r: { id: number }) => Number(r.id),
+    );
+    for (let from = 0; from < ids.length; from += 1000) {
+      await database.db.transaction((tx) => markDead(tx, ids.slice(from, from + 1000), sql`CONCAT('Error: upstream 503 for request ', id)`));
+    }
+  } finally {
+    await database.close();
+  }
+}
+
 export const consolePages: BenchSection = {
   name: 'console',
   async run(context) {
     await truncateJobs(context.url);
     const conn = await mysql.createConnection({ uri: context.url, multipleStatements: true });
     await fill(conn, 'done', 990_000);
-    await fill(conn, 'dead', 10_000);
-    await conn.query(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts)
-      SELECT id, queue, kind, job_key, payload, CONCAT('Error: upstream 503 for request ', id), attempts FROM cronq_jobs WHERE status = 'dead'`);
+    await fill(conn, 'ready', 10_000);
+    await deadLettersAsTheWorkerWrites(context.url, 10_000);
     const [[letter]] = (await conn.query('SELECT MAX(id) AS id, MAX(job_id) AS job FROM cronq_dead_letters')) as any;
     const [[job]] = (await conn.query("SELECT job_key FROM cronq_jobs WHERE status = 'done' ORDER BY id DESC LIMIT 1")) as any;
     const schedule = 'bench-hourly';

@@ -36,7 +36,7 @@ describe('the admin API', () => {
     expect(await cronq.admin.deadLetters.groups()).toMatchObject([{ kind: 'doomed', count: 1, exampleId: letters[0].id }]);
     expect(await cronq.admin.deadLetters.get(letters[0].id)).toMatchObject({ jobId, job: { status: 'dead' } });
     expect(await cronq.admin.deadLetters.get(letters[0].id + 1000)).toBeNull();
-    expect((await cronq.admin.stats()).deadLetters).toEqual({ awaitingReview: 1 });
+    expect((await cronq.admin.stats()).deadLetters).toEqual({ awaitingReview: 1, capped: false });
 
     expect(await cronq.admin.deadLetters.requeue(letters[0].id, 'user restored')).toMatchObject({ status: 'done', jobId, key: 'user:42' });
     expect(await cronq.admin.deadLetters.discard(letters[0].id, 'twice')).toMatchObject({ status: 'already_reviewed' });

@@ -5,8 +5,11 @@
  * Every test here starts from its own fresh table.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
 import { claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
+import { recentDoneSql } from '../src/store/console.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
+import { rows } from '../src/store/sql.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow } from './support/jobs.ts';
 
@@ -69,7 +72,7 @@ describe('query plans', () => {
     const written = ['status', 'attempts', 'lease_token', 'lease_until', 'locked_by', 'last_error', 'updated_at', 'finished_at'];
     const touched = new Set(indexed.filter((c) => written.includes(c.COLUMN_NAME)).map((c) => c.INDEX_NAME));
     expect([...touched]).toEqual(['cronq_jobs_claim']);
-    expect(indexed.filter((c) => c.INDEX_NAME === 'cronq_jobs_claim').map((c) => c.COLUMN_NAME)).toEqual(['status', 'queue', 'available_at', 'id']);
+    expect(indexed.filter((c) => c.INDEX_NAME === 'cronq_jobs_claim').map((c) => c.COLUMN_NAME)).toEqual(['status', 'queue', 'available_at', 'id', 'finished_at']);
   });
 
   it('continues a claim from its cursor by two exact ranges of the claim index, even with claimed rows behind it', async () => {
@@ -87,5 +90,13 @@ describe('query plans', () => {
       expect(plan.type, after).toBe('range');
       expect(String(plan.Extra ?? ''), after).not.toMatch(/filesort/i);
     }
+  });
+
+  it("reads the completions chart's done jobs from the claim index alone, without a row lookup each", async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 50 }, (_, i) => row(`done-${i}`)));
+    await t.sql("UPDATE cronq_jobs SET status = 'done', finished_at = UTC_TIMESTAMP(6)");
+    const [plan] = rows<Record<string, unknown>>(await t.database.db.execute(sql`EXPLAIN ${recentDoneSql('default')}`));
+    expect(plan.key).toBe('cronq_jobs_claim');
+    expect(String(plan.Extra)).toMatch(/Using index/);
   });
 });

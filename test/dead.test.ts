@@ -13,6 +13,7 @@ import { firstLine } from '../src/runtime/errorText.ts';
 import { normaliseReason } from '../src/store/failureReason.ts';
 import { claimReady } from '../src/store/claims.ts';
 import { failIfLeased } from '../src/store/fenced.ts';
+import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { insertJobIfAbsent } from '../src/store/jobs.ts';
 import { THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { runCli } from './support/cli.ts';
@@ -143,6 +144,44 @@ describe('listing dead letters', () => {
     expect(groups[0].firstDeadAt.getTime()).toBeLessThan(groups[0].lastDeadAt.getTime());
     expect((await groupDeadLetters(db(), { includeReviewed: true }))[0].count).toBe(51);
     expect(await groupDeadLetters(db(), { kind: 'mail' })).toHaveLength(1);
+  });
+});
+
+describe('reason groups stored with each dead letter', () => {
+  it('stores the normalised first line when a job dies, and groups those rows with rows from before reason groups existed', async () => {
+    const a = await diedForReal('g1', 'Error: upstream 503 for request 1001\n    at fetch (api.ts:3:1)');
+    const b = await diedForReal('g2', 'Error: upstream 503 for request 1002');
+    await crafted({ key: 'legacy', reason: 'Error: upstream 502 for request 7' });
+    const stored = await t.sql('SELECT id, reason_group FROM cronq_dead_letters ORDER BY id');
+    expect(stored).toEqual([
+      { id: a.letterId, reason_group: 'Error: upstream # for request #' },
+      { id: b.letterId, reason_group: 'Error: upstream # for request #' },
+      { id: expect.any(Number), reason_group: null },
+    ]);
+    const groups = await groupDeadLetters(db(), {});
+    expect(groups.map((g) => [g.count, g.kind, g.reason, g.exampleId])).toEqual([[3, 'report', 'Error: upstream # for request #', a.letterId]]);
+  });
+
+  it('cuts a stored reason group to 512 characters without splitting a surrogate pair', async () => {
+    await diedForReal('long', `Error: ${'x'.repeat(504)}😀 and more`);
+    const [row] = await t.sql('SELECT reason_group FROM cronq_dead_letters');
+    expect(row.reason_group).toBe(`Error: ${'x'.repeat(504)}`);
+  });
+
+  it('gives a dead letter written by lease recovery the group of the reason the server composed', async () => {
+    for (const [key, holder] of [['r1', 'host-a:4242'], ['r2', 'host-b:77']]) {
+      await t.sql(
+        `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, lease_token, lease_until, locked_by)
+         VALUES ('default', 'report', ?, '{}', 'reserved', 3, 3, 'tok', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, ?)`,
+        [key, holder],
+      );
+    }
+    expect(await recoverExpiredLeases(db(), 100, 3)).toEqual({ returned: 0, dead: 2 });
+    const stored = await t.sql('SELECT job_key, reason_group FROM cronq_dead_letters ORDER BY job_key');
+    expect(stored).toEqual([
+      { job_key: 'r1', reason_group: 'lease expired while held by host-a:# after the final attempt' },
+      { job_key: 'r2', reason_group: 'lease expired while held by host-b:# after the final attempt' },
+    ]);
   });
 });
 

@@ -8,6 +8,7 @@ import { HealthCheck, type HealthReport } from '../src/http/health.ts';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
+import type { JobStatus } from '../src/db/schema.ts';
 import type { Stats } from '../src/store/stats.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 import { EventLog } from './support/events.ts';
@@ -131,8 +132,8 @@ describe('HealthCheck', () => {
 describe('CronqMetrics', () => {
   // Only the sections the metrics read; Stats may grow more.
   const stats = {
-    queues: [{ queue: 'default', ready: 2, reserved: 1, done: 5, dead: 1, cancelled: 3, oldestReadyAgeSeconds: 1.5 }],
-    deadLetters: { awaitingReview: 1 },
+    queues: [{ queue: 'default', ready: 2, reserved: 1, done: 5, dead: 1, cancelled: 3, capped: [] as JobStatus[], oldestReadyAgeSeconds: 1.5 }],
+    deadLetters: { awaitingReview: 1, capped: false },
     schedules: [
       {
         schedule: 'nightly',

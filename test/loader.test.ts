@@ -91,9 +91,9 @@ describe.concurrent('schedule files that cannot be imported (cronq start)', () =
 
   async function refusal(files: Record<string, string>, env: Record<string, string> = {}) {
     const dir = folder(files);
-    const started = Date.now();
-    const r = await runCli(['start', '--schedules', dir], { ...unreachable, ...env }, 20_000);
-    return { ...r, dir: relative(REPO_ROOT, dir), ms: Date.now() - started };
+    // A process that never exits is killed here and fails the test on its exit code.
+    const r = await runCli(['start', '--schedules', dir], { ...unreachable, ...env }, 50_000);
+    return { ...r, dir: relative(REPO_ROOT, dir) };
   }
 
   it.each([
@@ -119,8 +119,7 @@ describe.concurrent('schedule files that cannot be imported (cronq start)', () =
     expect(r.stderr).toBe(
       `cronq: ${r.dir}/stuck.ts: not imported within 1s: a top-level await that never settles, or an endless loop? (CRONQ_IMPORT_TIMEOUT sets the bound)\n`,
     );
-    expect(r.ms).toBeLessThan(15_000);
-  });
+  }, 60_000);
 
   it('refuses a file that throws a non-Error value, showing the value', async () => {
     const r = await refusal({ 'weird.ts': 'throw { weird: true };\n' });

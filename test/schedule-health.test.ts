@@ -110,7 +110,7 @@ describe('schedule health', () => {
     const metrics = new CronqMetrics({
       collect: async () => ({
         queues: [],
-        deadLetters: { awaitingReview: 0 },
+        deadLetters: { awaitingReview: 0, capped: false },
         schedules: [],
         pauses: [],
         health: [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { age, statsText } from '../src/cli/commands/stats.ts';
-import { collectStats } from '../src/store/stats.ts';
+import { collectStats, COUNT_CAPS } from '../src/store/stats.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 import { useTestDatabase } from './support/db.ts';
@@ -42,16 +42,16 @@ describe('collectStats', () => {
     await deadLetters(2, true);
 
     const stats = await collectStats(t.database.db);
-    expect(stats.deadLetters).toEqual({ awaitingReview: 4 });
+    expect(stats.deadLetters).toEqual({ awaitingReview: 4, capped: false });
     expect(stats.queues.map((q) => q.queue)).toEqual(['default', 'mail', 'night']);
     const [byDefault, mail, night] = stats.queues;
     expect(byDefault).toMatchObject({ queue: 'default', ready: 4, reserved: 2, done: 5, dead: 1 });
     // Ages come from the database clock: the oldest runnable job became available 120 s ago.
     expect(byDefault.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(120);
     expect(byDefault.oldestReadyAgeSeconds).toBeLessThan(130);
-    expect(mail).toEqual({ queue: 'mail', ready: 0, reserved: 0, done: 2, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null });
+    expect(mail).toEqual({ queue: 'mail', ready: 0, reserved: 0, done: 2, dead: 0, cancelled: 0, capped: [], oldestReadyAgeSeconds: null });
     // Ready but scheduled for later: counted as ready, but nothing is waiting.
-    expect(night).toEqual({ queue: 'night', ready: 2, reserved: 0, done: 0, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null });
+    expect(night).toEqual({ queue: 'night', ready: 2, reserved: 0, done: 0, dead: 0, cancelled: 0, capped: [], oldestReadyAgeSeconds: null });
   });
 
   it('ignores future jobs when a queue has both waiting and scheduled ones', async () => {
@@ -63,8 +63,33 @@ describe('collectStats', () => {
     expect(q.oldestReadyAgeSeconds).toBeLessThan(40);
   });
 
+  it('counts history up to its cap and says the count is a lower bound, while live work below its cap stays exact', async () => {
+    const cap = COUNT_CAPS.done;
+    const digit = `(${Array.from({ length: 10 }, (_, d) => `SELECT ${d} AS d`).join(' UNION ALL ')})`;
+    await t.sql(
+      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status)
+       SELECT 'big', 'k', CONCAT('h', i), '{}', IF(i < ?, 'done', 'ready')
+       FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS i FROM ${digit} a, ${digit} b, ${digit} c, ${digit} e, ${digit} f) n
+       WHERE i < ?`,
+      [cap + 500, cap + 2_500],
+    );
+    await jobs('small', 'done', 3);
+    const [big, small] = (await collectStats(t.database.db)).queues;
+    expect(big).toMatchObject({ queue: 'big', done: cap, ready: 2_000, capped: ['done'] });
+    expect(small).toMatchObject({ queue: 'small', done: 3, capped: [] });
+    expect(statsText({ queues: [big, small], deadLetters: { awaitingReview: 0, capped: false }, schedules: [], pauses: [] })).toContain(`${cap}+`);
+  });
+
+  it('lists every queue of every status, whatever their names sort like', async () => {
+    const names = ['a', 'a ', 'B', 'zz', 'é', 'q-1', 'q-10', 'q-2'];
+    for (const [i, name] of names.entries()) await jobs(name, ['ready', 'reserved', 'done', 'dead', 'cancelled'][i % 5], 1);
+    const queues = (await collectStats(t.database.db)).queues;
+    expect(queues.map((q) => q.queue).sort()).toEqual([...names].sort());
+    expect(queues.every((q) => q.ready + q.reserved + q.done + q.dead + q.cancelled === 1)).toBe(true);
+  });
+
   it('reports no queues and zero dead letters on an empty database', async () => {
-    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0 }, schedules: [], pauses: [] });
+    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0, capped: false }, schedules: [], pauses: [] });
   });
 });
 
@@ -100,10 +125,10 @@ describe('stats text', () => {
   it('renders a table of queues (cancelled jobs included) and the dead-letter count', () => {
     const text = statsText({
       queues: [
-        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, cancelled: 4, oldestReadyAgeSeconds: 192.5 },
-        { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, cancelled: 0, oldestReadyAgeSeconds: null },
+        { queue: 'default', ready: 12, reserved: 3, done: 1500, dead: 2, cancelled: 4, capped: [], oldestReadyAgeSeconds: 192.5 },
+        { queue: 'night', ready: 0, reserved: 0, done: 7, dead: 0, cancelled: 0, capped: [], oldestReadyAgeSeconds: null },
       ],
-      deadLetters: { awaitingReview: 2 },
+      deadLetters: { awaitingReview: 2, capped: false },
       schedules: [],
       pauses: [],
     });
@@ -140,8 +165,8 @@ describe('cronq stats (CLI)', () => {
     expect(json).toMatchObject({ code: 0, stderr: '' });
     const stats = JSON.parse(json.stdout);
     expect(stats).toEqual({
-      queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, cancelled: 0, oldestReadyAgeSeconds: expect.any(Number) }],
-      deadLetters: { awaitingReview: 1 },
+      queues: [{ queue: 'default', ready: 2, reserved: 0, done: 0, dead: 1, cancelled: 0, capped: [], oldestReadyAgeSeconds: expect.any(Number) }],
+      deadLetters: { awaitingReview: 1, capped: false },
       schedules: [],
       pauses: [],
       health: expect.any(Array), // the schedules folder's (schedule-health.test.ts covers it)
@@ -149,7 +174,7 @@ describe('cronq stats (CLI)', () => {
     expect(stats.queues[0].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(60);
     const text = await runCli(['stats'], env);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/^QUEUE\s+READY\s+RESERVED\s+DONE\s+DEAD\s+CANCELLED\s+OLDEST READY\ndefault\s+2\s+0\s+0\s+1\s+0\s+1m 0\ds\n\ndead letters awaiting review: 1\n$/);
+    expect(text.stdout).toMatch(/^QUEUE\s+READY\s+RESERVED\s+DONE\s+DEAD\s+CANCELLED\s+OLDEST READY\ndefault\s+2\s+0\s+0\s+1\s+0\s+1m \d\ds\n\ndead letters awaiting review: 1\n$/);
   });
 
   it('refuses an unknown flag with one line and exit 64', async () => {

@@ -29,6 +29,9 @@ const timestamp = (name: string) => datetime(name, { mode: 'date', fsp: 6 });
 export const JOB_STATUSES = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/** Longest normalised reason kept in `cronq_dead_letters.reason_group` (the group index covers all of it). */
+export const REASON_GROUP_MAX = 512;
+
 /** Longest accepted job key (the unique index covers all of it; utf8mb4 → 1020 bytes). */
 export const MAX_KEY_LENGTH = 255;
 
@@ -73,8 +76,10 @@ export const jobs = mysqlTable(
     // available_at <= now ORDER BY available_at, id (id the tiebreaker: a stable order, no
     // deadlocks); which queues have ready jobs (a loose scan of (status, queue)); lease
     // recovery, over the status='reserved' prefix (as many rows as jobs in flight); and
-    // counts by status and queue.
-    index('cronq_jobs_claim').on(t.status, t.queue, t.availableAt, t.id),
+    // counts by status and queue. finished_at rides along after id (it never changes the
+    // order, and it changes only with status, when the entry moves anyway) so the
+    // console's completions per minute read the index alone, without a row lookup each.
+    index('cronq_jobs_claim').on(t.status, t.queue, t.availableAt, t.id, t.finishedAt),
     index('cronq_jobs_schedule').on(t.scheduleName, t.periodKey),
   ],
 );
@@ -93,9 +98,17 @@ export const deadLetters = mysqlTable(
     deadAt: timestamp('dead_at').notNull().default(utcNow),
     reviewedAt: timestamp('reviewed_at'),
     resolution: text('resolution'),
+    /**
+     * The failure reason's first line normalised for triage (`normaliseReason`), cut to
+     * REASON_GROUP_MAX characters; written with the row. NULL only on rows written before
+     * migration 0006, which grouping normalises as it reads them.
+     */
+    reasonGroup: varchar('reason_group', { length: REASON_GROUP_MAX }),
   },
   (t) => [
     index('cronq_dead_letters_review').on(t.reviewedAt, t.deadAt, t.id),
+    // Grouping reads only this index: unreviewed rows by kind and reason group, with dead_at (and id) covered.
+    index('cronq_dead_letters_group').on(t.reviewedAt, t.kind, t.reasonGroup, t.deadAt),
     index('cronq_dead_letters_job').on(t.jobId),
   ],
 );

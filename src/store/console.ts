@@ -7,7 +7,7 @@
  * costs the same with a million job rows: every statement walks an index range and
  * stops at a LIMIT. They are snapshots, stale at once; nothing here writes.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { interval, parseDbTime, rows } from './sql.ts';
@@ -28,11 +28,13 @@ export interface Completions {
 }
 
 /**
- * Jobs finished 'done' in each of the last 60 minutes. There is no index on
- * finished_at, so each queue's done jobs are read newest-available first on the claim
- * index (status, queue, available_at), at most COMPLETIONS_SCAN_MAX per queue and none
+ * Jobs finished 'done' in each of the last 60 minutes. Each queue's done jobs are read
+ * newest-available first on the claim index (status, queue, available_at, id,
+ * finished_at), from the index alone, at most COMPLETIONS_SCAN_MAX per queue and none
  * that became available over COMPLETION_LAG_MAX_MS ago; a job that waited longer than
- * that before finishing is not counted. `queues`: the queues to read (stats lists them).
+ * that before finishing is not counted. (An index on finished_at would do better here
+ * but cost every completion a second index write.) `queues`: the queues to read (stats
+ * lists them).
  */
 export async function completionsPerMinute(exec: Executor, queues: readonly string[]): Promise<Completions> {
   const nowResult = await exec.execute(sql`SELECT UTC_TIMESTAMP(6) AS now`);
@@ -44,9 +46,7 @@ export async function completionsPerMinute(exec: Executor, queues: readonly stri
   for (const queue of queues) {
     // Grouped by minute since the epoch without the session time zone (UNIX_TIMESTAMP would apply it).
     const result = await exec.execute(sql`SELECT TIMESTAMPDIFF(MINUTE, '1970-01-01', finished_at) AS minute, COUNT(*) AS n
-      FROM (SELECT finished_at FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
-        WHERE status = 'done' AND queue = ${queue} AND available_at >= UTC_TIMESTAMP(6) - ${interval(COMPLETION_LAG_MAX_MS)}
-        ORDER BY available_at DESC LIMIT ${COMPLETIONS_SCAN_MAX}) recent
+      FROM (${recentDoneSql(queue)}) recent
       GROUP BY minute`);
     let scanned = 0;
     for (const row of rows<{ minute: number | string | null; n: number | string }>(result)) {
@@ -58,6 +58,13 @@ export async function completionsPerMinute(exec: Executor, queues: readonly stri
     if (scanned >= COMPLETIONS_SCAN_MAX) capped = true;
   }
   return { minutes: counts.map((_, i) => new Date(first + i * 60_000)), counts, capped };
+}
+
+/** The finish times of a queue's recently available done jobs, newest first, bounded (see completionsPerMinute). */
+export function recentDoneSql(queue: string): SQL {
+  return sql`SELECT finished_at FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+    WHERE status = 'done' AND queue = ${queue} AND available_at >= UTC_TIMESTAMP(6) - ${interval(COMPLETION_LAG_MAX_MS)}
+    ORDER BY available_at DESC LIMIT ${COMPLETIONS_SCAN_MAX}`;
 }
 
 /** A daemon's row in cronq_daemons. */

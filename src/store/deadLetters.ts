@@ -19,7 +19,7 @@ import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
 import { firstLine } from '../runtime/errorText.ts';
-import { normaliseReason } from './failureReason.ts';
+import { reasonGroup } from './failureReason.ts';
 import { NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
 /** The first line of failure_reason, computed by the server so long reasons stay there. */
@@ -166,39 +166,73 @@ export async function listDeadLetters(
 
 /**
  * Counts of dead letters matching `filter` (unreviewed only unless `includeReviewed`),
- * grouped by kind and normalised first line of failure_reason (see `normaliseReason`):
- * the server groups by exact first line, then lines that normalise alike are merged.
+ * grouped by kind and normalised first line of failure_reason (`reason_group`, see
+ * `reasonGroup`). The server groups on the `cronq_dead_letters_group` index, so the cost
+ * follows the number of matching rows, not their text; rows written before migration
+ * 0006 (reason_group NULL) are grouped by first line and normalised here, then merged.
  * Largest group first, then by kind and reason.
  */
 export async function groupDeadLetters(
   exec: Executor,
   options: DeadLetterFilter & { includeReviewed?: boolean },
 ): Promise<DeadLetterGroup[]> {
-  const result = await exec.execute(sql`SELECT kind, ${FIRST_LINE} AS reason, COUNT(*) AS n,
+  const where = sql`${unreviewedOnly(options.includeReviewed)} AND ${filterSql(options)}`;
+  const grouped = await exec.execute(sql`SELECT kind, reason_group AS reason, COUNT(*) AS n,
       MIN(dead_at) AS first_dead_at, MAX(dead_at) AS last_dead_at, MIN(id) AS example_id
     FROM cronq_dead_letters
-    WHERE ${unreviewedOnly(options.includeReviewed)} AND ${filterSql(options)}
+    WHERE ${where} AND reason_group IS NOT NULL
+    GROUP BY kind, reason_group`);
+  const legacy = await exec.execute(sql`SELECT kind, ${FIRST_LINE} AS reason, COUNT(*) AS n,
+      MIN(dead_at) AS first_dead_at, MAX(dead_at) AS last_dead_at, MIN(id) AS example_id
+    FROM cronq_dead_letters
+    WHERE ${where} AND reason_group IS NULL
     GROUP BY kind, reason`);
   type GroupRow = { kind: string; reason: string | null; n: number; first_dead_at: string; last_dead_at: string; example_id: number };
   const groups = new Map<string, DeadLetterGroup>();
-  for (const r of rows<GroupRow>(result)) {
-    const reason = normaliseReason(r.reason ?? '');
+  const add = (r: GroupRow, reason: string) => {
     const id = JSON.stringify([r.kind, reason]);
     const first = time(r.first_dead_at);
     const last = time(r.last_dead_at);
     const seen = groups.get(id);
     if (!seen) {
       groups.set(id, { kind: r.kind, reason, count: Number(r.n), firstDeadAt: first, lastDeadAt: last, exampleId: Number(r.example_id) });
-      continue;
+      return;
     }
     seen.count += Number(r.n);
     if (first < seen.firstDeadAt) seen.firstDeadAt = first;
     if (last > seen.lastDeadAt) seen.lastDeadAt = last;
     seen.exampleId = Math.min(seen.exampleId, Number(r.example_id));
-  }
+  };
+  for (const r of rows<GroupRow>(grouped)) add(r, r.reason ?? '');
+  for (const r of rows<GroupRow>(legacy)) add(r, reasonGroup(r.reason ?? ''));
   return [...groups.values()].sort(
     (a, b) => b.count - a.count || a.kind.localeCompare(b.kind) || a.reason.localeCompare(b.reason),
   );
+}
+
+/**
+ * Inside the transaction that just inserted them (holding their jobs' row locks): sets
+ * `reason_group` on the dead letters of jobs `jobIds` with ids from `firstId` (the
+ * insert's first generated id) that have none, from the failure_reason the server stored
+ * (used when that reason was an SQL expression). Only this transaction's own new rows
+ * match: no other transaction can add a dead letter for a job whose row it holds locked,
+ * so no lock is taken on any other dead letter.
+ */
+export async function fillReasonGroups(tx: Executor, jobIds: number[], firstId: number): Promise<void> {
+  const missing = rows<{ id: number; reason: string }>(
+    await tx.execute(sql`SELECT id, ${FIRST_LINE} AS reason FROM cronq_dead_letters
+      WHERE id >= ${firstId} AND job_id IN ${jobIds} AND reason_group IS NULL`),
+  );
+  const byGroup = new Map<string, number[]>();
+  for (const r of missing) {
+    const group = reasonGroup(r.reason);
+    const ids = byGroup.get(group);
+    if (ids) ids.push(Number(r.id));
+    else byGroup.set(group, [Number(r.id)]);
+  }
+  for (const [group, ids] of byGroup) {
+    await tx.execute(sql`UPDATE cronq_dead_letters SET reason_group = ${group} WHERE id IN ${ids}`);
+  }
 }
 
 /** One dead letter by its own id (`cronq_dead_letters.id`) with its job's current row; null when there is none. */

@@ -3,7 +3,8 @@
  * that line with the parts that differ per job (ids, numbers) replaced, so one cause
  * failing fifty jobs reads as one group.
  */
-import { firstLine } from '../runtime/errorText.ts';
+import { REASON_GROUP_MAX } from '../db/schema.ts';
+import { firstLine, sliceChars } from '../runtime/errorText.ts';
 
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
 const HEX_LITERAL = /\b0x[0-9a-f]+\b/gi;
@@ -32,4 +33,13 @@ export function normaliseReason(reason: string): string {
     .replace(NUMBER, '#')
     .replace(/\s+/g, ' ')
     .trim();
+}
+
+/**
+ * What `cronq_dead_letters.reason_group` holds for a failure reason: `normaliseReason`,
+ * cut to REASON_GROUP_MAX characters (never inside a surrogate pair). Reasons that
+ * normalise alike up to that length fall in one group.
+ */
+export function reasonGroup(reason: string): string {
+  return sliceChars(normaliseReason(reason), REASON_GROUP_MAX);
 }

@@ -13,6 +13,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../db/client.ts';
 import { boundedText } from '../runtime/errorText.ts';
+import { fillReasonGroups } from './deadLetters.ts';
+import { reasonGroup } from './failureReason.ts';
 import { formatted, header, interval, NOW, rows } from './sql.ts';
 
 /** Most characters of `last_error` (and so of `failure_reason`). */
@@ -90,9 +92,6 @@ export interface Failure {
   retryInMs: number;
 }
 
-const DEAD_LETTER_FROM_JOB = sql.raw(`INSERT INTO cronq_dead_letters
-    (job_id, queue, kind, job_key, payload, failure_reason, attempts, dead_at)
-  SELECT id, queue, kind, job_key, payload, last_error, attempts, UTC_TIMESTAMP(6) FROM cronq_jobs`);
 
 /**
  * Records a handler failure, fenced like completion (row lock, token, unexpired lease).
@@ -121,13 +120,19 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
 /**
  * Inside a transaction holding the rows' locks: 'dead' plus a dead letter each. `error` is
  * the text, or an expression over the row's columns; `also` more assignments (evaluated
- * after last_error).
+ * after last_error). Each dead letter gets its `reason_group` in the same transaction:
+ * from the text at once, or, for an expression, from what the server computed.
  */
 export async function markDead(tx: Executor, ids: number[], error: string | SQL, also: SQL = sql``): Promise<void> {
   await tx.execute(sql`UPDATE cronq_jobs
     SET status = 'dead', lease_until = NULL, last_error = ${error}, finished_at = ${NOW}, updated_at = ${NOW}${also}
     WHERE id IN ${ids}`);
-  await tx.execute(sql`${DEAD_LETTER_FROM_JOB} WHERE id IN ${ids}`);
+  const group = typeof error === 'string' ? reasonGroup(error) : null;
+  const inserted = await tx.execute(sql`INSERT INTO cronq_dead_letters
+      (job_id, queue, kind, job_key, payload, failure_reason, attempts, dead_at, reason_group)
+    SELECT id, queue, kind, job_key, payload, last_error, attempts, ${NOW}, ${group} FROM cronq_jobs
+    WHERE id IN ${ids}`);
+  if (group === null) await fillReasonGroups(tx, ids, header(inserted).insertId);
 }
 
 /**

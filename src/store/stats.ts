@@ -9,9 +9,24 @@ import { JOB_STATUSES, type JobStatus, type TickOutcome } from '../db/schema.ts'
 import { listPauses, type Pause } from './pauses.ts';
 import { rows } from './sql.ts';
 
-/** One queue's jobs by status, as of one statement. */
+/**
+ * Counting stops at these numbers, so stats cost the same on a table of any size: a
+ * status whose count reaches its cap is reported as the cap and listed in `capped`
+ * ("at least"). Live work (ready, reserved) is counted further than history (done,
+ * dead, cancelled), which only grows until prune removes it.
+ */
+export const COUNT_CAPS: Readonly<Record<JobStatus, number>> = { ready: 100_000, reserved: 100_000, done: 10_000, dead: 10_000, cancelled: 10_000 };
+/** Dead letters awaiting review are counted up to this many (see `DeadLetterStats.capped`). */
+export const DEAD_LETTER_COUNT_CAP = 100_000;
+
+/** One queue's jobs by status. */
 export interface QueueStats extends Record<JobStatus, number> {
   queue: string;
+  /**
+   * The statuses whose count reached its cap (COUNT_CAPS): the number shown is a lower
+   * bound, the table holds at least that many. Empty when every count is exact.
+   */
+  capped: JobStatus[];
   /**
    * Seconds (millisecond precision, by the database clock) since the oldest ready job
    * with `available_at <= now` became available: how long work has been waiting.
@@ -57,37 +72,87 @@ export interface ScheduleStats {
 
 /** Dead letters as a whole. */
 export interface DeadLetterStats {
-  /** Dead letters with `reviewed_at IS NULL`. */
+  /** Dead letters with `reviewed_at IS NULL`, counted up to DEAD_LETTER_COUNT_CAP. */
   awaitingReview: number;
+  /** True when `awaitingReview` reached DEAD_LETTER_COUNT_CAP: there are at least that many. */
+  capped: boolean;
 }
 
+/** Queues looked up per statement while listing each status's queues. */
+const PAIRS_PER_STATEMENT = 100;
+
 /**
- * Per-queue counts by status and the oldest waiting age, in one statement that reads
- * only the covering index `cronq_jobs_claim (status, queue, available_at, id)`
- * (GROUP BY status, queue in index order: no temporary table, no sort, no row lookups).
+ * Per-queue counts by status and the oldest waiting age. Every statement is a bounded
+ * walk of the claim index `(status, queue, available_at, id)`, so the cost follows the
+ * number of queues, not of rows:
+ * 1. each status's queues, found by skipping from one queue to the next (one index
+ *    seek per status and queue, all statuses in one statement per step);
+ * 2. per (status, queue), its entries counted up to the status's cap (COUNT_CAPS), and
+ *    per ready queue its smallest available_at (one seek).
+ * The counts are read by separate statements, so they are not one snapshot: a job
+ * moving between statuses meanwhile may be counted twice or not at all.
  */
 export async function queueStats(exec: Executor): Promise<QueueStats[]> {
-  const result = await exec.execute(sql`SELECT queue, status, COUNT(*) AS n,
-      TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN available_at <= UTC_TIMESTAMP(6) THEN available_at END), UTC_TIMESTAMP(6)) AS oldest_us
-    FROM cronq_jobs
-    GROUP BY status, queue`);
-  const byQueue = new Map<string, QueueStats>();
-  for (const r of rows<{ queue: string; status: JobStatus; n: number; oldest_us: number | string | null }>(result)) {
-    let q = byQueue.get(r.queue);
-    if (!q) {
-      q = { queue: r.queue, ...Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])), oldestReadyAgeSeconds: null } as QueueStats;
-      byQueue.set(r.queue, q);
+  const pairs: Array<{ status: JobStatus; queue: string }> = [];
+  let after = new Map<JobStatus, string | null>(JOB_STATUSES.map((status) => [status, null]));
+  while (after.size > 0) {
+    const statuses = [...after.keys()];
+    const next = sql.join(
+      statuses.map((status) => {
+        const from = after.get(status);
+        const past = from === null || from === undefined ? sql`` : sql` AND queue > ${from}`;
+        return sql`(SELECT queue FROM cronq_jobs WHERE status = ${status}${past} ORDER BY queue LIMIT 1) AS ${sql.identifier(status)}`;
+      }),
+      sql`, `,
+    );
+    const [found] = rows<Record<JobStatus, string | null>>(await exec.execute(sql`SELECT ${next}`));
+    const still = new Map<JobStatus, string | null>();
+    for (const status of statuses) {
+      const queue = found[status];
+      if (queue === null || queue === undefined) continue;
+      pairs.push({ status, queue });
+      still.set(status, queue);
     }
-    q[r.status] = Number(r.n);
-    if (r.status === 'ready' && r.oldest_us !== null) q.oldestReadyAgeSeconds = Math.round(Number(r.oldest_us) / 1000) / 1000;
+    after = still;
   }
+  const byQueue = new Map<string, QueueStats>();
+  for (let from = 0; from < pairs.length; from += PAIRS_PER_STATEMENT) {
+    const chunk = pairs.slice(from, from + PAIRS_PER_STATEMENT);
+    const columns = sql.join(
+      chunk.map(({ status, queue }, i) => {
+        const count = sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status]}) capped) AS ${sql.identifier(`n${i}`)}`;
+        if (status !== 'ready') return count;
+        return sql`${count}, (SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) FROM cronq_jobs
+          WHERE status = 'ready' AND queue = ${queue}) AS ${sql.identifier(`w${i}`)}`;
+      }),
+      sql`, `,
+    );
+    const [found] = rows<Record<string, number | string | null>>(await exec.execute(sql`SELECT ${columns}`));
+    for (const [i, { status, queue }] of chunk.entries()) {
+      let q = byQueue.get(queue);
+      if (!q) {
+        q = { queue, ...Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])), capped: [], oldestReadyAgeSeconds: null } as unknown as QueueStats;
+        byQueue.set(queue, q);
+      }
+      q[status] = Number(found[`n${i}`]);
+      if (q[status] >= COUNT_CAPS[status]) q.capped.push(status);
+      const waitedUs = found[`w${i}`];
+      // The smallest available_at in the future: nothing is waiting yet.
+      if (status === 'ready' && waitedUs !== null && waitedUs !== undefined && Number(waitedUs) >= 0) {
+        q.oldestReadyAgeSeconds = Math.round(Number(waitedUs) / 1000) / 1000;
+      }
+    }
+  }
+  for (const q of byQueue.values()) q.capped.sort((a, b) => JOB_STATUSES.indexOf(a) - JOB_STATUSES.indexOf(b));
   return [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
 }
 
-/** Dead letters awaiting review, counted on the `cronq_dead_letters_review` index. */
+/** Dead letters awaiting review, counted on the `cronq_dead_letters_review` index up to DEAD_LETTER_COUNT_CAP. */
 export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> {
-  const result = await exec.execute(sql`SELECT COUNT(*) AS n FROM cronq_dead_letters WHERE reviewed_at IS NULL`);
-  return { awaitingReview: Number(rows<{ n: number }>(result)[0].n) };
+  const result = await exec.execute(sql`SELECT COUNT(*) AS n
+    FROM (SELECT 1 FROM cronq_dead_letters WHERE reviewed_at IS NULL LIMIT ${DEAD_LETTER_COUNT_CAP}) capped`);
+  const awaitingReview = Number(rows<{ n: number }>(result)[0].n);
+  return { awaitingReview, capped: awaitingReview >= DEAD_LETTER_COUNT_CAP };
 }
 
 /**

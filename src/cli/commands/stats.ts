@@ -1,4 +1,4 @@
-import { describePause, type AdminStats, type ScheduleHealth, type Stats } from '../../admin.ts';
+import { COUNT_CAPS, DEAD_LETTER_COUNT_CAP, describePause, type AdminStats, type ScheduleHealth, type Stats } from '../../admin.ts';
 import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -20,10 +20,15 @@ health: the fire time of its last tick whose jobs are all done, and OVERDUE when
 has 'expect: { within }' and a tick's jobs have not all completed within that time
 (see "Schedule health" in the README).
 
+Counting stops at ${COUNT_CAPS.ready} ready or reserved jobs per queue, ${COUNT_CAPS.done} done, dead or
+cancelled, and ${DEAD_LETTER_COUNT_CAP} dead letters, so stats cost the same on a table of any
+size: such a count prints as N+ (at least N).
+
   --json   one JSON object:
            { "queues": [{ "queue", "ready", "reserved", "done", "dead", "cancelled",
+                          "capped" (the statuses counted only up to their cap),
                           "oldestReadyAgeSeconds" (null when nothing waits) }],
-             "deadLetters": { "awaitingReview" },
+             "deadLetters": { "awaitingReview", "capped" },
              "schedules": [{ "schedule", "lastTick": { "scheduledAt", "periodKey",
                              "outcome" (enqueued, skipped or failed), "caughtUp",
                              "note", "finishedAt" }, "latenessMs" }],
@@ -51,6 +56,8 @@ ${COMMON_HELP}`,
   },
 };
 
+const COUNTED = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
+
 /** The text `cronq stats` prints: a table of queues, then the dead-letter line. */
 export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string {
   const queues =
@@ -66,9 +73,11 @@ export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string 
             { header: 'CANCELLED', align: 'right' },
             { header: 'OLDEST READY', align: 'right' },
           ],
-          stats.queues.map((q) => [q.queue, String(q.ready), String(q.reserved), String(q.done), String(q.dead), String(q.cancelled), age(q.oldestReadyAgeSeconds)]),
+          stats.queues.map((q) => [q.queue, ...COUNTED.map((s) => `${q[s]}${q.capped.includes(s) ? '+' : ''}`), age(q.oldestReadyAgeSeconds)]),
         );
-  const text = `${queues}\n\ndead letters awaiting review: ${stats.deadLetters.awaitingReview}${pausesText(stats.pauses)}`;
+  const capped = stats.queues.some((q) => q.capped.length > 0) ? '\n(N+: at least N; counting stops there)' : '';
+  const review = `${stats.deadLetters.awaitingReview}${stats.deadLetters.capped ? '+' : ''}`;
+  const text = `${queues}${capped}\n\ndead letters awaiting review: ${review}${pausesText(stats.pauses)}`;
   if (stats.schedules.length === 0) return `${text}${healthText(stats.health)}`;
   const schedules = renderTable(
     [{ header: 'SCHEDULE' }, { header: 'LAST TICK' }, { header: 'OUTCOME' }, { header: 'LATENESS', align: 'right' }],

@@ -13,3 +13,8 @@ export function age(seconds: number | null | undefined): string {
   if (seconds < 86_400) return `${Math.round(seconds / 3600)}h`;
   return `${Math.round(seconds / 86_400)}d`;
 }
+
+/** A count as digits, with `+` when counting stopped at its cap (there are at least that many). */
+export function atLeast(count: number, capped: boolean): string {
+  return `${count}${capped ? '+' : ''}`;
+}

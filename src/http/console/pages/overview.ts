@@ -1,9 +1,11 @@
 /** `/`: per queue counts and oldest wait, completions per minute, dead letters awaiting review, daemons seen. */
 import { barChart } from '../chart.ts';
 import type { ConsoleContext, PageResult } from '../context.ts';
-import { age, when } from '../format.ts';
+import { age, atLeast, when } from '../format.ts';
 import { html } from '../html.ts';
 import { page, table } from '../layout.ts';
+
+const COUNTED = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
 
 export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
   const stats = await ctx.admin.stats();
@@ -14,7 +16,7 @@ export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
   const total = completions.counts.reduce((a, b) => a + b, 0);
   const queues = table(
     ['Queue', '#Ready', '#Reserved', '#Done', '#Dead', '#Cancelled', 'Oldest waiting'],
-    stats.queues.map((q) => [html`${q.queue}`, html`${q.ready}`, html`${q.reserved}`, html`${q.done}`, html`${q.dead}`, html`${q.cancelled}`, html`${age(q.oldestReadyAgeSeconds)}`]),
+    stats.queues.map((q) => [html`${q.queue}`, ...COUNTED.map((s) => html`${atLeast(q[s], q.capped.includes(s))}`), html`${age(q.oldestReadyAgeSeconds)}`]),
     'No jobs yet.',
   );
   const daemonRows = table(
@@ -29,12 +31,15 @@ export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
     ]),
     'No daemon heard from in the last 10 minutes.',
   );
-  const body = html`<h2>Queues</h2>${queues}
+  const capped = stats.queues.some((q) => q.capped.length > 0)
+    ? html`<p class="note">A count ending in + is at least that many: counting stops there so this page costs the same on a big table.</p>`
+    : html``;
+  const body = html`<h2>Queues</h2>${queues}${capped}
 <h2>Completions per minute, last hour</h2>
 ${barChart(completions.counts, `${total} jobs completed in the last hour`)}
 <p class="note">${total} completed in the last hour${completions.capped ? ' (at least: the read is bounded)' : ''}; peak ${Math.max(0, ...completions.counts)} in a minute.</p>
 <h2>Dead letters</h2>
-<p><a href="/dead">${stats.deadLetters.awaitingReview} awaiting review</a></p>
+<p><a href="/dead">${atLeast(stats.deadLetters.awaitingReview, stats.deadLetters.capped)} awaiting review</a></p>
 <h2>Daemons seen recently</h2>${daemonRows}`;
   return { status: 200, body: page('Overview', ctx.viewer, body, ctx.notice) };
 }
