@@ -157,8 +157,8 @@ export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> 
 
 /**
  * Each schedule's latest ledger row and the lateness of its latest enqueued tick. Both
- * lookups are MAX(scheduled_at) per schedule on the unique (schedule_name, scheduled_at)
- * index.
+ * read the unique (schedule_name, scheduled_at) index: MAX(scheduled_at) per schedule,
+ * and per schedule a backward walk to its newest enqueued tick.
  */
 export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
   const latest = rows<{ schedule_name: string; scheduled_at: string; period_key: string; outcome: TickOutcome; caught_up: number; note: string | null; finished_at: string | null }>(
@@ -168,13 +168,18 @@ export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
         ON m.schedule_name = t.schedule_name AND m.at = t.scheduled_at
       ORDER BY t.schedule_name`),
   );
-  const lateness = rows<{ schedule_name: string; lateness_us: number | string }>(
-    await exec.execute(sql`SELECT t.schedule_name, TIMESTAMPDIFF(MICROSECOND, t.scheduled_at, t.started_at) AS lateness_us
-      FROM cronq_schedule_ticks t
-      JOIN (SELECT schedule_name, MAX(scheduled_at) AS at FROM cronq_schedule_ticks WHERE outcome = 'enqueued' GROUP BY schedule_name) m
-        ON m.schedule_name = t.schedule_name AND m.at = t.scheduled_at`),
+  // Per schedule, its ledger walked newest first until an enqueued tick (usually the
+  // first row): a GROUP BY over outcome would read every ledger row instead.
+  const lateness = rows<{ schedule_name: string; lateness_us: number | string | null }>(
+    await exec.execute(sql`SELECT m.schedule_name,
+        (SELECT TIMESTAMPDIFF(MICROSECOND, e.scheduled_at, e.started_at) FROM cronq_schedule_ticks e
+          WHERE e.schedule_name = m.schedule_name AND e.outcome = 'enqueued'
+          ORDER BY e.scheduled_at DESC LIMIT 1) AS lateness_us
+      FROM (SELECT DISTINCT schedule_name FROM cronq_schedule_ticks) m`),
   );
-  const latenessBy = new Map(lateness.map((r) => [r.schedule_name, Math.round(Number(r.lateness_us) / 1000)]));
+  const latenessBy = new Map(
+    lateness.filter((r) => r.lateness_us !== null).map((r) => [r.schedule_name, Math.round(Number(r.lateness_us) / 1000)]),
+  );
   const iso = (v: string) => `${v.replace(' ', 'T').slice(0, 23)}Z`;
   return latest.map((r) => ({
     schedule: r.schedule_name,
