@@ -150,6 +150,47 @@ describe("overlap: 'skip' between daemons", () => {
     expect(await lockHolder(s.name)).toBeNull();
   });
 
+  it('a tick taken over from a daemon that died before writing its job is decided afresh: skipped while another tick runs', async () => {
+    const s = every('resumed');
+    await seed(s.name);
+    // A daemon claimed 10:01 and died before writing anything; its lease ran out.
+    await t.sql(
+      "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, claimed_by, fanout_until, started_at) VALUES (?, '2030-01-01 10:01:00', '2030-01-01T10:01:00Z', 'enqueued', 'dead:1', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, UTC_TIMESTAMP(6))",
+      [s.name],
+    );
+    // Meanwhile B fanned out 10:02, and its job runs.
+    const b = daemon(s, 'b');
+    b.ticker['resumeCheckedAt'] = Number.POSITIVE_INFINITY; // B leaves 10:01 alone
+    await b.ticker.catchUp(T2);
+    await t.sql("UPDATE cronq_jobs SET status = 'reserved' WHERE schedule_name = ?", [s.name]);
+    // A takes 10:01 over.
+    await daemon(s, 'a').ticker.catchUp(T2);
+    expect(await ledger(s.name)).toEqual([
+      { at: '10:01', outcome: 'skipped', note: 'previous run still in progress', jobs: 0 },
+      { at: '10:02', outcome: 'enqueued', note: null, jobs: 1 },
+    ]);
+  });
+
+  it('a tick taken over after it wrote a job is finished, not re-decided', async () => {
+    const s = every('resumed-partly');
+    await seed(s.name);
+    await t.sql(
+      "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, claimed_by, fanout_until, started_at) VALUES (?, '2030-01-01 10:01:00', '2030-01-01T10:01:00Z', 'enqueued', 'dead:1', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, UTC_TIMESTAMP(6))",
+      [s.name],
+    );
+    await t.sql(
+      "INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, max_attempts, available_at, created_at, schedule_name, period_key, scheduled_at) VALUES ('default', ?, ?, '{}', 'reserved', 5, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), ?, '2030-01-01T10:01:00Z', '2030-01-01 10:01:00')",
+      [s.name, `${s.name}:2030-01-01T10:01:00Z`, s.name],
+    );
+    // And the job of 10:00 still runs too: were 10:01 decided afresh, it would be skipped with a job of its own running.
+    await t.sql(
+      "INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, max_attempts, available_at, created_at, schedule_name, period_key, scheduled_at) VALUES ('default', ?, ?, '{}', 'reserved', 5, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), ?, '2030-01-01T10:00:00Z', '2030-01-01 10:00:00')",
+      [s.name, `${s.name}:2030-01-01T10:00:00Z`, s.name],
+    );
+    await daemon(s, 'a').ticker.catchUp(T1);
+    expect(await ledger(s.name)).toEqual([{ at: '10:01', outcome: 'enqueued', note: null, jobs: 0 }]);
+  });
+
   it("a tick whose schedule's lock another fan-out keeps is skipped; overlap 'allow' never takes it", async () => {
     const holder = new Store(t.database);
     const held = [];

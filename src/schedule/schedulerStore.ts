@@ -20,6 +20,7 @@ export type SchedulerStore = Pick<
   | 'recordSkippedTicks'
   | 'holdOverlapLock'
   | 'otherTickInFlight'
+  | 'tickHasJobs'
   | 'pauseOf'
   | 'periodHasUnfinishedJobs'
   | 'insertJob'

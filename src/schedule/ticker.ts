@@ -225,8 +225,10 @@ export class ScheduleTicker {
    * skipped (OVERLAP_NOTE) when a job of any other tick, earlier or later, is still in
    * flight, or when another daemon's fan-out of this schedule kept the lock for
    * `overlapLockWaitS`; otherwise its jobs are committed before the lock is released, so
-   * the next tick's owner, whoever it is, sees them. Not checked again (and not locked):
-   * a resumed fan-out, decided when it began; and overlap 'allow', which never waits.
+   * the next tick's owner, whoever it is, sees them. A resumed fan-out (taken over, or
+   * our own after a failed pass) is decided afresh only if the tick has no job yet;
+   * otherwise, or when the lock stays taken, it is finished unchecked. Overlap 'allow'
+   * never takes the lock.
    */
   private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
     const { store, claimedBy } = this.deps;
@@ -244,13 +246,17 @@ export class ScheduleTicker {
     });
     if (id === null) return; // another daemon owns this tick
     const tick: OwnedTick = { id, scheduledAt, periodKey, late, note };
-    if (resumed || this.schedule.overlap !== 'skip') {
+    if (this.schedule.overlap !== 'skip') {
       await this.fanOutOwned(tick, now, signal);
       return;
     }
     const lock = await store.holdOverlapLock(this.schedule.name, this.deps.overlapLockWaitS ?? OVERLAP_LOCK_WAIT_S);
     try {
-      if (lock === null) {
+      if (resumed && (lock === null || (await store.tickHasJobs(this.schedule.name, periodKey, scheduledAt)))) {
+        // Decided when it began (it wrote jobs), or the lock's holder may be the stalled
+        // daemon this tick was taken from: finish it as the first owner would have.
+        await this.fanOutOwned(tick, now, signal);
+      } else if (lock === null) {
         await this.skipOverlapping(tick, 'another fan-out of this schedule holds its overlap lock');
       } else if (await store.otherTickInFlight(this.schedule.name, this.schedule.queue, scheduledAt)) {
         await this.skipOverlapping(tick, 'a job of another tick is ready or running');

@@ -57,7 +57,7 @@ import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, w
 import { recoverExpiredLeases } from './recovery.ts';
 import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
 import type { PauseTarget } from '../db/schema.ts';
-import { holdOverlapLock, otherTickInFlight, type OverlapLock } from './overlap.ts';
+import { holdOverlapLock, otherTickInFlight, tickHasJobs, type OverlapLock } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
@@ -225,6 +225,11 @@ export class Store implements JobWriter {
   /** Whether a job of another tick of the schedule (earlier or later) is still ready or running (otherTickInFlight). */
   otherTickInFlight(scheduleName: string, queue: string, tick: Date): Promise<boolean> {
     return otherTickInFlight(this.db, scheduleName, queue, tick);
+  }
+
+  /** Whether the tick already has a job of its own, in any status (tickHasJobs). */
+  tickHasJobs(scheduleName: string, periodKey: string, tick: Date): Promise<boolean> {
+    return tickHasJobs(this.db, scheduleName, periodKey, tick);
   }
 
   // Schedule health (scheduleHealth.ts)

@@ -103,3 +103,15 @@ export async function otherTickInFlight(exec: Executor, scheduleName: string, qu
     LIMIT 1`);
   return rows(found).length > 0;
 }
+
+/**
+ * True when the tick itself already has a job (any status): a fan-out that was taken
+ * over had written some of it. Bounded by the schedule's rows of the tick's period
+ * (cronq_jobs_schedule).
+ */
+export async function tickHasJobs(exec: Executor, scheduleName: string, periodKey: string, tick: Date): Promise<boolean> {
+  const found = await exec.execute(sql`SELECT 1 AS written FROM cronq_jobs
+    WHERE schedule_name = ${scheduleName} AND period_key = ${periodKey} AND scheduled_at = ${toDbTime(tick)}
+    LIMIT 1`);
+  return rows(found).length > 0;
+}
