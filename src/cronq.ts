@@ -197,7 +197,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const concurrency = wholeNumberWithin(options.concurrency ?? CONCURRENCY.default, 'concurrency', CONCURRENCY);
   const prefetch = wholeNumberWithin(options.prefetch ?? PREFETCH.default, 'prefetch', PREFETCH);
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
-    // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all.
+    // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all, and up to
+    // OVERLAP_LOCK_CONNECTIONS more while overlap:'skip' schedules fan out (Database.overlapLocks).
     poolSize: Math.min(concurrency + 2, 48),
   });
   const store = new Store(database);

@@ -32,12 +32,23 @@ export interface Database {
    * three round trips instead of six. Same session settings as `pool`.
    */
   readonly claims: Pool;
+  /**
+   * A third small pool, opened on first use, whose connections each hold one named lock
+   * for as long as a fan-out of an `overlap: 'skip'` schedule runs (store/overlap.ts).
+   * Apart from `pool`, so that locks held never take the connections their holders'
+   * inserts need; at most OVERLAP_LOCK_CONNECTIONS of a process's fan-outs hold one at
+   * once, the others wait for a connection here. Same session settings as `pool`.
+   */
+  readonly overlapLocks: Pool;
   target: DatabaseTarget;
   close(): Promise<void>;
 }
 
 /** Connections in Database.claims: one per claim lane of a worker pool. */
 export const CLAIM_CONNECTIONS = 2;
+
+/** Connections in Database.overlapLocks: overlap locks one process holds at once. */
+export const OVERLAP_LOCK_CONNECTIONS = 4;
 
 export interface ConnectOptions {
   poolSize?: number;
@@ -59,6 +70,7 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
   const pool = sessionPool({ ...poolOptions(target, options.poolSize ?? 10) });
   const db = drizzle(withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs), { schema, mode: 'default' });
   let claims: Pool | null = null;
+  let overlapLocks: Pool | null = null;
   return {
     db,
     pool,
@@ -68,9 +80,13 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
       claims ??= sessionPool({ ...poolOptions(target, CLAIM_CONNECTIONS), multipleStatements: true, dateStrings: true });
       return claims;
     },
+    get overlapLocks() {
+      overlapLocks ??= sessionPool(poolOptions(target, OVERLAP_LOCK_CONNECTIONS));
+      return overlapLocks;
+    },
     target,
     close: async () => {
-      await Promise.all([pool.end(), claims?.end()]);
+      await Promise.all([pool.end(), claims?.end(), overlapLocks?.end()]);
     },
   };
 }

@@ -2,7 +2,7 @@ import type { Store } from '../store/index.ts';
 
 /**
  * What the scheduler asks of the store: the tick ledger (claim, renew, finish, fail, skip,
- * release, record skipped, read), the overlap and pause reads, the health reads, and the
+ * release, record skipped, read), the overlap lock and read, the pause read, the health reads, and the
  * job inserts a fan-out writes (a JobWriter). The scheduler holds this and nothing of the
  * driver; `Store` satisfies it.
  */
@@ -18,7 +18,9 @@ export type SchedulerStore = Pick<
   | 'skipTickIfOwned'
   | 'releaseTickIfOwned'
   | 'recordSkippedTicks'
-  | 'earlierTickInFlight'
+  | 'holdOverlapLock'
+  | 'otherTickInFlight'
+  | 'tickHasJobs'
   | 'pauseOf'
   | 'periodHasUnfinishedJobs'
   | 'insertJob'

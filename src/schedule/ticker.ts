@@ -26,6 +26,17 @@ export interface TickerDeps {
   observer?: Observer;
   /** How often a failing fan-out is tried before its tick is recorded as failed (default FANOUT_RETRY). */
   fanoutRetry?: FanoutRetry;
+  /** Whole seconds an overlap:'skip' tick waits for the schedule's overlap lock (default OVERLAP_LOCK_WAIT_S; 0: no wait). */
+  overlapLockWaitS?: number;
+}
+
+/** A tick whose fan-out this daemon owns (claimTickFanout returned its ledger row id). */
+interface OwnedTick {
+  id: number;
+  scheduledAt: Date;
+  periodKey: string;
+  late: boolean;
+  note: string | null;
 }
 
 /** Attempts at one tick's fan-out, and the backoff (jittered) between them. */
@@ -50,6 +61,12 @@ const REFUSED_LOGGED_PER_TICK = 10;
 /** Ticks enumerated per page when recording a long outage's skipped ticks. */
 const SKIP_PAGE = 10_000;
 const FANOUT_LEASE_MS = 60_000;
+/**
+ * How long (whole seconds) an overlap:'skip' tick waits for another daemon's fan-out of
+ * its schedule to release the overlap lock before it is skipped: a fan-out holds it for a
+ * check and its inserts, so long waits mean a run is starting anyway.
+ */
+export const OVERLAP_LOCK_WAIT_S = 5;
 const RESUME_CHECK_MS = 5_000;
 
 /** The ledger note of a tick skipped by `overlap: 'skip'`. */
@@ -202,18 +219,20 @@ export class ScheduleTicker {
   }
 
   /**
-   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it,
-   * unless the schedule's overlap is 'skip' and an earlier tick still has jobs in flight:
-   * then the tick is recorded as skipped (OVERLAP_NOTE).
-   * A fan-out that fails for any reason but a lost connection is tried again
-   * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
-   * schedule moves on. Once `signal` aborts, it stops at the next batch boundary and hands
-   * the unfinished tick back (lease ended) for the next scheduler to resume.
+   * Claims the tick's fan-out (or learns another daemon has it) and, if ours, enqueues it
+   * (fanOutOwned). For a schedule whose overlap is 'skip', the decision and the writes are
+   * made holding the schedule's overlap lock (store/overlap.ts): the tick is recorded as
+   * skipped (OVERLAP_NOTE) when a job of any other tick, earlier or later, is still in
+   * flight, or when another daemon's fan-out of this schedule kept the lock for
+   * `overlapLockWaitS`; otherwise its jobs are committed before the lock is released, so
+   * the next tick's owner, whoever it is, sees them. A resumed fan-out (taken over, or
+   * our own after a failed pass) is decided afresh only if the tick has no job yet;
+   * otherwise, or when the lock stays taken, it is finished unchecked. Overlap 'allow'
+   * never takes the lock.
    */
   private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
-    const { store, claimedBy, clock } = this.deps;
+    const { store, claimedBy } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
-    const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
     // Once per tick: the ledger row and every job key of the fan-out share it.
     const periodKey = periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt);
     const id = await store.claimTickFanout({
@@ -226,13 +245,51 @@ export class ScheduleTicker {
       leaseMs,
     });
     if (id === null) return; // another daemon owns this tick
-    const at = scheduledAt.toISOString();
-    // Decided once, by the owner of the tick; a resumed fan-out was decided when it began.
-    if (!resumed && this.schedule.overlap === 'skip' && (await store.earlierTickInFlight(this.schedule.name, this.schedule.queue, scheduledAt))) {
-      if (!(await store.skipTickIfOwned(id, claimedBy, OVERLAP_NOTE))) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
-      this.log.info({ event: 'schedule_tick_skipped', scheduled_at: at, reason: OVERLAP_NOTE }, 'tick skipped: previous run still in progress');
+    const tick: OwnedTick = { id, scheduledAt, periodKey, late, note };
+    if (this.schedule.overlap !== 'skip') {
+      await this.fanOutOwned(tick, now, signal);
       return;
     }
+    const lock = await store.holdOverlapLock(this.schedule.name, this.deps.overlapLockWaitS ?? OVERLAP_LOCK_WAIT_S);
+    try {
+      if (resumed && (lock === null || (await store.tickHasJobs(this.schedule.name, periodKey, scheduledAt)))) {
+        // Decided when it began (it wrote jobs), or the lock's holder may be the stalled
+        // daemon this tick was taken from: finish it as the first owner would have.
+        await this.fanOutOwned(tick, now, signal);
+      } else if (lock === null) {
+        await this.skipOverlapping(tick, 'another fan-out of this schedule holds its overlap lock');
+      } else if (await store.otherTickInFlight(this.schedule.name, this.schedule.queue, scheduledAt)) {
+        await this.skipOverlapping(tick, 'a job of another tick is ready or running');
+      } else {
+        await this.fanOutOwned(tick, now, signal);
+      }
+    } finally {
+      await lock?.release();
+    }
+  }
+
+  /** Records an owned tick as skipped by `overlap: 'skip'`. */
+  private async skipOverlapping(tick: OwnedTick, why: string): Promise<void> {
+    const at = tick.scheduledAt.toISOString();
+    if (!(await this.deps.store.skipTickIfOwned(tick.id, this.deps.claimedBy, OVERLAP_NOTE))) {
+      throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+    }
+    this.log.info({ event: 'schedule_tick_skipped', scheduled_at: at, reason: OVERLAP_NOTE, why }, 'tick skipped: previous run still in progress');
+  }
+
+  /**
+   * Enqueues the jobs of a tick this daemon owns and records the outcome.
+   * A fan-out that fails for any reason but a lost connection is tried again
+   * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
+   * schedule moves on. Once `signal` aborts, it stops at the next batch boundary and hands
+   * the unfinished tick back (lease ended) for the next scheduler to resume.
+   */
+  private async fanOutOwned(tick: OwnedTick, now: Date, signal?: AbortSignal): Promise<void> {
+    const { store, claimedBy, clock } = this.deps;
+    const { id, scheduledAt, periodKey, late, note } = tick;
+    const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
+    const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
+    const at = scheduledAt.toISOString();
     const startedAt = performance.now();
     let renewedAt = startedAt;
     let insertedSoFar = 0;

@@ -57,7 +57,7 @@ import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, w
 import { recoverExpiredLeases } from './recovery.ts';
 import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
 import type { PauseTarget } from '../db/schema.ts';
-import { earlierTickInFlight } from './overlap.ts';
+import { holdOverlapLock, otherTickInFlight, tickHasJobs, type OverlapLock } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
@@ -215,9 +215,21 @@ export class Store implements JobWriter {
     return resumableTicks(this.db, scheduleName, claimedBy);
   }
 
-  /** Whether a job of an earlier tick of the schedule is still ready or running (earlierTickInFlight). */
-  earlierTickInFlight(scheduleName: string, queue: string, before: Date): Promise<boolean> {
-    return earlierTickInFlight(this.db, scheduleName, queue, before);
+  // Overlap (overlap.ts)
+
+  /** Takes the schedule's overlap lock, waiting at most `waitS` s; null when another fan-out held it all along (holdOverlapLock). */
+  holdOverlapLock(scheduleName: string, waitS: number): Promise<OverlapLock | null> {
+    return holdOverlapLock(this.database.overlapLocks, scheduleName, waitS);
+  }
+
+  /** Whether a job of another tick of the schedule (earlier or later) is still ready or running (otherTickInFlight). */
+  otherTickInFlight(scheduleName: string, queue: string, tick: Date): Promise<boolean> {
+    return otherTickInFlight(this.db, scheduleName, queue, tick);
+  }
+
+  /** Whether the tick already has a job of its own, in any status (tickHasJobs). */
+  tickHasJobs(scheduleName: string, periodKey: string, tick: Date): Promise<boolean> {
+    return tickHasJobs(this.db, scheduleName, periodKey, tick);
   }
 
   // Schedule health (scheduleHealth.ts)
@@ -404,6 +416,7 @@ export { ClaimUpdateError } from './claims.ts';
 export type { Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
+export type { OverlapLock } from './overlap.ts';
 export type { Stats } from './stats.ts';
 export type { Completions, DaemonSeen, JobRecord } from './console.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';

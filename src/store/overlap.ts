@@ -1,26 +1,117 @@
 /**
- * The overlap check of a schedule with `overlap: 'skip'`: does an earlier tick of it still
- * have work in flight?
+ * The guard of a schedule with `overlap: 'skip'`: a named lock per schedule, and the
+ * check made under it — does another tick of the schedule still have work in flight?
  *
- * Concurrency contract: a plain read at READ COMMITTED, no locks. It is run only by the
- * daemon that owns the tick in the ledger (after claimTickFanout), so one daemon decides
- * per tick; a job finishing during the read may still be counted as in flight (the tick
- * is then skipped: the safe side of overlap).
+ * Concurrency contract: the daemon that owns a tick in the ledger (claimTickFanout) takes
+ * the schedule's lock (holdOverlapLock), then checks (otherTickInFlight), then writes the
+ * tick's jobs (each INSERT commits on its own), then releases the lock. So the check and
+ * the writes of one tick are atomic with respect to every other tick of the schedule,
+ * whichever daemon owns it and in whichever order the ticks are fanned out: a tick that
+ * takes the lock after another's fan-out sees its committed jobs, and a job that finishes
+ * during a check is at worst counted as in flight (the tick is skipped: the safe side).
+ *
+ * The lock is MySQL's / MariaDB's named lock (GET_LOCK), held by one connection of
+ * Database.overlapLocks for the whole fan-out. It is the server's, not a row's: it takes
+ * no part in InnoDB's lock waits, and the server frees it when that connection ends, so a
+ * daemon that dies holding it blocks the schedule no longer than its connection lives.
+ * Each connection holds at most one such lock and its holder waits for no other named
+ * lock, so two fan-outs can never wait on each other's; a wait is bounded by `waitS`.
+ * Named locks are server-wide: the name is built from the database's name and the
+ * schedule's, so two databases on one server never share one.
  */
 import { sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
+import type { Pool, PoolConnection } from 'mysql2/promise';
+import { TIMEOUTS, type Executor } from '../db/client.ts';
 import { rows, toDbTime } from './sql.ts';
 
+/** A schedule's overlap lock, held until `release` (which never throws, and may be called again). */
+export interface OverlapLock {
+  release(): Promise<void>;
+}
+
 /**
- * True when a job of an earlier tick of `scheduleName` (scheduled_at before `before`) is
- * still 'ready' (waiting, or waiting to retry) or 'reserved' (running). Jobs of a schedule
- * are written to its queue, so the read is bounded by that queue's ready and reserved
- * jobs (the claim index) or by the schedule's own rows (cronq_jobs_schedule), whichever
- * the optimizer finds smaller, and stops at the first match.
+ * The lock's name: a prefix and the SHA-1 of database and schedule name (54 characters,
+ * below MySQL's limit of 64 whatever the schedule is called).
  */
-export async function earlierTickInFlight(exec: Executor, scheduleName: string, queue: string, before: Date): Promise<boolean> {
+const LOCK_NAME = "CONCAT('cronq_overlap_', SHA1(CONCAT(DATABASE(), '/', ?)))";
+
+/**
+ * Takes the schedule's overlap lock on a connection of `locks`, waiting at most `waitS`
+ * whole seconds (0: only if free now) for another daemon's fan-out to release it.
+ * Returns the held lock, or null when the wait ran out (another tick of the schedule is
+ * being fanned out now). A connection error throws, holding nothing.
+ */
+export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: number): Promise<OverlapLock | null> {
+  const conn = await locks.getConnection();
+  let got: unknown;
+  try {
+    const [result] = await conn.query({
+      sql: `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`,
+      values: [scheduleName, waitS],
+      timeout: waitS * 1000 + TIMEOUTS.queryMs,
+    });
+    got = (result as Array<{ got: unknown }>)[0]?.got;
+  } catch (error) {
+    conn.destroy(); // whatever the server did, the lock goes with the connection
+    throw error;
+  }
+  if (got === null || got === undefined) {
+    conn.destroy();
+    throw new Error(`GET_LOCK failed for the overlap lock of schedule '${scheduleName}'`);
+  }
+  if (Number(got) !== 1) {
+    conn.release(); // timed out: holds nothing
+    return null;
+  }
+  return heldOn(conn, scheduleName);
+}
+
+function heldOn(conn: PoolConnection, scheduleName: string): OverlapLock {
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      released = true;
+      try {
+        const [result] = await conn.query({ sql: `SELECT RELEASE_LOCK(${LOCK_NAME}) AS freed`, values: [scheduleName], timeout: TIMEOUTS.queryMs });
+        // 1: freed, back to the pool. Anything else (the lock was lost with an earlier
+        // connection, or is not ours): the connection must never be reused holding a lock.
+        if (Number((result as Array<{ freed: unknown }>)[0]?.freed) === 1) {
+          conn.release();
+          return;
+        }
+      } catch {
+        // A lost connection freed the lock already; ending it frees it otherwise.
+      }
+      conn.destroy();
+    },
+  };
+}
+
+/**
+ * True when a job of any other tick of `scheduleName` (scheduled_at not `tick`, earlier
+ * or later) is still 'ready' (waiting, or waiting to retry) or 'reserved' (running).
+ * The tick's own jobs do not count. Jobs of a schedule are written to its queue, so the
+ * read is bounded by that queue's ready and reserved jobs (the claim index) or by the
+ * schedule's own rows (cronq_jobs_schedule), whichever the optimizer finds smaller, and
+ * stops at the first match. A plain READ COMMITTED read: made under the overlap lock, it
+ * sees every job a fan-out that released the lock before committed.
+ */
+export async function otherTickInFlight(exec: Executor, scheduleName: string, queue: string, tick: Date): Promise<boolean> {
   const found = await exec.execute(sql`SELECT 1 AS busy FROM cronq_jobs
-    WHERE status IN ('ready', 'reserved') AND queue = ${queue} AND schedule_name = ${scheduleName} AND scheduled_at < ${toDbTime(before)}
+    WHERE status IN ('ready', 'reserved') AND queue = ${queue} AND schedule_name = ${scheduleName} AND scheduled_at <> ${toDbTime(tick)}
+    LIMIT 1`);
+  return rows(found).length > 0;
+}
+
+/**
+ * True when the tick itself already has a job (any status): a fan-out that was taken
+ * over had written some of it. Bounded by the schedule's rows of the tick's period
+ * (cronq_jobs_schedule).
+ */
+export async function tickHasJobs(exec: Executor, scheduleName: string, periodKey: string, tick: Date): Promise<boolean> {
+  const found = await exec.execute(sql`SELECT 1 AS written FROM cronq_jobs
+    WHERE schedule_name = ${scheduleName} AND period_key = ${periodKey} AND scheduled_at = ${toDbTime(tick)}
     LIMIT 1`);
   return rows(found).length > 0;
 }
