@@ -189,8 +189,8 @@ export interface CronqAdmin {
    * Jobs marked done in each of the last 60 minutes (database clock), all queues together.
    * Bounded: per queue it reads at most COMPLETIONS_SCAN_MAX done jobs, newest available
    * first, that became available within COMPLETION_LAG_MAX_MS (`capped` when a queue hit
-   * the bound), since finished_at has no index. `queues`: the queues to count (default:
-   * every queue with a job, read through stats()).
+   * the bound), from the claim index alone. `queues`: the queues to count (default:
+   * every queue holding a done job).
    */
   completions(options?: { queues?: readonly string[] }): Promise<Completions>;
   /** Daemons heard from within `withinMs` (default 10 minutes), most recent first, at most 200. */
@@ -240,7 +240,10 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
     limits: () => store.kindLimits(),
     cancel: (target, { reason, by = defaultOperator() }) => store.cancelJob(target, { by, reason }),
     cancelMatching: (filter, { reason, by = defaultOperator() }) => store.cancelMatching(filter, { by, reason }),
-    stats: async () => ({ ...(await store.stats()), health: await healthAt() }),
+    async stats() {
+      const [stats, health] = await Promise.all([store.stats(), healthAt()]);
+      return { ...stats, health };
+    },
     scheduleHealth: ({ at } = {}) => healthAt(at),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {
@@ -270,9 +273,7 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       return before ? store.ticksBefore(schedule, before, limit) : store.recentTicks(schedule, limit);
     },
-    async completions({ queues } = {}) {
-      return store.completionsPerMinute(queues ?? (await store.stats()).queues.map((q) => q.queue));
-    },
+    completions: ({ queues } = {}) => store.completionsPerMinute(queues),
     daemons: ({ withinMs = 10 * 60_000 } = {}) => store.daemonsSeen(withinMs),
     job: (target) => store.job(target),
     async tick(name, { at = new Date() } = {}) {

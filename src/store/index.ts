@@ -61,7 +61,7 @@ import { holdOverlapLock, otherTickInFlight, tickHasJobs, type OverlapLock } fro
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
-import { collectStats, type Stats } from './stats.ts';
+import { collectStats, queuesByStatus, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
 
 /** One Database's statements. Cheap to construct; holds no state of its own. */
@@ -390,9 +390,9 @@ export class Store implements JobWriter {
 
   // The console's reads (console.ts)
 
-  /** Done jobs per minute over the last hour, bounded per queue (completionsPerMinute). */
-  completionsPerMinute(queues: readonly string[]): Promise<Completions> {
-    return completionsPerMinute(this.db, queues);
+  /** Done jobs per minute over the last hour, bounded per queue (completionsPerMinute); every queue holding done jobs when `queues` is not given. */
+  async completionsPerMinute(queues?: readonly string[]): Promise<Completions> {
+    return completionsPerMinute(this.db, queues ?? (await queuesByStatus(this.db, ['done'])).get('done')!);
   }
 
   /** Daemons heard from within `withinMs`, most recent first (daemonsSeen). */

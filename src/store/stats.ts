@@ -78,56 +78,68 @@ export interface DeadLetterStats {
   capped: boolean;
 }
 
-/** Queues looked up per statement while listing each status's queues. */
+/** (status, queue) pairs counted per statement at most. */
 const PAIRS_PER_STATEMENT = 100;
+/** Counting statements sent at once. */
+const COUNT_STATEMENTS_AT_ONCE = 4;
 
 /**
- * Per-queue counts by status and the oldest waiting age. Every statement is a bounded
- * walk of the claim index `(status, queue, available_at, id)`, so the cost follows the
- * number of queues, not of rows:
- * 1. each status's queues, found by skipping from one queue to the next (one index
- *    seek per status and queue, all statuses in one statement per step);
- * 2. per (status, queue), its entries counted up to the status's cap (COUNT_CAPS), and
- *    per ready queue its smallest available_at (one seek).
- * The counts are read by separate statements, so they are not one snapshot: a job
- * moving between statuses meanwhile may be counted twice or not at all.
+ * The queues that hold at least one job of each of `statuses`, by name: a skip scan of
+ * the claim index, one seek per status and queue, every status in one statement per
+ * step (so as many round trips as the longest list, plus one).
  */
-export async function queueStats(exec: Executor): Promise<QueueStats[]> {
-  const pairs: Array<{ status: JobStatus; queue: string }> = [];
-  let after = new Map<JobStatus, string | null>(JOB_STATUSES.map((status) => [status, null]));
+export async function queuesByStatus(exec: Executor, statuses: readonly JobStatus[]): Promise<Map<JobStatus, string[]>> {
+  const found = new Map<JobStatus, string[]>(statuses.map((status) => [status, []]));
+  let after = new Map<JobStatus, string | null>(statuses.map((status) => [status, null]));
   while (after.size > 0) {
-    const statuses = [...after.keys()];
+    const asked = [...after.keys()];
     const next = sql.join(
-      statuses.map((status) => {
+      asked.map((status) => {
         const from = after.get(status);
         const past = from === null || from === undefined ? sql`` : sql` AND queue > ${from}`;
         return sql`(SELECT queue FROM cronq_jobs WHERE status = ${status}${past} ORDER BY queue LIMIT 1) AS ${sql.identifier(status)}`;
       }),
       sql`, `,
     );
-    const [found] = rows<Record<JobStatus, string | null>>(await exec.execute(sql`SELECT ${next}`));
+    const [row] = rows<Record<JobStatus, string | null>>(await exec.execute(sql`SELECT ${next}`));
     const still = new Map<JobStatus, string | null>();
-    for (const status of statuses) {
-      const queue = found[status];
+    for (const status of asked) {
+      const queue = row[status];
       if (queue === null || queue === undefined) continue;
-      pairs.push({ status, queue });
+      found.get(status)!.push(queue);
       still.set(status, queue);
     }
     after = still;
   }
+  return found;
+}
+
+/**
+ * Per-queue counts by status and the oldest waiting age. Every statement is a bounded
+ * walk of the claim index `(status, queue, available_at, id)`, so the cost follows the
+ * number of queues, not of rows:
+ * 1. each status's queues (queuesByStatus);
+ * 2. per (status, queue), its entries counted up to the status's cap (COUNT_CAPS), and
+ *    per ready queue its smallest available_at (one seek).
+ * The counts are read by separate statements, so they are not one snapshot: a job
+ * moving between statuses meanwhile may be counted twice or not at all.
+ */
+export async function queueStats(exec: Executor): Promise<QueueStats[]> {
+  const byStatus = await queuesByStatus(exec, JOB_STATUSES);
+  type Pair = { status: JobStatus; queue: string };
+  const pairs: Pair[] = [...byStatus].flatMap(([status, queues]) => queues.map((queue) => ({ status, queue })));
+  // Up to COUNT_STATEMENTS_AT_ONCE statements side by side (on a pool they use separate
+  // connections, and the server's cores), each counting up to PAIRS_PER_STATEMENT pairs.
+  const size = Math.min(PAIRS_PER_STATEMENT, Math.max(1, Math.ceil(pairs.length / COUNT_STATEMENTS_AT_ONCE)));
+  const chunks: Pair[][] = [];
+  for (let from = 0; from < pairs.length; from += size) chunks.push(pairs.slice(from, from + size));
+  const counted: Array<{ chunk: Pair[]; found: Record<string, number | string | null> }> = [];
+  for (let wave = 0; wave < chunks.length; wave += COUNT_STATEMENTS_AT_ONCE) {
+    const sent = chunks.slice(wave, wave + COUNT_STATEMENTS_AT_ONCE).map(async (chunk) => ({ chunk, found: await countPairs(exec, chunk) }));
+    counted.push(...(await Promise.all(sent)));
+  }
   const byQueue = new Map<string, QueueStats>();
-  for (let from = 0; from < pairs.length; from += PAIRS_PER_STATEMENT) {
-    const chunk = pairs.slice(from, from + PAIRS_PER_STATEMENT);
-    const columns = sql.join(
-      chunk.map(({ status, queue }, i) => {
-        const count = sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status]}) capped) AS ${sql.identifier(`n${i}`)}`;
-        if (status !== 'ready') return count;
-        return sql`${count}, (SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) FROM cronq_jobs
-          WHERE status = 'ready' AND queue = ${queue}) AS ${sql.identifier(`w${i}`)}`;
-      }),
-      sql`, `,
-    );
-    const [found] = rows<Record<string, number | string | null>>(await exec.execute(sql`SELECT ${columns}`));
+  for (const { chunk, found } of counted) {
     for (const [i, { status, queue }] of chunk.entries()) {
       let q = byQueue.get(queue);
       if (!q) {
@@ -145,6 +157,23 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
   }
   for (const q of byQueue.values()) q.capped.sort((a, b) => JOB_STATUSES.indexOf(a) - JOB_STATUSES.indexOf(b));
   return [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+}
+
+/**
+ * One statement: for pair i, `n{i}` its jobs counted up to the status's cap and, for a
+ * ready pair, `w{i}` microseconds since its smallest available_at (negative: in the future).
+ */
+async function countPairs(exec: Executor, pairs: Array<{ status: JobStatus; queue: string }>): Promise<Record<string, number | string | null>> {
+  const columns = sql.join(
+    pairs.map(({ status, queue }, i) => {
+      const count = sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status]}) capped) AS ${sql.identifier(`n${i}`)}`;
+      if (status !== 'ready') return count;
+      return sql`${count}, (SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) FROM cronq_jobs
+        WHERE status = 'ready' AND queue = ${queue}) AS ${sql.identifier(`w${i}`)}`;
+    }),
+    sql`, `,
+  );
+  return rows<Record<string, number | string | null>>(await exec.execute(sql`SELECT ${columns}`))[0];
 }
 
 /** Dead letters awaiting review, counted on the `cronq_dead_letters_review` index up to DEAD_LETTER_COUNT_CAP. */
@@ -197,13 +226,11 @@ export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
 
 /**
  * Collects every stats section (for `cronq stats`, metrics exporters, health pages).
- * Sections are separate statements, each consistent in itself; they may be a few
- * milliseconds apart. Works on the pool-backed db or inside a transaction.
+ * Sections are separate statements, each consistent in itself, sent at once (on the
+ * pool-backed db they run side by side on separate connections; inside a transaction
+ * they queue on its one connection); they may be a few milliseconds apart.
  */
 export async function collectStats(db: Executor): Promise<Stats> {
-  const queues = await queueStats(db);
-  const deadLetters = await deadLetterStats(db);
-  const schedules = await scheduleStats(db);
-  const pauses = await listPauses(db);
+  const [queues, deadLetters, schedules, pauses] = await Promise.all([queueStats(db), deadLetterStats(db), scheduleStats(db), listPauses(db)]);
   return { queues, deadLetters, schedules, pauses };
 }

@@ -8,11 +8,7 @@ import { page, table } from '../layout.ts';
 const COUNTED = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
 
 export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
-  const stats = await ctx.admin.stats();
-  const [completions, daemons] = await Promise.all([
-    ctx.admin.completions({ queues: stats.queues.map((q) => q.queue) }),
-    ctx.admin.daemons(),
-  ]);
+  const [stats, completions, daemons] = await Promise.all([ctx.admin.stats(), ctx.admin.completions(), ctx.admin.daemons()]);
   const total = completions.counts.reduce((a, b) => a + b, 0);
   const queues = table(
     ['Queue', '#Ready', '#Reserved', '#Done', '#Dead', '#Cancelled', 'Oldest waiting'],
