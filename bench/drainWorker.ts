@@ -5,7 +5,7 @@
  * It enqueues nothing itself. Talks to its parent over IPC:
  *
  *   → { type: 'ready' }                 once started (claiming)
- *   ← { type: 'report', gc?: boolean }  → { type: 'report', handled, memory }  (memory: process.memoryUsage(), after a full GC when asked and --expose-gc is on)
+ *   ← { type: 'report', gc?: boolean }  → { type: 'report', handled, memory }  (memory: process.memoryUsage(), after full GCs when asked and --expose-gc is on)
  *   ← { type: 'stop' }                  stops the engine and exits 0
  *
  *   BENCH_DATABASE_URL   the bench database
@@ -30,7 +30,13 @@ const cronq = createCronq({ databaseUrl: url, logger: false, concurrency, ...(pr
 
 process.on('message', async (message: { type: string; gc?: boolean }) => {
   if (message.type === 'report') {
-    if (message.gc) global.gc?.();
+    if (message.gc && global.gc) {
+      // Twice, half a second apart: V8 hands freed pages back to the OS in the background,
+      // so an RSS read at once after one GC can still count some of them.
+      global.gc();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      global.gc();
+    }
     process.send!({ type: 'report', handled, memory: process.memoryUsage() });
   } else if (message.type === 'stop') {
     await cronq.stop();

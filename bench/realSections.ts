@@ -10,7 +10,7 @@ import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
 import { loadavg } from 'node:os';
 import { fmt, truncateJobs, waitForDone, type BenchContext, type BenchSection } from './util.ts';
-import { startWorker, workerMode } from './workerProcess.ts';
+import { startWorker, workerMode, type WorkerReport } from './workerProcess.ts';
 
 /** A payload like a real one: about 100 bytes of JSON. */
 const payloadOf = (i: number) => ({ userId: i, plan: 'pro-monthly', amountCents: 4900 + (i % 100), currency: 'EUR', region: 'eu-central' });
@@ -104,9 +104,10 @@ async function drainThrough(url: string, keyPrefix: string): Promise<void> {
 
 /**
  * One worker process drains 1,000,000 jobs, 100,000 at a time (the table truncated
- * between them, so it stays the same size). Prints its RSS after the first 100k and after
- * all 1M (each after a full GC in the worker, so garbage not yet collected does not count),
- * and its peak RSS (VmHWM) over each stretch.
+ * between them, so it stays the same size). After each 100k it prints the worker's RSS
+ * (after full GCs in the worker, so garbage not yet collected does not count: the trend
+ * over ten points tells growth from noise); the result is its RSS after the first 100k
+ * and after all 1M, and its peak RSS (VmHWM) over each stretch.
  */
 const memory: BenchSection = {
   name: 'memory',
@@ -119,14 +120,16 @@ const memory: BenchSection = {
       ['1M', 900_000],
     ] as const) {
       worker.resetPeak();
+      let rss = 0;
+      let report!: WorkerReport;
       for (let left = count; left > 0; left -= 100_000) {
         await drainThrough(context.url, `mem:${drained}`);
         drained += 100_000;
+        report = await worker.report(true);
+        rss = worker.rss();
+        console.log(`memory: ${fmt(drained)} drained: ${memoryLine(rss, report.memory)} (${load()})`);
       }
-      const peak = worker.peak();
-      const report = await worker.report(true);
-      after[label] = { rss: worker.rss(), peak, memory: report.memory };
-      console.log(`memory: after ${label} drained: ${memoryLine(after[label].rss, report.memory)}, peak ${mb(peak)} (${load()})`);
+      after[label] = { rss, peak: worker.peak(), memory: report.memory };
     }
     await worker.stop();
     const a = after['100k'];
