@@ -42,6 +42,11 @@ export interface WorkerProcess {
 
 let built: Promise<void> | null = null;
 
+/** Compiles the worker (once per bench run; nothing to do under tsx): call before timing a drain. */
+export function prepareWorker(): Promise<void> {
+  return workerMode === 'compiled' ? bundle() : Promise.resolve();
+}
+
 function bundle(): Promise<void> {
   built ??= build({
     entryPoints: [SOURCE],
@@ -65,7 +70,7 @@ function statusField(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 
 /** Starts a worker on `url` (concurrency 16) and resolves once it claims. */
 export async function startWorker(url: string): Promise<WorkerProcess> {
-  if (workerMode === 'compiled') await bundle();
+  await prepareWorker();
   const child: ChildProcess = fork(workerMode === 'compiled' ? BUNDLE : SOURCE, [], {
     execArgv: workerMode === 'compiled' ? ['--expose-gc'] : ['--expose-gc', '--import', 'tsx'],
     env: { ...process.env, BENCH_DATABASE_URL: url },
