@@ -5,6 +5,11 @@
  *
  *   BENCH_DATABASE_URL   server and database to use (default mysql://root@127.0.0.1:3306/cronq_bench)
  *   BENCH_ONLY           comma list of sections to run (baseline,drain,enqueue,pickup,...)
+ *   BENCH_WORKER         tsx: run the worker process of drain-async and memory through tsx
+ *                        (default: compiled by esbuild first; see workerProcess.ts)
+ *
+ * drain-async and memory drain in a worker process of their own (drainWorker.ts) while
+ * this process enqueues, and report that process's RSS: the worker's, as a peer's would be.
  */
 import { loadavg } from 'node:os';
 import mysql from 'mysql2/promise';

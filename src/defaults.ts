@@ -18,6 +18,12 @@ export interface Bounded {
 export const CONCURRENCY: Bounded = { default: 10, min: 1, max: 1000 };
 /** Most jobs claimed ahead of free slots (`prefetch`, `--prefetch`). */
 export const PREFETCH: Bounded = { default: 1000, min: 0, max: 10_000 };
+/**
+ * Most payload held claimed ahead of free slots, in characters of payload JSON (about
+ * bytes): the read-ahead is cut to this budget over the recent claims' mean payload, so
+ * big payloads are read ahead a few at a time, never `prefetch` of them (see Prefetch).
+ */
+export const PREFETCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
 /** How often an idle worker polls, in ms (`pollInterval`, `--poll`). */
 export const POLL_MS: Bounded = { default: 200, min: 10, max: 60_000 };
 /** Test hook: pause after each claim commits, in ms (`postClaimPauseMs`, CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */

@@ -5,7 +5,7 @@ import { DbHealth } from '../src/runtime/dbHealth.ts';
 import type { ClaimedJob, Failure, FailOutcome, Lease } from '../src/store/index.ts';
 import { defineTask, type TaskOptions } from '../src/tasks/define.ts';
 import { Finisher } from '../src/worker/finisher.ts';
-import { JobRun } from '../src/worker/jobRun.ts';
+import { JobRun, PAYLOAD_DECODED } from '../src/worker/jobRun.ts';
 import { Prefetch } from '../src/worker/prefetch.ts';
 import { RunSlots } from '../src/worker/slots.ts';
 import { UnknownKinds } from '../src/worker/unknownKinds.ts';
@@ -107,6 +107,20 @@ describe('a job run on a fake store', () => {
     batch.resolve(new Set([7]));
     await r.settled();
     expect(r.events.named('job_completed')).toHaveLength(1);
+  });
+
+  it('holds no payload text once started: a run waiting for its batch keeps only the job\'s identity', async () => {
+    const batch = deferred<Set<number>>();
+    let seen: unknown;
+    const big = JSON.stringify({ blob: 'x'.repeat(100_000) });
+    const r = runOf({ handle: async (job) => void (seen = job.payload) }, fakeStore({ completeMany: () => batch.promise }), claimed({ payloadText: big }));
+    while (r.writes.length === 0) await turn();
+    expect(seen).toEqual({ blob: 'x'.repeat(100_000) }); // the handler had it
+    expect(r.slots.isSettled(r.run)).toBe(false); // waiting for its batch...
+    expect(r.run.job.payloadText).toBe(PAYLOAD_DECODED); // ...without the 100 kB text
+    expect(r.run.job).toMatchObject({ id: 7, kind: 'k', key: 'k:7', attempt: 1 });
+    batch.resolve(new Set([7]));
+    await r.settled();
   });
 
   it('records a failure with the retry delay of its backoff, keeping its slot until written', async () => {

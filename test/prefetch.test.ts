@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { Prefetch } from '../src/worker/prefetch.ts';
 
 /** A Prefetch on a hand-driven clock (ms). */
-function prefetchAt(max: number) {
+function prefetchAt(max: number, payloadChars?: number) {
   let now = 0;
-  const prefetch = new Prefetch(max, () => now);
+  const prefetch = new Prefetch(max, () => now, payloadChars);
   return {
     prefetch,
     /** `count` handlers finish over `ms`, then the size is read. */
@@ -64,5 +64,18 @@ describe('prefetch', () => {
     let size = -1;
     for (let i = 0; i < 30; i++) size = p.finish(0, 50);
     expect(size).toBe(0);
+  });
+
+  it('holds no more payload ahead than its budget, by the mean payload of recent claims', () => {
+    const p = prefetchAt(1000, 1_000_000);
+    p.prefetch.claimTook(20);
+    p.prefetch.claimedPayload(100, 100 * 100); // 100-character payloads: the budget allows 10,000
+    let size = 0;
+    for (let i = 0; i < 30; i++) size = p.finish(1000, 10);
+    expect(size).toBe(1000);
+    p.prefetch.claimedPayload(16, 16 * 100_000); // a claim of 100 kB payloads: 10 of them
+    expect(p.prefetch.resize()).toBe(10);
+    for (let i = 0; i < 20; i++) p.prefetch.claimedPayload(500, 500 * 100); // small ones again
+    expect(p.prefetch.resize()).toBe(1000);
   });
 });

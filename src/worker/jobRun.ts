@@ -25,6 +25,9 @@ export interface JobRunDeps {
 
 const SUCCEEDED: HandlerOutcome = { ok: true };
 
+/** What a run leaves in `job.payloadText` once it has decoded it (JobRun.execute). */
+export const PAYLOAD_DECODED = '';
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
@@ -35,6 +38,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * runs, then hand the outcome to the Finisher, which owns every write from there on
  * (and the run's slot). A job of a kind with no task, or with a payload that can never
  * be decoded, goes to the finisher without a handler.
+ *
+ * The run decodes the payload text once, then drops it from its job (PAYLOAD_DECODED):
+ * from the handler's start on, only the handler's own `job.payload` holds the payload,
+ * and a run waiting for its write (a batch, a retry in an outage) holds none.
  *
  * Only the handler's own errors (and its effects') consume an attempt. The run's lease
  * state (deadline by the local clock, lost or not) is read by the finisher and the
@@ -104,6 +111,9 @@ export class JobRun implements RenewableRun {
     }
     try {
       const payload = decodePayload(this.job, this.task);
+      // The text is not read again: a run waiting for its batched completion (or a
+      // retried write) must not hold the payload, only the job's identity.
+      this.job.payloadText = PAYLOAD_DECODED;
       if (!payload.ok) {
         finisher.finish(this, payload, []);
         return;

@@ -219,6 +219,7 @@ export class WorkerPool {
         this.limited.reachedLimit(atLimit);
         this.health.ok(sentAt);
         this.prefetch.claimTook(performance.now() - claimStarted);
+        this.prefetch.claimedPayload(claimed.length, payloadCharsOf(claimed));
         this.poison.claimed();
       } catch (error) {
         // The claim moved cursors past rows it then failed to reserve: look from the front.
@@ -358,4 +359,11 @@ export class WorkerPool {
     log.info({ event: 'worker_stopped', released: this.released, abandoned }, 'worker stopped');
     return { released: this.released, abandoned };
   }
+}
+
+/** The payload texts' length in all (what the read-ahead's budget counts). */
+function payloadCharsOf(jobs: ClaimedJob[]): number {
+  let chars = 0;
+  for (const job of jobs) chars += job.payloadText.length;
+  return chars;
 }

@@ -20,7 +20,8 @@ enqueued once and each job runs once at a time.
   --concurrency N    handlers running at once in this process (default 10)
   --prefetch N       most jobs claimed ahead of free handlers, 0-10000 (default 1000).
                      Only handlers that finish faster than a claim round trip get any:
-                     about what they use up in two claims' time, so claims stay large.
+                     about what they use up in two claims' time, so claims stay large,
+                     and at most about 16 MB of payload ahead.
                      A job that waits a third of its lease is released. 0: claim only
                      for free handlers
   --queues a,b       claim only from these queues (default: all)
