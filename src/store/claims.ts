@@ -9,9 +9,9 @@
  * that token (fenced.ts).
  *
  * It runs on Database.claims, whose connections take several statements per packet, so
- * a claim costs two round trips (three when a cursor's instant runs out): the locking
- * read opening the transaction, then the UPDATE, the read of the rows as updated and
- * the COMMIT together.
+ * a claim costs two round trips (three when a busy claim's cursor instant runs out): the
+ * locking read opening the transaction, then the UPDATE, the read of the rows as updated
+ * and the COMMIT together.
  *
  * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
  * two round trips: its first packet also locks the kind's `cronq_kind_limits` row
@@ -59,6 +59,14 @@ export interface ClaimedJob {
 export interface ClaimCursor {
   availableAt: string;
   id: number;
+  /**
+   * The claim that left the cursor here found no more ready rows after it (it locked fewer
+   * rows from this queue than it asked for, or none): the cursor stands for the whole of
+   * its instant, and the next claim reads only later instants, one range in one round
+   * trip. A row of that same instant that commits afterwards is behind the cursor, like
+   * any late commit (see ClaimRequest.cursors).
+   */
+  drained?: boolean;
 }
 
 /** Lease lengths: per kind where a task sets one, else the default. */
@@ -88,12 +96,14 @@ export interface ClaimRequest {
   /**
    * Per queue, start after this position instead of at the front.
    * Claimed rows leave delete-marked entries at the front of the claim index until
-   * InnoDB purges them, and each costs a lookup; skipping past them keeps a busy
-   * claim cheap. The claim moves a queue's cursor forward as soon as it has locked
-   * rows, so a concurrent claim sharing the map starts after them. A ready row behind
-   * the cursor (a transaction that committed late, or the rows of a claim that failed)
-   * is only found by a claim without one, so callers must drop cursors regularly and
-   * whenever a claim fails.
+   * InnoDB purges them, and each costs a lookup in the locking read (right after a
+   * drain of 20,000 jobs, thousands of page reads); skipping past them keeps a claim
+   * cheap. The claim moves a queue's cursor forward as soon as it has locked rows, so
+   * a concurrent claim sharing the map starts after them; a claim that finds nothing
+   * after a cursor keeps it (marked drained). A ready row behind the cursor (a
+   * transaction that committed late, a row enqueued with a past run time, the rows of
+   * a claim that failed) is only found by a claim without one, so callers must drop
+   * cursors regularly and whenever a claim fails.
    */
   cursors?: Map<string, ClaimCursor>;
   /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
@@ -227,10 +237,14 @@ class ClaimTransaction {
     this.conn.destroy();
   }
 
-  /** Locks up to `limit` ready rows of one queue, oldest first, from the cursor on. */
+  /**
+   * Locks up to `limit` ready rows of one queue, oldest first, from the cursor on (after a
+   * drained cursor, from the next instant on). Never locks a row it does not claim: a
+   * concurrent claim that skipped such a row could move the shared cursor past it.
+   */
   async lockReady(queue: string, limit: number, cursor: ClaimCursor | undefined, exclude: readonly number[]): Promise<Locked[]> {
     if (!cursor) return (await this.send([claimSelectSql(queue, limit, null, undefined, exclude)]))[0] as Locked[];
-    const same = (await this.send([claimSelectSql(queue, limit, 'same-instant', cursor, exclude)]))[0] as Locked[];
+    const same = cursor.drained ? [] : ((await this.send([claimSelectSql(queue, limit, 'same-instant', cursor, exclude)]))[0] as Locked[]);
     if (same.length === limit) return same;
     const later = (await this.send([claimSelectSql(queue, limit - same.length, 'later', cursor, exclude)]))[0] as Locked[];
     return [...same, ...later];
@@ -316,8 +330,8 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       }
       for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
-      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id) });
-      else request.cursors?.delete(queue);
+      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id), drained: got.length < want });
+      else if (cursor) markDrained(request.cursors, queue, cursor);
     }
     if (lockedIds.length === 0) {
       await tx.finish();
@@ -378,6 +392,11 @@ function advanceCursor(cursors: Map<string, ClaimCursor> | undefined, queue: str
   const at = cursors?.get(queue);
   if (at && (at.availableAt > to.availableAt || (at.availableAt === to.availableAt && at.id >= to.id))) return;
   cursors?.set(queue, to);
+}
+
+/** A claim found nothing after `cursor`: keep it, marked drained, unless a concurrent claim moved it meanwhile. */
+function markDrained(cursors: Map<string, ClaimCursor> | undefined, queue: string, cursor: ClaimCursor): void {
+  if (cursors?.get(queue) === cursor) cursors.set(queue, { ...cursor, drained: true });
 }
 
 function rotate<T>(items: T[], by: number): T[] {
