@@ -175,6 +175,21 @@ describe('claim', () => {
     expect((await claim(10)).map((j) => j.key)).toEqual(['drained-late']); // a claim from the front finds it
   });
 
+  it('continues a limited queue from a drained cursor in the same two round trips', async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 5)");
+    const base = Math.floor(Date.now() / 1000) * 1000;
+    await insertJobIfAbsent(t.database.db, row('limited-0', { runAt: new Date(base - 60_000) }));
+    const counting = countingClaims();
+    const limits = new Map([['default', { kind: 'test', maxRunning: 5 }]]);
+    const request = { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits };
+    expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['limited-0']);
+    expect(request.cursors.get('default')).toMatchObject({ drained: true });
+    await insertJobIfAbsent(t.database.db, row('limited-1', { runAt: new Date(base - 30_000) }));
+    counting.reset();
+    expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['limited-1']);
+    expect(counting.roundTrips()).toBe(2);
+  });
+
   it('gives each job in one claim the lease of its own kind', async () => {
     await insertJobIfAbsent(t.database.db, row('lease-short', { kind: 'short' }));
     await insertJobIfAbsent(t.database.db, row('lease-long', { kind: 'long' }));

@@ -253,6 +253,8 @@ class ClaimTransaction {
   /**
    * lockReady for a limited queue: locks the limit row and counts first (same packet),
    * keeps at most the room left; `full` when the queue is at its limit with these rows.
+   * (Rows it locks beyond that room are unlocked at COMMIT; claims of the kind take turns
+   * on the limit row, so none of them skips such a row meanwhile.)
    */
   async lockReadyWithin(
     queue: string,
@@ -262,15 +264,13 @@ class ClaimTransaction {
     exclude: readonly number[],
   ): Promise<{ rows: Locked[]; full: boolean }> {
     const ask = Math.min(want, limit.maxRunning);
-    const [maxRows, countRows, first] = await this.send([
-      ...limitSql(queue, limit),
-      claimSelectSql(queue, ask, cursor ? 'same-instant' : null, cursor, exclude),
-    ]);
+    const from = !cursor ? null : cursor.drained ? 'later' : 'same-instant';
+    const [maxRows, countRows, first] = await this.send([...limitSql(queue, limit), claimSelectSql(queue, ask, from, cursor, exclude)]);
     const max = Number((maxRows as Array<{ max_running: number }>)[0]?.max_running ?? 0);
     const running = Number((countRows as Array<{ running: number }>)[0].running);
     const take = Math.min(ask, Math.max(0, max - running));
     const rows = (first as Locked[]).slice(0, take);
-    if (cursor && rows.length < take && (first as Locked[]).length < ask) {
+    if (from === 'same-instant' && rows.length < take && (first as Locked[]).length < ask) {
       rows.push(...((await this.send([claimSelectSql(queue, take - rows.length, 'later', cursor, exclude)]))[0] as Locked[]));
     }
     return { rows, full: running + rows.length >= max };
