@@ -105,4 +105,35 @@ describe('queue list', () => {
       vi.useRealTimers();
     }
   });
+
+  it('reads the pauses ahead once they are half a poll interval old, without making the claim wait for that read', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      let answer: (paused: string[]) => void = () => undefined;
+      let pauseReads = 0;
+      const pauses = {
+        read: () => {
+          pauseReads++;
+          return pauseReads === 1 ? Promise.resolve([]) : new Promise<string[]>((resolve) => (answer = resolve));
+        },
+        maxAgeMs: 200,
+      };
+      const list = new QueueList(['a', 'b'], async () => [], pauses);
+      expect(await list.current()).toEqual(['a', 'b']);
+      vi.advanceTimersByTime(99);
+      expect(await list.current()).toEqual(['a', 'b']);
+      expect(pauseReads).toBe(1);
+      vi.advanceTimersByTime(1); // half a poll interval old: the next read starts...
+      expect(await list.current()).toEqual(['a', 'b']); // ...and this claim goes ahead on the set it has
+      expect(pauseReads).toBe(2);
+      expect(await list.current()).toEqual(['a', 'b']); // one read in flight at a time
+      expect(pauseReads).toBe(2);
+      answer(['a']);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await list.current()).toEqual(['b']); // read 100 ms ago: in force, nothing read again
+      expect(pauseReads).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { Pool } from 'mysql2/promise';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased } from '../src/store/fenced.ts';
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
@@ -18,6 +19,24 @@ const row = jobRow;
 const claim = (limit: number, lockedBy?: string, queues?: string[]) => claimJobs(t.database, limit, lockedBy, queues);
 
 const lease = (job: ClaimedJob) => job.lease;
+
+/** The claim pool, counting the packets its claims send (each one round trip). */
+function countingClaims() {
+  let sent = 0;
+  const pool = {
+    getConnection: async () => {
+      const conn = await t.database.claims.getConnection();
+      return new Proxy(conn, {
+        get(target, prop) {
+          if (prop === 'query') sent += 1;
+          const value = Reflect.get(target, prop);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    },
+  } as unknown as Pool;
+  return { pool, roundTrips: () => sent, reset: () => (sent = 0) };
+}
 
 /** Makes every current lease already expired, by the database clock. */
 const expireLeases = () => t.sql("UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved'");
@@ -130,9 +149,45 @@ describe('claim', () => {
     const cursors = new Map();
     const first = await claimReady(t.database.claims, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors });
     const [last] = await t.sql("SELECT DATE_FORMAT(available_at, '%Y-%m-%d %H:%i:%s.%f') AS at FROM cronq_jobs WHERE id = ?", [first[1].id]);
-    expect(cursors.get('default')).toEqual({ availableAt: last.at, id: first[1].id });
+    expect(cursors.get('default')).toEqual({ availableAt: last.at, id: first[1].id, drained: false });
     const second = await claimReady(t.database.claims, { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors });
     expect([...first, ...second].map((j) => j.key)).toEqual(['cursor-0', 'cursor-1', 'cursor-2', 'cursor-3', 'cursor-4']);
+  });
+
+  it('keeps a cursor, marked drained, after a claim that found no more rows, and continues from its next instant in one round trip', async () => {
+    const base = Math.floor(Date.now() / 1000) * 1000;
+    const at = (secondsAgo: number) => ({ runAt: new Date(base - secondsAgo * 1000) });
+    await insertJobIfAbsent(t.database.db, row('drained-0', at(60)));
+    const counting = countingClaims();
+    const request = { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() };
+    expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['drained-0']);
+    const cursor = request.cursors.get('default');
+    expect(cursor).toMatchObject({ drained: true });
+    expect(await claimReady(counting.pool, request)).toEqual([]); // nothing after it: the cursor stays
+    expect(request.cursors.get('default')).toEqual(cursor);
+    // A row at the cursor's own instant that committed late is behind it, like any late
+    // commit; a row at a later instant is claimed, its range read in the first round trip.
+    await insertJobIfAbsent(t.database.db, row('drained-late', at(60)));
+    await insertJobIfAbsent(t.database.db, row('drained-1', at(30)));
+    counting.reset();
+    expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['drained-1']);
+    expect(counting.roundTrips()).toBe(2); // the locking read, then UPDATE + read-back + COMMIT
+    expect((await claim(10)).map((j) => j.key)).toEqual(['drained-late']); // a claim from the front finds it
+  });
+
+  it('continues a limited queue from a drained cursor in the same two round trips', async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 5)");
+    const base = Math.floor(Date.now() / 1000) * 1000;
+    await insertJobIfAbsent(t.database.db, row('limited-0', { runAt: new Date(base - 60_000) }));
+    const counting = countingClaims();
+    const limits = new Map([['default', { kind: 'test', maxRunning: 5 }]]);
+    const request = { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits };
+    expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['limited-0']);
+    expect(request.cursors.get('default')).toMatchObject({ drained: true });
+    await insertJobIfAbsent(t.database.db, row('limited-1', { runAt: new Date(base - 30_000) }));
+    counting.reset();
+    expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['limited-1']);
+    expect(counting.roundTrips()).toBe(2);
   });
 
   it('gives each job in one claim the lease of its own kind', async () => {

@@ -9,9 +9,9 @@
  * that token (fenced.ts).
  *
  * It runs on Database.claims, whose connections take several statements per packet, so
- * a claim costs two round trips (three when a cursor's instant runs out): the locking
- * read opening the transaction, then the UPDATE, the read of the rows as updated and
- * the COMMIT together.
+ * a claim costs two round trips (three when a busy claim's cursor instant runs out): the
+ * locking read opening the transaction, then the UPDATE, the read of the rows as updated
+ * and the COMMIT together.
  *
  * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
  * two round trips: its first packet also locks the kind's `cronq_kind_limits` row
@@ -59,6 +59,14 @@ export interface ClaimedJob {
 export interface ClaimCursor {
   availableAt: string;
   id: number;
+  /**
+   * The claim that left the cursor here found no more ready rows after it (it locked fewer
+   * rows from this queue than it asked for, or none): the cursor stands for the whole of
+   * its instant, and the next claim reads only later instants, one range in one round
+   * trip. A row of that same instant that commits afterwards is behind the cursor, like
+   * any late commit (see ClaimRequest.cursors).
+   */
+  drained?: boolean;
 }
 
 /** Lease lengths: per kind where a task sets one, else the default. */
@@ -88,12 +96,14 @@ export interface ClaimRequest {
   /**
    * Per queue, start after this position instead of at the front.
    * Claimed rows leave delete-marked entries at the front of the claim index until
-   * InnoDB purges them, and each costs a lookup; skipping past them keeps a busy
-   * claim cheap. The claim moves a queue's cursor forward as soon as it has locked
-   * rows, so a concurrent claim sharing the map starts after them. A ready row behind
-   * the cursor (a transaction that committed late, or the rows of a claim that failed)
-   * is only found by a claim without one, so callers must drop cursors regularly and
-   * whenever a claim fails.
+   * InnoDB purges them, and each costs a lookup in the locking read (right after a
+   * drain of 20,000 jobs, thousands of page reads); skipping past them keeps a claim
+   * cheap. The claim moves a queue's cursor forward as soon as it has locked rows, so
+   * a concurrent claim sharing the map starts after them; a claim that finds nothing
+   * after a cursor keeps it (marked drained). A ready row behind the cursor (a
+   * transaction that committed late, a row enqueued with a past run time, the rows of
+   * a claim that failed) is only found by a claim without one, so callers must drop
+   * cursors regularly and whenever a claim fails.
    */
   cursors?: Map<string, ClaimCursor>;
   /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
@@ -227,10 +237,14 @@ class ClaimTransaction {
     this.conn.destroy();
   }
 
-  /** Locks up to `limit` ready rows of one queue, oldest first, from the cursor on. */
+  /**
+   * Locks up to `limit` ready rows of one queue, oldest first, from the cursor on (after a
+   * drained cursor, from the next instant on). Never locks a row it does not claim: a
+   * concurrent claim that skipped such a row could move the shared cursor past it.
+   */
   async lockReady(queue: string, limit: number, cursor: ClaimCursor | undefined, exclude: readonly number[]): Promise<Locked[]> {
     if (!cursor) return (await this.send([claimSelectSql(queue, limit, null, undefined, exclude)]))[0] as Locked[];
-    const same = (await this.send([claimSelectSql(queue, limit, 'same-instant', cursor, exclude)]))[0] as Locked[];
+    const same = cursor.drained ? [] : ((await this.send([claimSelectSql(queue, limit, 'same-instant', cursor, exclude)]))[0] as Locked[]);
     if (same.length === limit) return same;
     const later = (await this.send([claimSelectSql(queue, limit - same.length, 'later', cursor, exclude)]))[0] as Locked[];
     return [...same, ...later];
@@ -239,6 +253,8 @@ class ClaimTransaction {
   /**
    * lockReady for a limited queue: locks the limit row and counts first (same packet),
    * keeps at most the room left; `full` when the queue is at its limit with these rows.
+   * (Rows it locks beyond that room are unlocked at COMMIT; claims of the kind take turns
+   * on the limit row, so none of them skips such a row meanwhile.)
    */
   async lockReadyWithin(
     queue: string,
@@ -248,15 +264,13 @@ class ClaimTransaction {
     exclude: readonly number[],
   ): Promise<{ rows: Locked[]; full: boolean }> {
     const ask = Math.min(want, limit.maxRunning);
-    const [maxRows, countRows, first] = await this.send([
-      ...limitSql(queue, limit),
-      claimSelectSql(queue, ask, cursor ? 'same-instant' : null, cursor, exclude),
-    ]);
+    const from = !cursor ? null : cursor.drained ? 'later' : 'same-instant';
+    const [maxRows, countRows, first] = await this.send([...limitSql(queue, limit), claimSelectSql(queue, ask, from, cursor, exclude)]);
     const max = Number((maxRows as Array<{ max_running: number }>)[0]?.max_running ?? 0);
     const running = Number((countRows as Array<{ running: number }>)[0].running);
     const take = Math.min(ask, Math.max(0, max - running));
     const rows = (first as Locked[]).slice(0, take);
-    if (cursor && rows.length < take && (first as Locked[]).length < ask) {
+    if (from === 'same-instant' && rows.length < take && (first as Locked[]).length < ask) {
       rows.push(...((await this.send([claimSelectSql(queue, take - rows.length, 'later', cursor, exclude)]))[0] as Locked[]));
     }
     return { rows, full: running + rows.length >= max };
@@ -316,8 +330,8 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       }
       for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
-      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id) });
-      else request.cursors?.delete(queue);
+      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id), drained: got.length < want });
+      else if (cursor) markDrained(request.cursors, queue, cursor);
     }
     if (lockedIds.length === 0) {
       await tx.finish();
@@ -378,6 +392,11 @@ function advanceCursor(cursors: Map<string, ClaimCursor> | undefined, queue: str
   const at = cursors?.get(queue);
   if (at && (at.availableAt > to.availableAt || (at.availableAt === to.availableAt && at.id >= to.id))) return;
   cursors?.set(queue, to);
+}
+
+/** A claim found nothing after `cursor`: keep it, marked drained, unless a concurrent claim moved it meanwhile. */
+function markDrained(cursors: Map<string, ClaimCursor> | undefined, queue: string, cursor: ClaimCursor): void {
+  if (cursors?.get(queue) === cursor) cursors.set(queue, { ...cursor, drained: true });
 }
 
 function rotate<T>(items: T[], by: number): T[] {

@@ -62,7 +62,8 @@ export interface StopResult {
  * handlers) and its jobs wait in a ClaimBuffer until a slot frees; one that waits a
  * third of its lease is released, attempt restored. Lane 0 always claims; a second lane
  * claims alongside it while the queues are busy. An idle pool sleeps `pollMs` or until
- * `wake()` (a local enqueue). A queue of a kind with a cluster-wide limit is claimed
+ * `wake()` (a local enqueue); the claim a wake prompts continues from the claim cursors,
+ * a poll looks from the front of each queue (ClaimCursors). A queue of a kind with a cluster-wide limit is claimed
  * within it (claimReady); one found at its limit is left out like an empty queue until
  * the next poll or until a run of its kind here settles (LimitedQueues). Runs start from the claim loop and from the start loop,
  * which wakes when a slot frees (RunSlots.room): never on the stack of another run.
@@ -141,11 +142,19 @@ export class WorkerPool {
   /**
    * Ends an idle wait at once: call after enqueueing work this pool should pick up.
    * `queue` names the queue it went to (so a pool serving every queue claims from it
-   * without first re-reading its queue list); without it, the list is re-read.
+   * without first re-reading its queue list, and from its claim cursor); without it, the
+   * list is re-read and every queue is read from the front. `pastRunAt`: the job was
+   * given a run time, already past, so it may sit behind the queue's claim cursor; the
+   * claim reads that queue from the front.
    */
-  wake(queue?: string): void {
-    if (queue === undefined) this.queueList.stale();
-    else this.queueList.enqueuedInto(queue);
+  wake(queue?: string, { pastRunAt = false }: { pastRunAt?: boolean } = {}): void {
+    if (queue === undefined) {
+      this.queueList.stale();
+      this.cursors.lookFromFront();
+    } else {
+      this.queueList.enqueuedInto(queue);
+      if (pastRunAt) this.cursors.lookFromFront(queue);
+    }
     this.wakeup.notify();
   }
 
@@ -252,11 +261,14 @@ export class WorkerPool {
       this.startBuffered();
       this.lastClaimFull = claimed.length === want;
       if (!this.lastClaimFull) {
-        // The queues looked drained from the cursors on: look from the front next time,
-        // and see which queues have work now.
-        this.cursors.clear();
+        // The queues looked drained: see which queues have work now. The cursors stay, so
+        // the claim a local enqueue prompts starts after what the last claims left behind
+        // (right after a drain, thousands of index entries not yet purged)...
         this.queueList.stale();
         await this.wakeup.wait(this.options.pollMs, seen);
+        // ...but a poll (nothing notified meanwhile) looks from the front: a row enqueued
+        // elsewhere can sit behind a cursor (a late commit, a past run time).
+        if (this.wakeup.seen === seen) this.cursors.lookFromFront();
       } else if (lane === 0) {
         this.wakeup.notify(); // let the other lanes see the queues are busy
       }

@@ -19,9 +19,13 @@ export interface PausedQueues {
  * (`stale()`: an idle poll, a failed claim, an enqueue whose queue is unknown) and at
  * least every QUEUES_MAX_AGE_MS. A local enqueue naming its queue adds it at once, and
  * the claim it prompts goes ahead without the re-read (the next one does it), so
- * same-process pickup never waits for one. Either way paused queues are left out; the
- * paused set is re-read before a claim whenever it is `paused.maxAgeMs` old, so a pool
- * reads it at most once per poll interval, not once per claim, and obeys within one.
+ * same-process pickup never waits for one. Either way paused queues are left out; a
+ * claim never uses a paused set read longer than `paused.maxAgeMs` ago, so a pool obeys
+ * a pause within one poll interval. A claim that finds the set that old waits for a
+ * fresh read (an idle pool's poll); one that finds it half that old starts the next read
+ * and goes ahead without it, so claims prompted one after another by local enqueues
+ * never wait for one. At most one read is in flight; a pool reads the set at most about
+ * twice per poll interval, not once per claim.
  */
 export class QueueList {
   private seen: string[] = [];
@@ -31,7 +35,10 @@ export class QueueList {
   private announced = false;
 
   private paused = new Set<string>();
+  /** When the read that gave `paused` was sent. */
   private pausedAt = Number.NEGATIVE_INFINITY;
+  /** The read of the paused set in flight, if any. */
+  private pausedRead: Promise<void> | null = null;
 
   constructor(
     private readonly configured: string[],
@@ -55,11 +62,24 @@ export class QueueList {
   async current(): Promise<string[]> {
     const announced = this.announced;
     this.announced = false;
-    if (Date.now() - this.pausedAt >= this.pausedQueues.maxAgeMs) {
-      this.pausedAt = Date.now();
-      this.notePaused(new Set(await this.pausedQueues.read()));
-    }
+    const age = Date.now() - this.pausedAt;
+    if (age >= this.pausedQueues.maxAgeMs) await this.readPaused();
+    else if (age >= this.pausedQueues.maxAgeMs / 2) this.readPaused().catch(() => undefined); // a claim that needs it will retry and see the error
     return this.unpaused(await this.candidates(announced));
+  }
+
+  /** Reads the paused set, or joins the read in flight. */
+  private readPaused(): Promise<void> {
+    this.pausedRead ??= (async () => {
+      const sentAt = Date.now();
+      try {
+        this.notePaused(new Set(await this.pausedQueues.read()));
+        this.pausedAt = sentAt;
+      } finally {
+        this.pausedRead = null;
+      }
+    })();
+    return this.pausedRead;
   }
 
   private async candidates(announced: boolean): Promise<string[]> {

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import type { ClaimCursor, ClaimedJob, ClaimRequest } from '../src/store/index.ts';
+import { TaskRegistry } from '../src/tasks/registry.ts';
+import { ClaimCursors } from '../src/worker/claimCursors.ts';
+import { WorkerPool } from '../src/worker/pool.ts';
+import type { WorkerStore } from '../src/worker/workerStore.ts';
+import { EventLog } from './support/events.ts';
+
+/** One claim the pool sent: the cursors it carried, and how to answer it. */
+interface SentClaim {
+  request: ClaimRequest;
+  /** The cursors as the claim received them (the pool's map changes afterwards). */
+  cursors: Map<string, ClaimCursor>;
+  answer(jobs: ClaimedJob[]): void;
+}
+
+/** A store whose claims wait for the test to answer them, one lane; no database. */
+function scriptedStore() {
+  const sent: SentClaim[] = [];
+  let arrived: (() => void) | null = null;
+  const refuse = () => Promise.reject(new Error('not part of this test'));
+  const store: WorkerStore = {
+    claimConnections: 1,
+    claim: (request) =>
+      new Promise((resolve) => {
+        sent.push({ request, cursors: new Map(request.cursors), answer: resolve });
+        arrived?.();
+      }),
+    readyQueues: async () => ['default'],
+    pausedQueues: async () => [],
+    now: async () => new Date(),
+    servingOf: refuse,
+    cancellationOf: refuse,
+    completeMany: refuse,
+    complete: refuse,
+    fail: refuse,
+    renew: refuse,
+    release: refuse,
+  };
+  /** The `n`th claim (from 1), once the pool has sent it. */
+  const claim = async (n: number): Promise<SentClaim> => {
+    while (sent.length < n) await new Promise<void>((resolve) => (arrived = resolve));
+    return sent[n - 1];
+  };
+  return { store, sent, claim };
+}
+
+const AT = { availableAt: '2026-01-01 00:00:00.000001', id: 5, drained: true };
+
+function poolOn(fake: ReturnType<typeof scriptedStore>, pollMs = 20) {
+  return new WorkerPool({ store: fake.store, tasks: new TaskRegistry(), log: new EventLog().logger, concurrency: 4, queues: ['default'], lockedBy: 'test:1', pollMs });
+}
+
+/** One turn of the event loop: the lane, answered, goes back to waiting. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('claim cursors', () => {
+  it('drop what lookFromFront names when the next claim starts, even if a claim in flight moves them meanwhile', () => {
+    const cursors = new ClaimCursors();
+    const inFlight = cursors.current(0);
+    cursors.lookFromFront('a');
+    inFlight.set('a', AT); // the claim in flight locked rows of 'a'
+    inFlight.set('b', AT);
+    expect([...cursors.current(1).keys()]).toEqual(['b']);
+    inFlight.set('a', AT);
+    cursors.lookFromFront();
+    inFlight.set('c', AT);
+    expect(cursors.current(2).size).toBe(0);
+    inFlight.set('a', AT);
+    expect(cursors.current(3).get('a')).toEqual(AT); // asked once, dropped once
+    expect(cursors.current(1_004).size).toBe(0); // and at least once a second
+  });
+});
+
+describe('claim cursors in the pool', () => {
+  it('keeps them for the claim a local enqueue prompts after a short claim, and drops them for a poll', async () => {
+    const fake = scriptedStore();
+    const pool = poolOn(fake);
+    pool.start();
+    try {
+      const first = await fake.claim(1);
+      expect(first.cursors.size).toBe(0);
+      first.request.cursors!.set('default', AT); // as claimReady leaves it: nothing more after this row
+      first.answer([]);
+      await turn(); // the lane goes idle...
+      pool.wake('default'); // ...and a local enqueue wakes it
+      const prompted = await fake.claim(2);
+      expect(prompted.cursors.get('default')).toEqual(AT); // skips what earlier claims left behind
+      prompted.answer([]);
+      const poll = await fake.claim(3); // nothing notified: the poll interval ran out
+      expect(poll.cursors.size).toBe(0); // a row enqueued elsewhere may sit behind the cursor
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
+
+  it('drops them for the claim a local enqueue with a past run time prompts, and for an enqueue naming no queue', async () => {
+    const fake = scriptedStore();
+    const pool = poolOn(fake, 60_000);
+    pool.start();
+    try {
+      const first = await fake.claim(1);
+      first.request.cursors!.set('default', AT);
+      first.answer([]);
+      await turn();
+      pool.wake('default', { pastRunAt: true }); // its row may sit behind the cursor
+      const pastRunAt = await fake.claim(2);
+      expect(pastRunAt.cursors.size).toBe(0);
+      pastRunAt.request.cursors!.set('default', AT);
+      pastRunAt.answer([]);
+      await turn();
+      pool.wake(); // enqueueMany, a schedule's tick: any queue, any run time
+      const anyQueue = await fake.claim(3);
+      expect(anyQueue.cursors.size).toBe(0);
+      anyQueue.request.cursors!.set('default', AT);
+      anyQueue.answer([]);
+      await turn();
+      pool.wake('default');
+      expect((await fake.claim(4)).cursors.get('default')).toEqual(AT);
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
+});
