@@ -4,7 +4,8 @@
  * whatever the bench enqueues, as a worker process the issue compares with peers would.
  * It enqueues nothing itself. Talks to its parent over IPC:
  *
- *   → { type: 'ready' }                 once started (claiming)
+ *   → { type: 'loaded' }                once imported, connected and pinged (not claiming yet)
+ *   ← { type: 'start' }                 → { type: 'ready' } once started (claiming)
  *   ← { type: 'report', gc?: boolean }  → { type: 'report', handled, memory }  (memory: process.memoryUsage(), after full GCs when asked and --expose-gc is on)
  *   ← { type: 'stop' }                  stops the engine and exits 0
  *
@@ -38,11 +39,14 @@ process.on('message', async (message: { type: string; gc?: boolean }) => {
       global.gc();
     }
     process.send!({ type: 'report', handled, memory: process.memoryUsage() });
+  } else if (message.type === 'start') {
+    await cronq.start();
+    process.send!({ type: 'ready' });
   } else if (message.type === 'stop') {
     await cronq.stop();
     process.exit(0);
   }
 });
 
-await cronq.start();
-process.send!({ type: 'ready' });
+await cronq.admin.ping();
+process.send!({ type: 'loaded' });

@@ -69,7 +69,12 @@ function statusField(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 /** Starts a worker on `url` (concurrency 16) and resolves once it claims. */
-export async function startWorker(url: string): Promise<WorkerProcess> {
+/**
+ * Starts the worker process and its engine; resolves once it claims. `startedAt` is
+ * called with performance.now() when the process is loaded and connected, right before
+ * it is told to start: a drain timed from there leaves process start-up out.
+ */
+export async function startWorker(url: string, options: { startedAt?: (at: number) => void } = {}): Promise<WorkerProcess> {
   await prepareWorker();
   const child: ChildProcess = fork(workerMode === 'compiled' ? BUNDLE : SOURCE, [], {
     execArgv: workerMode === 'compiled' ? ['--expose-gc'] : ['--expose-gc', '--import', 'tsx'],
@@ -78,12 +83,20 @@ export async function startWorker(url: string): Promise<WorkerProcess> {
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const replies: Array<(report: WorkerReport) => void> = [];
+  let ready: (() => void) | null = null;
   child.on('message', (message: { type: string } & WorkerReport) => {
     if (message.type === 'report') replies.shift()?.({ handled: message.handled, memory: message.memory });
+    if (message.type === 'ready') ready?.();
   });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`bench worker exited with ${code} before it was ready`)));
+    child.once('exit', (code) => reject(new Error(`bench worker exited with ${code} before it was loaded`)));
+  });
+  // Loaded, connected and idle: the caller's clock starts here, process start-up left out.
+  if (options.startedAt) options.startedAt(performance.now());
+  await new Promise<void>((resolve) => {
+    ready = resolve;
+    child.send({ type: 'start' });
   });
   const pid = child.pid!;
   return {
