@@ -190,6 +190,39 @@ describe('claim', () => {
     expect(counting.roundTrips()).toBe(2);
   });
 
+  it('does not mark a limited queue drained when rows were left out for lack of room, so same-instant rows are claimed as room frees', async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 5)");
+    // One instant for every row, as enqueueMany and a tick's fan-out write them.
+    const runAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 20 }, (_, i) => row(`room-${String(i).padStart(2, '0')}`, { runAt })));
+    const limits = new Map([['default', { kind: 'test', maxRunning: 5 }]]);
+    const request = { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits, atLimit: new Set<string>() };
+    const claimed: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const got = await claimReady(t.database.claims, request);
+      expect(got, `round ${round}`).toHaveLength(5);
+      expect(request.cursors.get('default')).toMatchObject({ drained: false });
+      claimed.push(...got.map((j) => j.key));
+      await t.sql("UPDATE cronq_jobs SET status = 'done' WHERE status = 'reserved'"); // the runs finish: room again
+    }
+    expect(claimed).toEqual(Array.from({ length: 20 }, (_, i) => `room-${String(i).padStart(2, '0')}`));
+    expect(await claimReady(t.database.claims, request)).toEqual([]);
+    expect(request.cursors.get('default')).toMatchObject({ drained: true });
+  });
+
+  it('does not mark a limited queue drained when it was at its limit and claimed nothing', async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 1)");
+    const runAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 3 }, (_, i) => row(`full-${i}`, { runAt })));
+    const limits = new Map([['default', { kind: 'test', maxRunning: 1 }]]);
+    const request = { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits, atLimit: new Set<string>() };
+    expect((await claimReady(t.database.claims, request)).map((j) => j.key)).toEqual(['full-0']);
+    expect(await claimReady(t.database.claims, request)).toEqual([]); // at its limit
+    expect(request.cursors.get('default')).toMatchObject({ drained: false });
+    await t.sql("UPDATE cronq_jobs SET status = 'done' WHERE status = 'reserved'");
+    expect((await claimReady(t.database.claims, request)).map((j) => j.key)).toEqual(['full-1']);
+  });
+
   it('gives each job in one claim the lease of its own kind', async () => {
     await insertJobIfAbsent(t.database.db, row('lease-short', { kind: 'short' }));
     await insertJobIfAbsent(t.database.db, row('lease-long', { kind: 'long' }));

@@ -254,7 +254,9 @@ class ClaimTransaction {
    * lockReady for a limited queue: locks the limit row and counts first (same packet),
    * keeps at most the room left; `full` when the queue is at its limit with these rows.
    * (Rows it locks beyond that room are unlocked at COMMIT; claims of the kind take turns
-   * on the limit row, so none of them skips such a row meanwhile.)
+   * on the limit row, so none of them skips such a row meanwhile.) `exhausted` only when
+   * the reads themselves came back short: the queue has no ready row past the rows
+   * returned. Rows left out for lack of room are not a drained queue.
    */
   async lockReadyWithin(
     queue: string,
@@ -262,18 +264,24 @@ class ClaimTransaction {
     want: number,
     cursor: ClaimCursor | undefined,
     exclude: readonly number[],
-  ): Promise<{ rows: Locked[]; full: boolean }> {
+  ): Promise<{ rows: Locked[]; full: boolean; exhausted: boolean }> {
     const ask = Math.min(want, limit.maxRunning);
     const from = !cursor ? null : cursor.drained ? 'later' : 'same-instant';
     const [maxRows, countRows, first] = await this.send([...limitSql(queue, limit), claimSelectSql(queue, ask, from, cursor, exclude)]);
     const max = Number((maxRows as Array<{ max_running: number }>)[0]?.max_running ?? 0);
     const running = Number((countRows as Array<{ running: number }>)[0].running);
     const take = Math.min(ask, Math.max(0, max - running));
-    const rows = (first as Locked[]).slice(0, take);
-    if (from === 'same-instant' && rows.length < take && (first as Locked[]).length < ask) {
-      rows.push(...((await this.send([claimSelectSql(queue, take - rows.length, 'later', cursor, exclude)]))[0] as Locked[]));
+    const found = first as Locked[];
+    const rows = found.slice(0, take);
+    // Read to the end of what exists only when every row found was kept and fewer came than asked.
+    let exhausted = found.length < ask && rows.length === found.length && from !== 'same-instant';
+    if (from === 'same-instant' && rows.length < take && found.length < ask) {
+      const wanted = take - rows.length;
+      const later = (await this.send([claimSelectSql(queue, wanted, 'later', cursor, exclude)]))[0] as Locked[];
+      rows.push(...later);
+      exhausted = later.length < wanted;
     }
-    return { rows, full: running + rows.length >= max };
+    return { rows, full: running + rows.length >= max, exhausted };
   }
 }
 
@@ -319,19 +327,23 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       const exclude = [...(request.excludeIds ?? [])];
       const limit = request.limits?.get(queue);
       let got: Locked[];
+      // Whether the queue's ready rows ran out: only then may the cursor be marked drained.
+      let exhausted: boolean;
       if (limit) {
         if (heldLimit) continue;
         heldLimit = true;
         const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
         got = within.rows;
+        exhausted = within.exhausted;
         if (within.full) request.atLimit?.add(queue);
       } else {
         got = await tx.lockReady(queue, want, cursor, exclude);
+        exhausted = got.length < want;
       }
       for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
-      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id), drained: got.length < want });
-      else if (cursor) markDrained(request.cursors, queue, cursor);
+      if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id), drained: exhausted });
+      else if (cursor && exhausted) markDrained(request.cursors, queue, cursor);
     }
     if (lockedIds.length === 0) {
       await tx.finish();
