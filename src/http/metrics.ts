@@ -131,7 +131,7 @@ export class CronqMetrics implements Observer {
     });
     this.jobs = new Gauge({
       name: 'cronq_jobs',
-      help: `Jobs in the database by queue and status, as of this scrape; counted up to ${COUNT_CAPS.ready} (ready, reserved) or ${COUNT_CAPS.done} (done, dead, cancelled), so a value at its cap means at least that many.`,
+      help: `Jobs in the database by queue and status, as of this scrape; counted up to ${COUNT_CAPS.ready} (ready, reserved) or ${COUNT_CAPS.done} (done, dead, cancelled), so a value at its cap means at least that many ('cronq stats' says whether there are more).`,
       labelNames: ['queue', 'status'],
       registers,
     });
@@ -143,7 +143,7 @@ export class CronqMetrics implements Observer {
     });
     this.deadLetters = new Gauge({
       name: 'cronq_dead_letters_awaiting_review',
-      help: `Dead letters not yet reviewed, as of this scrape; counted up to ${DEAD_LETTER_COUNT_CAP} (a value at the cap means at least that many).`,
+      help: `Dead letters not yet reviewed, as of this scrape; counted up to ${DEAD_LETTER_COUNT_CAP} (a value at the cap means at least that many; 'cronq stats' says whether there are more).`,
       registers,
     });
     this.lastTickAt = new Gauge({

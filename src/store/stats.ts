@@ -11,8 +11,8 @@ import { rows } from './sql.ts';
 
 /**
  * Counting stops at these numbers, so stats cost the same on a table of any size: a
- * status whose count reaches its cap is reported as the cap and listed in `capped`
- * ("at least"). Live work (ready, reserved) is counted further than history (done,
+ * status with more rows than its cap is reported as the cap and listed in `capped`
+ * ("at least"); a count of exactly the cap is exact. Live work (ready, reserved) is counted further than history (done,
  * dead, cancelled), which only grows until prune removes it.
  */
 export const COUNT_CAPS: Readonly<Record<JobStatus, number>> = { ready: 100_000, reserved: 100_000, done: 10_000, dead: 10_000, cancelled: 10_000 };
@@ -23,8 +23,8 @@ export const DEAD_LETTER_COUNT_CAP = 100_000;
 export interface QueueStats extends Record<JobStatus, number> {
   queue: string;
   /**
-   * The statuses whose count reached its cap (COUNT_CAPS): the number shown is a lower
-   * bound, the table holds at least that many. Empty when every count is exact.
+   * The statuses with more rows than their cap (COUNT_CAPS): the number shown is the
+   * cap, a lower bound. Empty when every count is exact.
    */
   capped: JobStatus[];
   /**
@@ -74,14 +74,17 @@ export interface ScheduleStats {
 export interface DeadLetterStats {
   /** Dead letters with `reviewed_at IS NULL`, counted up to DEAD_LETTER_COUNT_CAP. */
   awaitingReview: number;
-  /** True when `awaitingReview` reached DEAD_LETTER_COUNT_CAP: there are at least that many. */
+  /** True when there are more than DEAD_LETTER_COUNT_CAP: `awaitingReview` is the cap, a lower bound. */
   capped: boolean;
 }
 
 /** (status, queue) pairs counted per statement at most. */
 const PAIRS_PER_STATEMENT = 100;
-/** Counting statements sent at once. */
-const COUNT_STATEMENTS_AT_ONCE = 4;
+/**
+ * Counting statements sent at once: two use both of a small server's cores, and leave
+ * the rest of a daemon's pool (12 connections by default) to its workers.
+ */
+const COUNT_STATEMENTS_AT_ONCE = 2;
 
 /**
  * The queues that hold at least one job of each of `statuses`, by name: a skip scan of
@@ -146,8 +149,9 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
         q = { queue, ...Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])), capped: [], oldestReadyAgeSeconds: null } as unknown as QueueStats;
         byQueue.set(queue, q);
       }
-      q[status] = Number(found[`n${i}`]);
-      if (q[status] >= COUNT_CAPS[status]) q.capped.push(status);
+      const n = Number(found[`n${i}`]);
+      q[status] = Math.min(n, COUNT_CAPS[status]);
+      if (n > COUNT_CAPS[status]) q.capped.push(status);
       const waitedUs = found[`w${i}`];
       // The smallest available_at in the future: nothing is waiting yet.
       if (status === 'ready' && waitedUs !== null && waitedUs !== undefined && Number(waitedUs) >= 0) {
@@ -166,7 +170,8 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
 async function countPairs(exec: Executor, pairs: Array<{ status: JobStatus; queue: string }>): Promise<Record<string, number | string | null>> {
   const columns = sql.join(
     pairs.map(({ status, queue }, i) => {
-      const count = sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status]}) capped) AS ${sql.identifier(`n${i}`)}`;
+      // One row past the cap: a count of exactly the cap is still exact.
+      const count = sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status] + 1}) capped) AS ${sql.identifier(`n${i}`)}`;
       if (status !== 'ready') return count;
       return sql`${count}, (SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) FROM cronq_jobs
         WHERE status = 'ready' AND queue = ${queue}) AS ${sql.identifier(`w${i}`)}`;
@@ -179,9 +184,9 @@ async function countPairs(exec: Executor, pairs: Array<{ status: JobStatus; queu
 /** Dead letters awaiting review, counted on the `cronq_dead_letters_review` index up to DEAD_LETTER_COUNT_CAP. */
 export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> {
   const result = await exec.execute(sql`SELECT COUNT(*) AS n
-    FROM (SELECT 1 FROM cronq_dead_letters WHERE reviewed_at IS NULL LIMIT ${DEAD_LETTER_COUNT_CAP}) capped`);
-  const awaitingReview = Number(rows<{ n: number }>(result)[0].n);
-  return { awaitingReview, capped: awaitingReview >= DEAD_LETTER_COUNT_CAP };
+    FROM (SELECT 1 FROM cronq_dead_letters WHERE reviewed_at IS NULL LIMIT ${DEAD_LETTER_COUNT_CAP + 1}) capped`);
+  const n = Number(rows<{ n: number }>(result)[0].n);
+  return { awaitingReview: Math.min(n, DEAD_LETTER_COUNT_CAP), capped: n > DEAD_LETTER_COUNT_CAP };
 }
 
 /**
@@ -226,11 +231,15 @@ export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
 
 /**
  * Collects every stats section (for `cronq stats`, metrics exporters, health pages).
- * Sections are separate statements, each consistent in itself, sent at once (on the
- * pool-backed db they run side by side on separate connections; inside a transaction
- * they queue on its one connection); they may be a few milliseconds apart.
+ * Sections are separate statements, each consistent in itself, one after another (only
+ * the counts use two connections at once, so a scrape leaves a daemon's pool to its
+ * workers); they may be a few milliseconds apart. Works on the pool-backed db or inside
+ * a transaction.
  */
 export async function collectStats(db: Executor): Promise<Stats> {
-  const [queues, deadLetters, schedules, pauses] = await Promise.all([queueStats(db), deadLetterStats(db), scheduleStats(db), listPauses(db)]);
+  const queues = await queueStats(db);
+  const deadLetters = await deadLetterStats(db);
+  const schedules = await scheduleStats(db);
+  const pauses = await listPauses(db);
   return { queues, deadLetters, schedules, pauses };
 }
