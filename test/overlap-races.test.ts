@@ -210,6 +210,22 @@ describe("overlap: 'skip' between daemons", () => {
     expect(await lockHolder('held-skip')).toBeNull();
   });
 
+  it("gives up within its wait when every one of this process's lock connections is held by other fan-outs", async () => {
+    const holder = new Store(t.database);
+    const held = [];
+    for (let i = 0; i < 4; i++) held.push((await holder.holdOverlapLock(`busy-${i}`, 0))!);
+    expect(held.every((lock) => lock !== null)).toBe(true);
+    try {
+      // No fifth connection: without a bound on the pool wait this would never return.
+      expect(await holder.holdOverlapLock('busy-5', 0)).toBeNull();
+    } finally {
+      for (const lock of held) await lock.release();
+    }
+    const after = await holder.holdOverlapLock('busy-5', 0);
+    expect(after).not.toBeNull();
+    await after!.release();
+  }, 20_000);
+
   it('a lock whose holding connection died is free: the next tick runs', async () => {
     const s = every('died');
     await seed(s.name);

@@ -37,18 +37,24 @@ const LOCK_NAME = "CONCAT('cronq_overlap_', SHA1(CONCAT(DATABASE(), '/', ?)))";
 
 /**
  * Takes the schedule's overlap lock on a connection of `locks`, waiting at most `waitS`
- * whole seconds (0: only if free now) for another daemon's fan-out to release it.
- * Returns the held lock, or null when the wait ran out (another tick of the schedule is
- * being fanned out now). A connection error throws, holding nothing.
+ * whole seconds (0: only if free now) in all — plus TIMEOUTS.connectMs to open a
+ * connection — for one of the pool's connections and for another daemon's fan-out to
+ * release the lock. Returns the held lock, or null when the
+ * wait ran out (another tick of the schedule is being fanned out now, or this process's
+ * lock connections are all busy). A connection error throws, holding nothing.
  */
 export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: number): Promise<OverlapLock | null> {
-  const conn = await locks.getConnection();
+  const startedAt = Date.now();
+  // The pool wait counts against waitS, plus the time to open a connection if none is idle.
+  const conn = await connectionWithin(locks, waitS * 1000 + TIMEOUTS.connectMs);
+  if (!conn) return null; // every lock connection busy with other fan-outs for the whole wait
+  const leftS = Math.max(0, waitS - Math.floor((Date.now() - startedAt) / 1000));
   let got: unknown;
   try {
     const [result] = await conn.query({
       sql: `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`,
-      values: [scheduleName, waitS],
-      timeout: waitS * 1000 + TIMEOUTS.queryMs,
+      values: [scheduleName, leftS],
+      timeout: leftS * 1000 + TIMEOUTS.queryMs,
     });
     got = (result as Array<{ got: unknown }>)[0]?.got;
   } catch (error) {
@@ -64,6 +70,28 @@ export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: 
     return null;
   }
   return heldOn(conn, scheduleName);
+}
+
+/**
+ * A connection of `locks` within `ms`, or null; one that arrives after the wait ran out is
+ * handed straight back to the pool. (mysql2's pool has no acquire timeout of its own.)
+ */
+async function connectionWithin(locks: Pool, ms: number): Promise<PoolConnection | null> {
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const asked = locks.getConnection();
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      resolve(null);
+    }, ms);
+  });
+  try {
+    return await Promise.race([asked, late]);
+  } finally {
+    clearTimeout(timer);
+    if (timedOut) asked.then((conn) => conn.release(), () => undefined);
+  }
 }
 
 function heldOn(conn: PoolConnection, scheduleName: string): OverlapLock {
