@@ -12,8 +12,9 @@ import { rows } from './sql.ts';
 /**
  * Counting stops at these numbers, so stats cost the same on a table of any size: a
  * status with more rows than its cap is reported as the cap and listed in `capped`
- * ("at least"); a count of exactly the cap is exact. Live work (ready, reserved) is counted further than history (done,
- * dead, cancelled), which only grows until prune removes it.
+ * ("at least"); a count of exactly the cap is exact. Live work (ready, reserved) is
+ * counted further than history (done, dead, cancelled), which only grows until prune
+ * removes it.
  */
 export const COUNT_CAPS: Readonly<Record<JobStatus, number>> = { ready: 100_000, reserved: 100_000, done: 10_000, dead: 10_000, cancelled: 10_000 };
 /** Dead letters awaiting review are counted up to this many (see `DeadLetterStats.capped`). */
@@ -80,11 +81,6 @@ export interface DeadLetterStats {
 
 /** (status, queue) pairs counted per statement at most. */
 const PAIRS_PER_STATEMENT = 100;
-/**
- * Counting statements sent at once: two use both of a small server's cores, and leave
- * the rest of a daemon's pool (12 connections by default) to its workers.
- */
-const COUNT_STATEMENTS_AT_ONCE = 2;
 
 /**
  * The queues that hold at least one job of each of `statuses`, by name: a skip scan of
@@ -119,7 +115,7 @@ export async function queuesByStatus(exec: Executor, statuses: readonly JobStatu
 
 /**
  * Per-queue counts by status and the oldest waiting age. Every statement is a bounded
- * walk of the claim index `(status, queue, available_at, id)`, so the cost follows the
+ * walk of the claim index `(status, queue, available_at, ...)`, so the cost follows the
  * number of queues, not of rows:
  * 1. each status's queues (queuesByStatus);
  * 2. per (status, queue), its entries counted up to the status's cap (COUNT_CAPS), and
@@ -131,18 +127,11 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
   const byStatus = await queuesByStatus(exec, JOB_STATUSES);
   type Pair = { status: JobStatus; queue: string };
   const pairs: Pair[] = [...byStatus].flatMap(([status, queues]) => queues.map((queue) => ({ status, queue })));
-  // Up to COUNT_STATEMENTS_AT_ONCE statements side by side (on a pool they use separate
-  // connections, and the server's cores), each counting up to PAIRS_PER_STATEMENT pairs.
-  const size = Math.min(PAIRS_PER_STATEMENT, Math.max(1, Math.ceil(pairs.length / COUNT_STATEMENTS_AT_ONCE)));
-  const chunks: Pair[][] = [];
-  for (let from = 0; from < pairs.length; from += size) chunks.push(pairs.slice(from, from + size));
-  const counted: Array<{ chunk: Pair[]; found: Record<string, number | string | null> }> = [];
-  for (let wave = 0; wave < chunks.length; wave += COUNT_STATEMENTS_AT_ONCE) {
-    const sent = chunks.slice(wave, wave + COUNT_STATEMENTS_AT_ONCE).map(async (chunk) => ({ chunk, found: await countPairs(exec, chunk) }));
-    counted.push(...(await Promise.all(sent)));
-  }
   const byQueue = new Map<string, QueueStats>();
-  for (const { chunk, found } of counted) {
+  // Pairs come in JOB_STATUSES order, so each queue's `capped` does too.
+  for (let from = 0; from < pairs.length; from += PAIRS_PER_STATEMENT) {
+    const chunk = pairs.slice(from, from + PAIRS_PER_STATEMENT);
+    const found = await countPairs(exec, chunk);
     for (const [i, { status, queue }] of chunk.entries()) {
       let q = byQueue.get(queue);
       if (!q) {
@@ -159,7 +148,6 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
       }
     }
   }
-  for (const q of byQueue.values()) q.capped.sort((a, b) => JOB_STATUSES.indexOf(a) - JOB_STATUSES.indexOf(b));
   return [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
 }
 
@@ -231,9 +219,9 @@ export async function scheduleStats(exec: Executor): Promise<ScheduleStats[]> {
 
 /**
  * Collects every stats section (for `cronq stats`, metrics exporters, health pages).
- * Sections are separate statements, each consistent in itself, one after another (only
- * the counts use two connections at once, so a scrape leaves a daemon's pool to its
- * workers); they may be a few milliseconds apart. Works on the pool-backed db or inside
+ * Sections are separate statements, each consistent in itself, one after another on one
+ * connection at a time (a scrape leaves a daemon's pool to its workers); they may be a
+ * few milliseconds apart. Works on the pool-backed db or inside
  * a transaction.
  */
 export async function collectStats(db: Executor): Promise<Stats> {

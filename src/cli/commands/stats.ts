@@ -1,4 +1,4 @@
-import { COUNT_CAPS, DEAD_LETTER_COUNT_CAP, describePause, type AdminStats, type ScheduleHealth, type Stats } from '../../admin.ts';
+import { COUNT_CAPS, DEAD_LETTER_COUNT_CAP, describePause, JOB_STATUSES, type AdminStats, type ScheduleHealth, type Stats } from '../../admin.ts';
 import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -56,8 +56,6 @@ ${COMMON_HELP}`,
   },
 };
 
-const COUNTED = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
-
 /** The text `cronq stats` prints: a table of queues, then the dead-letter line. */
 export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string {
   const queues =
@@ -73,7 +71,7 @@ export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string 
             { header: 'CANCELLED', align: 'right' },
             { header: 'OLDEST READY', align: 'right' },
           ],
-          stats.queues.map((q) => [q.queue, ...COUNTED.map((s) => `${q[s]}${q.capped.includes(s) ? '+' : ''}`), age(q.oldestReadyAgeSeconds)]),
+          stats.queues.map((q) => [q.queue, ...JOB_STATUSES.map((s) => `${q[s]}${q.capped.includes(s) ? '+' : ''}`), age(q.oldestReadyAgeSeconds)]),
         );
   const capped = stats.queues.some((q) => q.capped.length > 0) ? '\n(N+: at least N; counting stops there)' : '';
   const review = `${stats.deadLetters.awaitingReview}${stats.deadLetters.capped ? '+' : ''}`;

@@ -1,18 +1,17 @@
 /** `/`: per queue counts and oldest wait, completions per minute, dead letters awaiting review, daemons seen. */
+import { JOB_STATUSES } from '../../../admin.ts';
 import { barChart } from '../chart.ts';
 import type { ConsoleContext, PageResult } from '../context.ts';
 import { age, atLeast, when } from '../format.ts';
 import { html } from '../html.ts';
 import { page, table } from '../layout.ts';
 
-const COUNTED = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
-
 export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
   const [stats, completions, daemons] = await Promise.all([ctx.admin.stats(), ctx.admin.completions(), ctx.admin.daemons()]);
   const total = completions.counts.reduce((a, b) => a + b, 0);
   const queues = table(
     ['Queue', '#Ready', '#Reserved', '#Done', '#Dead', '#Cancelled', 'Oldest waiting'],
-    stats.queues.map((q) => [html`${q.queue}`, ...COUNTED.map((s) => html`${atLeast(q[s], q.capped.includes(s))}`), html`${age(q.oldestReadyAgeSeconds)}`]),
+    stats.queues.map((q) => [html`${q.queue}`, ...JOB_STATUSES.map((s) => html`${atLeast(q[s], q.capped.includes(s))}`), html`${age(q.oldestReadyAgeSeconds)}`]),
     'No jobs yet.',
   );
   const daemonRows = table(
