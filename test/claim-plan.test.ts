@@ -6,7 +6,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
+import { claimByIdSql, claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
 import { recentDoneSql } from '../src/store/console.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { rows } from '../src/store/sql.ts';
@@ -30,6 +30,14 @@ describe('query plans', () => {
     expect(plan.key).toBe('cronq_jobs_claim');
     expect(plan.type).toBe('range');
     expect(String(plan.Extra ?? '')).not.toMatch(/filesort/i);
+  });
+
+  it('claims by id through the primary key, never the claim index', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`by-id-${i}`)));
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const [plan] = await t.sql(`EXPLAIN ${claimByIdSql([7, 9], ['default', 'other'], 10, [3])}`);
+    expect(plan.key).toBe('PRIMARY');
+    expect(plan.type).toBe('range');
   });
 
   it('finds the queues with ready jobs by a loose scan of the claim index, one dive per queue', async () => {

@@ -126,3 +126,36 @@ describe('claim cursors in the pool', () => {
     }
   });
 });
+
+describe('claims by id in the pool', () => {
+  it('claims a job a local enqueue names by its id while the pool is idle, and by range once a wake names none', async () => {
+    const fake = scriptedStore();
+    const pool = poolOn(fake, 60_000);
+    pool.start();
+    try {
+      const first = await fake.claim(1);
+      expect(first.request.ids).toBeUndefined(); // a fresh pool reads its queues
+      first.answer([]);
+      await turn();
+      pool.wake('default', { id: 41 });
+      pool.wake('default', { id: 42 });
+      const byId = await fake.claim(2);
+      expect(byId.request.ids).toEqual([41, 42]);
+      expect(byId.cursors.size).toBe(0); // and no range is read (ClaimRequest.ids)
+      byId.answer([]);
+      await turn();
+      pool.wake('default', { id: 43 });
+      pool.wake(); // enqueueMany: rows the ids do not cover
+      const byRange = await fake.claim(3);
+      expect(byRange.request.ids).toBeUndefined();
+      byRange.answer([]);
+      await turn();
+      pool.wake('default', { id: 44 }); // 43 was covered by that range claim
+      expect((await fake.claim(4)).request.ids).toEqual([44]);
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
+});

@@ -223,6 +223,39 @@ describe('claim', () => {
     expect((await claimReady(t.database.claims, request)).map((j) => j.key)).toEqual(['full-1']);
   });
 
+  it('claims by id only the rows named that are still ready, due, in the queues asked for and not limited, reading no range and moving no cursor', async () => {
+    const ids: Record<string, number> = {};
+    for (const [key, options] of [
+      ['by-id-plain', {}],
+      ['by-id-other-queue', { queue: 'other' }],
+      ['by-id-later', { runAt: new Date(Date.now() + 3_600_000) }],
+      ['by-id-limited', { queue: 'capped' }],
+      ['by-id-excluded', {}],
+      ['by-id-taken', {}],
+      ['by-id-not-named', {}],
+    ] as const) {
+      ids[key] = (await insertJobIfAbsent(t.database.db, row(key, options))).id;
+    }
+    await t.sql("UPDATE cronq_jobs SET status = 'reserved' WHERE job_key = 'by-id-taken'");
+    const cursors = new Map([['default', { availableAt: '2000-01-01 00:00:00.000000', id: 1, drained: true }]]);
+    const named = Object.entries(ids).filter(([key]) => key !== 'by-id-not-named').map(([, id]) => id);
+    const got = await claimReady(t.database.claims, {
+      queues: ['default', 'capped'],
+      limit: 10,
+      leases: THIRTY_SECOND_LEASES,
+      lockedBy: 'c',
+      ids: named,
+      cursors,
+      excludeIds: new Set([ids['by-id-excluded']]),
+      limits: new Map([['capped', { kind: 'capped', maxRunning: 5 }]]),
+    });
+    expect(got.map((j) => j.key)).toEqual(['by-id-plain']);
+    expect(got[0].lease.token).toMatch(/^[0-9a-f]{32}$/);
+    expect(cursors.get('default')).toEqual({ availableAt: '2000-01-01 00:00:00.000000', id: 1, drained: true });
+    const left = await t.sql("SELECT job_key FROM cronq_jobs WHERE status = 'ready' ORDER BY id");
+    expect(left.map((r: { job_key: string }) => r.job_key)).toEqual(['by-id-other-queue', 'by-id-later', 'by-id-limited', 'by-id-excluded', 'by-id-not-named']);
+  });
+
   it('gives each job in one claim the lease of its own kind', async () => {
     await insertJobIfAbsent(t.database.db, row('lease-short', { kind: 'short' }));
     await insertJobIfAbsent(t.database.db, row('lease-long', { kind: 'long' }));

@@ -108,6 +108,17 @@ export interface ClaimRequest {
   cursors?: Map<string, ClaimCursor>;
   /** Rows never to claim (rows a claim could not update: see ClaimUpdateError). */
   excludeIds?: ReadonlySet<number>;
+  /**
+   * Claim only these rows, by primary key (jobs this process has just enqueued): no
+   * queue's range of the claim index is read and no cursor moves. A row is claimed only
+   * if it is still ready and due, in one of `queues` and not of a limited queue (those
+   * are claimed within their limit, by range), and not excluded; the others are left as
+   * they are, for a later claim by range. Right after a drain, the range read of an
+   * emptied queue walks every not-yet-purged entry of the claim index that follows it
+   * (InnoDB skips delete-marked entries without checking the range's end), thousands of
+   * them for a second or so; a lookup by key costs the same whatever the index holds.
+   */
+  ids?: readonly number[];
   limit: number;
   leases: LeaseLengths;
   lockedBy: string;
@@ -147,6 +158,20 @@ export function claimSelectSql(
     WHERE status = 'ready' AND queue = ? AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
     ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     [queue, ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit],
+  );
+}
+
+/**
+ * The locking read of a claim by id (ClaimRequest.ids): primary-key lookups of rows still
+ * ready and due in `queues`, in id order.
+ */
+export function claimByIdSql(ids: readonly number[], queues: readonly string[], limit: number, exclude: readonly number[]): string {
+  const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
+  return format(
+    `SELECT id, available_at FROM cronq_jobs FORCE INDEX (PRIMARY)
+    WHERE id IN (?) AND status = 'ready' AND queue IN (?) AND available_at <= UTC_TIMESTAMP(6) ${notExcluded}
+    ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    [ids, queues, ...(exclude.length === 0 ? [] : [exclude]), limit],
   );
 }
 
@@ -320,7 +345,14 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const lockedIds: number[] = [];
   let heldLimit = false;
   try {
-    for (const queue of rotate(request.queues, rotation)) {
+    if (request.ids) {
+      const queues = request.queues.filter((queue) => !request.limits?.has(queue));
+      if (request.ids.length > 0 && queues.length > 0) {
+        const [rows] = await tx.send([claimByIdSql(request.ids, queues, request.limit, [...(request.excludeIds ?? [])])]);
+        for (const r of rows as Locked[]) lockedIds.push(Number(r.id));
+      }
+    }
+    for (const queue of request.ids ? [] : rotate(request.queues, rotation)) {
       const want = request.limit - lockedIds.length;
       if (want <= 0) break;
       const cursor = request.cursors?.get(queue);

@@ -18,6 +18,9 @@ import { RunSlots } from './slots.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './unknownKinds.ts';
 import type { WorkerStore } from './workerStore.ts';
 
+/** Local enqueues remembered for a claim by id; past this many, the next claim reads by range. */
+const MAX_ANNOUNCED_IDS = 64;
+
 /** Batched completions waiting to be written beyond which buffered jobs wait to start. */
 const FINISHER_BACKLOG_MAX = 1_000;
 
@@ -104,6 +107,13 @@ export class WorkerPool {
   private claiming = 0;
   /** The last claim came back full: there is more to claim. */
   private lastClaimFull = false;
+  /**
+   * Jobs enqueued by this process since the last claim (wake's `id`): while nothing else
+   * is owed, the next claim looks them up by key instead of reading the queue ranges.
+   */
+  private readonly announcedIds = new Set<number>();
+  /** Since the last claim by range, a wake came that a claim by id cannot answer. */
+  private rangeOwed = true;
   /** Claims a busy pool keeps in flight at once (see claimLoop): one per claim connection. */
   private readonly lanes: number;
   /** Last time the claim loop went round, for health checks. */
@@ -145,9 +155,12 @@ export class WorkerPool {
    * without first re-reading its queue list, and from its claim cursor); without it, the
    * list is re-read and every queue is read from the front. `pastRunAt`: the job was
    * given a run time, already past, so it may sit behind the queue's claim cursor; the
-   * claim reads that queue from the front.
+   * claim reads that queue from the front. `id`: the one job enqueued, due now; while an
+   * idle pool owes no other claim, it claims that row by key (ClaimRequest.ids), never
+   * reading the queue's range: an enqueue right after a drain is picked up as fast as
+   * any other.
    */
-  wake(queue?: string, { pastRunAt = false }: { pastRunAt?: boolean } = {}): void {
+  wake(queue?: string, { pastRunAt = false, id }: { pastRunAt?: boolean; id?: number } = {}): void {
     if (queue === undefined) {
       this.queueList.stale();
       this.cursors.lookFromFront();
@@ -155,7 +168,29 @@ export class WorkerPool {
       this.queueList.enqueuedInto(queue);
       if (pastRunAt) this.cursors.lookFromFront(queue);
     }
+    if (queue !== undefined && id !== undefined && !this.limited.byQueue.has(queue) && this.announcedIds.size < MAX_ANNOUNCED_IDS) {
+      this.announcedIds.add(id);
+    } else {
+      this.rangeOwed = true;
+    }
     this.wakeup.notify();
+  }
+
+  /**
+   * The ids the next claim asks for by key, or undefined for a claim by range: by key only
+   * when the pool is idle (its last claim came back short), every wake since the last
+   * claim by range named its job, and no refused row is being narrowed down. A claim by
+   * range takes the place of the ids it drops: those rows are ready in its queues.
+   */
+  private takeAnnouncedIds(want: number): number[] | undefined {
+    if (this.announcedIds.size > 0 && !this.rangeOwed && !this.lastClaimFull && !this.poison.narrowing) {
+      const ids = [...this.announcedIds].slice(0, want);
+      for (const id of ids) this.announcedIds.delete(id);
+      return ids;
+    }
+    this.announcedIds.clear();
+    this.rangeOwed = false;
+    return undefined;
   }
 
   /**
@@ -206,6 +241,7 @@ export class WorkerPool {
         await this.wakeup.wait(this.options.pollMs, seen);
         continue;
       }
+      const ids = this.takeAnnouncedIds(want);
       let claimed: ClaimedJob[];
       const claimStarted = performance.now();
       const sentAt = Date.now();
@@ -222,6 +258,7 @@ export class WorkerPool {
             excludeIds: this.poison.excluding(this.unknownKinds.passedOverIds()),
             limits: this.limited.byQueue,
             atLimit,
+            ...(ids ? { ids } : {}),
           },
           this.rotation++,
         );
@@ -234,6 +271,7 @@ export class WorkerPool {
         // The claim moved cursors past rows it then failed to reserve: look from the front.
         this.cursors.clear();
         this.lastClaimFull = false;
+        this.rangeOwed = true;
         if (error instanceof ClaimUpdateError) {
           this.poison.refused(error);
           continue;
@@ -259,7 +297,8 @@ export class WorkerPool {
       this.buffered.add(claimed, Date.now());
       if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
       this.startBuffered();
-      this.lastClaimFull = claimed.length === want;
+      // A claim by id says nothing about how busy the queues are.
+      this.lastClaimFull = !ids && claimed.length === want;
       if (!this.lastClaimFull) {
         // The queues looked drained: see which queues have work now. The cursors stay, so
         // the claim a local enqueue prompts starts after what the last claims left behind
