@@ -7,13 +7,14 @@
  *   → { type: 'loaded' }                once imported, connected and pinged (not claiming yet)
  *   ← { type: 'start' }                 → { type: 'ready' } once started (claiming)
  *   ← { type: 'report', gc?: boolean }  → { type: 'report', handled, memory }  (memory: process.memoryUsage(), after full GCs when asked and --expose-gc is on)
+ *   ← { type: 'expect', total }         → { type: 'completed' } once `total` completions are written (counted since the start, by the Observer's jobCompleted)
  *   ← { type: 'stop' }                  stops the engine and exits 0
  *
  *   BENCH_DATABASE_URL   the bench database
  *   BENCH_CONCURRENCY    handlers at once (default 16)
  *   BENCH_PREFETCH       createCronq's prefetch (default: createCronq's)
  */
-import { createCronq, defineTask } from '../src/index.ts';
+import { createCronq, defineTask, noopObserver } from '../src/index.ts';
 
 const url = process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/cronq_bench';
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -27,7 +28,22 @@ const task = defineTask({
     handled += 1;
   },
 });
-const cronq = createCronq({ databaseUrl: url, logger: false, concurrency, ...(prefetch === undefined ? {} : { prefetch }), tasks: [task] });
+// Completions written, as the engine reports them: the parent times a drain to the last
+// one without polling the database (a COUNT over the table every few ms would take
+// server CPU from the drain it times).
+let completed = 0;
+let expected: { total: number; done: () => void } | null = null;
+const observer = {
+  ...noopObserver,
+  jobCompleted() {
+    completed += 1;
+    if (expected && completed >= expected.total) {
+      expected.done();
+      expected = null;
+    }
+  },
+};
+const cronq = createCronq({ databaseUrl: url, logger: false, concurrency, observer, ...(prefetch === undefined ? {} : { prefetch }), tasks: [task] });
 
 process.on('message', async (message: { type: string; gc?: boolean }) => {
   if (message.type === 'report') {
@@ -39,6 +55,11 @@ process.on('message', async (message: { type: string; gc?: boolean }) => {
       global.gc();
     }
     process.send!({ type: 'report', handled, memory: process.memoryUsage() });
+  } else if (message.type === 'expect') {
+    const total = (message as { total?: number }).total ?? 0;
+    const done = () => process.send!({ type: 'completed' });
+    if (completed >= total) done();
+    else expected = { total, done };
   } else if (message.type === 'start') {
     await cronq.start();
     process.send!({ type: 'ready' });

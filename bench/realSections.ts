@@ -11,7 +11,7 @@ import { CronqMetrics } from '../src/http/metrics.ts';
 import { createCronq, defineTask } from '../src/index.ts';
 import { loadavg } from 'node:os';
 import { fmt, truncateJobs, waitForDone, type BenchContext, type BenchSection } from './util.ts';
-import { prepareWorker, startWorker, workerMode, type WorkerReport } from './workerProcess.ts';
+import { prepareWorker, startWorker, workerMode, type WorkerProcess, type WorkerReport } from './workerProcess.ts';
 
 /** A payload like a real one: about 100 bytes of JSON. */
 const payloadOf = (i: number) => ({ userId: i, plan: 'pro-monthly', amountCents: 4900 + (i % 100), currency: 'EUR', region: 'eu-central' });
@@ -84,7 +84,7 @@ const drainReal: BenchSection = {
       await enqueueForWorker(context.url, total, `async:${total}`);
       let started = 0;
       const worker = await startWorker(context.url, { startedAt: (at) => (started = at) });
-      await waitForDone(context.url, total, `async:${total}:`);
+      await worker.completed(total);
       const rate = total / ((performance.now() - started) / 1000);
       const peak = worker.peak();
       await worker.stop();
@@ -98,11 +98,14 @@ const drainReal: BenchSection = {
   },
 };
 
-/** 100,000 jobs drained by the running worker on an emptied table: enqueued here while it claims. */
-async function drainThrough(url: string, keyPrefix: string): Promise<void> {
+/**
+ * 100,000 jobs drained by the running worker on an emptied table: enqueued here while it
+ * claims. `drainedBefore`: the worker's completions before these.
+ */
+async function drainThrough(url: string, worker: WorkerProcess, drainedBefore: number, keyPrefix: string): Promise<void> {
   await truncateJobs(url);
   await enqueueForWorker(url, 100_000, keyPrefix);
-  await waitForDone(url, 100_000, `${keyPrefix}:`);
+  await worker.completed(drainedBefore + 100_000);
 }
 
 /**
@@ -126,7 +129,7 @@ const memory: BenchSection = {
       let rss = 0;
       let report!: WorkerReport;
       for (let left = count; left > 0; left -= 100_000) {
-        await drainThrough(context.url, `mem:${drained}`);
+        await drainThrough(context.url, worker, drained, `mem:${drained}`);
         drained += 100_000;
         report = await worker.report(true);
         rss = worker.rss();

@@ -36,6 +36,11 @@ export interface WorkerProcess {
   resetPeak(): void;
   /** The worker's own count and process.memoryUsage(), after a full GC when `gc`. */
   report(gc?: boolean): Promise<WorkerReport>;
+  /**
+   * Resolves once the worker has written `total` completions since it started (its own
+   * count, told over IPC: nothing polls the database meanwhile).
+   */
+  completed(total: number): Promise<void>;
   /** Stops its engine (graceful) and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -84,9 +89,11 @@ export async function startWorker(url: string, options: { startedAt?: (at: numbe
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const replies: Array<(report: WorkerReport) => void> = [];
   let ready: (() => void) | null = null;
+  const completions: Array<() => void> = [];
   child.on('message', (message: { type: string } & WorkerReport) => {
     if (message.type === 'report') replies.shift()?.({ handled: message.handled, memory: message.memory });
     if (message.type === 'ready') ready?.();
+    if (message.type === 'completed') completions.shift()?.();
   });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
@@ -108,6 +115,11 @@ export async function startWorker(url: string, options: { startedAt?: (at: numbe
       new Promise((resolve) => {
         replies.push(resolve);
         child.send({ type: 'report', gc });
+      }),
+    completed: (total) =>
+      new Promise((resolve) => {
+        completions.push(resolve);
+        child.send({ type: 'expect', total });
       }),
     stop: async () => {
       child.send({ type: 'stop' });
