@@ -87,7 +87,7 @@ function runOf(task: Omit<TaskOptions, 'name'>, fake = fakeStore(), job = claime
   const events = new EventLog();
   const log = events.logger;
   const health = new DbHealth(log);
-  const slots = new RunSlots(1, new Prefetch(0));
+  const slots = new RunSlots(1, new Prefetch(0, { concurrency: 1 }));
   const unknownKinds = new UnknownKinds({ graceMs: 60_000, aliveMs: 30_000, log });
   const finisher = new Finisher({ store: fake.store, health, log, observer: noopObserver, slots, unknownKinds });
   const run = new JobRun(job, defineTask({ ...task, name: 'k' }), { store: fake.store, log, health, observer: noopObserver, finisher });

@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { Prefetch } from '../src/worker/prefetch.ts';
 
-/** A Prefetch on a hand-driven clock (ms). */
+/** A Prefetch for 16 slots on a hand-driven clock (ms). */
 function prefetchAt(max: number, payloadChars?: number) {
   let now = 0;
-  const prefetch = new Prefetch(max, () => now, payloadChars);
+  const prefetch = new Prefetch(max, { concurrency: 16, now: () => now, ...(payloadChars === undefined ? {} : { payloadChars }) });
   return {
     prefetch,
-    /** `count` handlers finish over `ms`, then the size is read. */
-    finish(count: number, ms: number): number {
-      for (let i = 0; i < count; i++) prefetch.slotFreed();
+    /** `count` handlers finish over `ms` while `busy` slots are in use (all 16 unless told), then the size is read. */
+    finish(count: number, ms: number, busy = 16): number {
+      prefetch.slotsInUse(busy);
       now += ms;
+      for (let i = 0; i < count; i++) prefetch.slotFreed();
       return prefetch.resize();
     },
   };
@@ -32,6 +33,27 @@ describe('prefetch', () => {
     }
     expect(size).toBeGreaterThanOrEqual(78);
     expect(size).toBeLessThanOrEqual(80);
+  });
+
+  it('reads ahead by what busy slots get done, so a drain whose slots wait for claims ramps up from its first runs', () => {
+    const p = prefetchAt(1000);
+    for (let i = 0; i < 30; i++) p.prefetch.claimTook(4); // claims take 4 ms
+    // 8 jobs in 10 ms with one slot busy on average: the claims, not the handlers, set the pace.
+    expect(p.finish(8, 10, 1)).toBeGreaterThanOrEqual(40); // 16 slots could do 12.8 jobs per ms
+    let size = 0;
+    for (let i = 0; i < 30; i++) size = p.finish(8, 10, 1);
+    expect(size).toBeGreaterThanOrEqual(100);
+    expect(size).toBeLessThanOrEqual(103);
+  });
+
+  it('counts slots held by stuck handlers as busy: only the slots still turning over earn a read-ahead', () => {
+    const p = prefetchAt(1000);
+    for (let i = 0; i < 30; i++) p.prefetch.claimTook(4);
+    let size = 0;
+    // 14 slots stuck, 2 finishing a job per ms each: 20 jobs in 10 ms over 16 busy slots.
+    for (let i = 0; i < 30; i++) size = p.finish(20, 10);
+    expect(size).toBeGreaterThanOrEqual(15);
+    expect(size).toBeLessThanOrEqual(16);
   });
 
   it('gives handlers slower than a claim no read-ahead', () => {

@@ -126,7 +126,7 @@ export class WorkerPool {
     this.unknownKinds =
       options.unknownKinds ?? new UnknownKinds({ graceMs: UNKNOWN_KIND_DEFAULTS.graceMs, aliveMs: 3 * UNKNOWN_KIND_DEFAULTS.heartbeatMs, log });
     this.lanes = store.claimConnections;
-    this.prefetch = new Prefetch(options.prefetch ?? 0);
+    this.prefetch = new Prefetch(options.prefetch ?? 0, { concurrency: options.concurrency });
     this.limited = new LimitedQueues(options.tasks.list(), options.pollMs);
     this.slots = new RunSlots(options.concurrency, this.prefetch, new Set(this.limited.byQueue.keys()));
     this.finisher = new Finisher({ store, health: this.health, log, observer: this.observer, slots: this.slots, unknownKinds: this.unknownKinds });

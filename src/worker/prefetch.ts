@@ -1,34 +1,57 @@
 import { PREFETCH_PAYLOAD_CHARS } from '../defaults.ts';
 
+export interface PrefetchOptions {
+  /** The pool's worker slots: what its handlers could do at once. */
+  concurrency: number;
+  now?: () => number;
+  /** The most payload text held ahead, in characters (default PREFETCH_PAYLOAD_CHARS). */
+  payloadChars?: number;
+}
+
 /**
  * How many jobs the claim loop should hold claimed beyond its free worker slots.
  *
  * A claim is a database round trip and a durable commit (a millisecond or two). When
  * handlers finish faster than that, slots claimed only once free sit idle for every
  * claim, and the drain rate is capped at `concurrency / claim latency` however fast the
- * database is. So the loop claims ahead by what its handlers are expected to use up in
- * two claims' time: the recent rate at which slots free, times the recent claim latency.
- * Slow handlers free slots rarely and get no read-ahead at all (a job is never held
- * back from another daemon that could run it now); `max` bounds it either way, and so
- * does `payloadChars`: the read-ahead never holds more payload than that, by the recent
- * claims' mean payload length (so 1 MB payloads are read ahead 16 at a time, not 1,000).
+ * database is. So the loop claims ahead by what its handlers could use up in two claims'
+ * time: what the slots get done per millisecond while busy (runs finished over the
+ * slot-time they held), times all the slots, times the recent claim latency. Measured
+ * per busy slot rather than per wall-clock millisecond, the estimate does not wait for
+ * the claims to feed the slots: a drain starting with idle slots reads ahead fully
+ * within a few claims instead of growing with its own rate. Slow handlers free slots
+ * rarely and get no read-ahead at all (a job is never held back from another daemon
+ * that could run it now), nor do slots held by stuck handlers: they count as busy and
+ * finish nothing. `max` bounds it either way, and so does `payloadChars`: the
+ * read-ahead never holds more payload than that, by the recent claims' mean payload
+ * length (so 1 MB payloads are read ahead 16 at a time, not 1,000).
  *
- * Single-threaded bookkeeping only: the pool calls it from its one claim loop.
+ * Single-threaded bookkeeping only: the pool's slots and claim loop call it on its one event loop.
  */
 export class Prefetch {
   private finished = 0;
   private windowStart: number;
-  private ratePerMs = 0;
+  /** Slot-milliseconds held since windowStart, up to `changedAt`. */
+  private busySlotMs = 0;
+  private inUse = 0;
+  private changedAt: number;
+  /** Runs finished per busy slot-millisecond (smoothed). */
+  private perSlotMs = 0;
   private claimMs = 1;
   /** Mean payload length of the jobs claimed lately (0 before any). */
   private meanPayloadChars = 0;
+  private readonly concurrency: number;
+  private readonly now: () => number;
+  private readonly payloadChars: number;
 
   constructor(
     readonly max: number,
-    private readonly now: () => number = () => performance.now(),
-    private readonly payloadChars: number = PREFETCH_PAYLOAD_CHARS,
+    options: PrefetchOptions,
   ) {
-    this.windowStart = now();
+    this.concurrency = options.concurrency;
+    this.now = options.now ?? (() => performance.now());
+    this.payloadChars = options.payloadChars ?? PREFETCH_PAYLOAD_CHARS;
+    this.windowStart = this.changedAt = this.now();
   }
 
   /** A claim brought `jobs` jobs whose payload texts are `chars` long in all. */
@@ -37,6 +60,12 @@ export class Prefetch {
     const mean = chars / jobs;
     // The first claim sets the mean; later ones move it, fast upwards (a burst of big payloads).
     this.meanPayloadChars = this.meanPayloadChars === 0 ? mean : mean > this.meanPayloadChars ? mean : 0.7 * this.meanPayloadChars + 0.3 * mean;
+  }
+
+  /** The slots in use are now `used` (a run took or gave back one). */
+  slotsInUse(used: number): void {
+    this.accrue();
+    this.inUse = used;
   }
 
   /** A handler returned: its slot is free. */
@@ -50,19 +79,30 @@ export class Prefetch {
   }
 
   /**
-   * Folds the slots freed since the last call into the rate (at most every 5 ms) and
-   * returns the jobs to hold beyond the free slots now (0 to `max`, within the payload budget).
+   * Folds the runs finished since the last fold into the per-slot rate (at most every
+   * 5 ms) and returns the jobs to hold beyond the free slots now (0 to `max`, within the
+   * payload budget).
    */
   resize(): number {
     if (this.max === 0) return 0;
-    const now = this.now();
-    const elapsed = now - this.windowStart;
-    if (elapsed >= 5) {
-      this.ratePerMs = 0.6 * this.ratePerMs + 0.4 * (this.finished / elapsed);
+    this.accrue();
+    const now = this.changedAt;
+    if (now - this.windowStart >= 5) {
+      // A window with runs finishing but hardly any slot-time (handlers that return at
+      // once) counts at least a microsecond per run.
+      const measured = this.finished === 0 ? 0 : this.finished / Math.max(this.busySlotMs, this.finished / 1000);
+      this.perSlotMs = 0.6 * this.perSlotMs + 0.4 * measured;
       this.finished = 0;
+      this.busySlotMs = 0;
       this.windowStart = now;
     }
     const byPayload = this.meanPayloadChars > 0 ? Math.floor(this.payloadChars / this.meanPayloadChars) : this.max;
-    return Math.min(this.max, byPayload, Math.floor(this.ratePerMs * this.claimMs * 2));
+    return Math.min(this.max, byPayload, Math.floor(this.perSlotMs * this.concurrency * this.claimMs * 2));
+  }
+
+  private accrue(): void {
+    const now = this.now();
+    this.busySlotMs += this.inUse * (now - this.changedAt);
+    this.changedAt = now;
   }
 }
