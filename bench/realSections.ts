@@ -14,7 +14,7 @@ import { fmt, truncateJobs, waitForDone, type BenchContext, type BenchSection } 
 import { prepareWorker, startWorker, workerMode, type WorkerProcess, type WorkerReport } from './workerProcess.ts';
 
 /** A payload like a real one: about 100 bytes of JSON. */
-const payloadOf = (i: number) => ({ userId: i, plan: 'pro-monthly', amountCents: 4900 + (i % 100), currency: 'EUR', region: 'eu-central' });
+export const payloadOf = (i: number) => ({ userId: i, plan: 'pro-monthly', amountCents: 4900 + (i % 100), currency: 'EUR', region: 'eu-central' });
 
 /**
  * Enqueues `total` jobs with payloads, then drains them in one createCronq at concurrency
@@ -52,7 +52,7 @@ function ratioTo(context: BenchContext, rate: number): number | undefined {
 }
 
 /** Enqueues `total` jobs of the worker's kind with payloads, from this process, in 50k-row batches. */
-async function enqueueForWorker(url: string, total: number, keyPrefix: string): Promise<void> {
+export async function enqueueForWorker(url: string, total: number, keyPrefix: string): Promise<void> {
   const cronq = createCronq({ databaseUrl: url, logger: false, workers: false, scheduler: false, allowUnknownKind: true });
   for (let from = 0; from < total; from += 50_000) {
     const rows = Array.from({ length: Math.min(50_000, total - from) }, (_, i) => ({ kind: 'async-noop', key: `${keyPrefix}:${from + i}`, payload: payloadOf(from + i) }));

@@ -53,9 +53,19 @@ export function prepareWorker(): Promise<void> {
 }
 
 function bundle(): Promise<void> {
-  built ??= build({
-    entryPoints: [SOURCE],
-    outfile: BUNDLE,
+  built ??= compileWorker(SOURCE, BUNDLE);
+  return built;
+}
+
+/**
+ * Bundles a worker's TypeScript entry into one ESM file with esbuild (tsx's own compiler),
+ * packages left external: they load from the node_modules above `outfile`, as installed.
+ * cronq's sources come in through the 'cronq-source' condition. Also used by bench/peers.
+ */
+export function compileWorker(source: string, outfile: string): Promise<void> {
+  return build({
+    entryPoints: [source],
+    outfile,
     bundle: true,
     packages: 'external',
     platform: 'node',
@@ -64,10 +74,10 @@ function bundle(): Promise<void> {
     conditions: ['cronq-source'],
     logLevel: 'warning',
   }).then(() => undefined);
-  return built;
 }
 
-function statusField(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/** A size field of /proc/PID/status (VmRSS now, VmHWM the peak), in bytes. */
+export function statusField(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'));
   if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
   return Number(match[1]) * 1024;
