@@ -1,49 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimCursor, ClaimedJob, ClaimRequest } from '../src/store/index.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { ClaimCursors } from '../src/worker/claimCursors.ts';
 import { WorkerPool } from '../src/worker/pool.ts';
-import type { WorkerStore } from '../src/worker/workerStore.ts';
 import { EventLog } from './support/events.ts';
-
-/** One claim the pool sent: the cursors it carried, and how to answer it. */
-interface SentClaim {
-  request: ClaimRequest;
-  /** The cursors as the claim received them (the pool's map changes afterwards). */
-  cursors: Map<string, ClaimCursor>;
-  answer(jobs: ClaimedJob[]): void;
-}
-
-/** A store whose claims wait for the test to answer them, one lane; no database. */
-function scriptedStore() {
-  const sent: SentClaim[] = [];
-  let arrived: (() => void) | null = null;
-  const refuse = () => Promise.reject(new Error('not part of this test'));
-  const store: WorkerStore = {
-    claimConnections: 1,
-    claim: (request) =>
-      new Promise((resolve) => {
-        sent.push({ request, cursors: new Map(request.cursors), answer: resolve });
-        arrived?.();
-      }),
-    readyQueues: async () => ['default'],
-    pausedQueues: async () => [],
-    now: async () => new Date(),
-    servingOf: refuse,
-    cancellationOf: refuse,
-    completeMany: refuse,
-    complete: refuse,
-    fail: refuse,
-    renew: refuse,
-    release: refuse,
-  };
-  /** The `n`th claim (from 1), once the pool has sent it. */
-  const claim = async (n: number): Promise<SentClaim> => {
-    while (sent.length < n) await new Promise<void>((resolve) => (arrived = resolve));
-    return sent[n - 1];
-  };
-  return { store, sent, claim };
-}
+import { scriptedStore } from './support/scriptedStore.ts';
 
 const AT = { availableAt: '2026-01-01 00:00:00.000001', id: 5, drained: true };
 

@@ -114,6 +114,8 @@ export class WorkerPool {
   private readonly announcedIds = new Set<number>();
   /** Since the last claim by range, a wake came that a claim by id cannot answer. */
   private rangeOwed = true;
+  /** A lane waits because it found no room for a claim: wake it once there is (startBuffered). */
+  private waitingForRoom = false;
   /** Claims a busy pool keeps in flight at once (see claimLoop): one per claim connection. */
   private readonly lanes: number;
   /** Last time the claim loop went round, for health checks. */
@@ -238,6 +240,9 @@ export class WorkerPool {
       }
       const want = this.claimSize();
       if (want === 0) {
+        // No room now: the runs that make room notify (startBuffered), so a lane never
+        // sleeps a poll interval while the jobs in hand run out.
+        this.waitingForRoom = true;
         await this.wakeup.wait(this.options.pollMs, seen);
         continue;
       }
@@ -379,6 +384,10 @@ export class WorkerPool {
       const run = new JobRun(next.job, this.options.tasks.get(next.job.kind), this.runDeps, next.claimedAt);
       this.slots.take(run);
       run.execute();
+    }
+    if (this.waitingForRoom && this.claimSize() > 0) {
+      this.waitingForRoom = false;
+      this.wakeup.notify();
     }
   }
 

@@ -1,0 +1,45 @@
+import type { ClaimCursor, ClaimedJob, ClaimRequest } from '../../src/store/index.ts';
+import type { WorkerStore } from '../../src/worker/workerStore.ts';
+
+/** One claim the pool sent: the cursors it carried, and how to answer it. */
+interface SentClaim {
+  request: ClaimRequest;
+  /** The cursors as the claim received them (the pool's map changes afterwards). */
+  cursors: Map<string, ClaimCursor>;
+  answer(jobs: ClaimedJob[]): void;
+}
+
+/**
+ * A store whose claims wait for the test to answer them, one lane; no database.
+ * Completions of plain successes are all written; every other write is refused.
+ */
+export function scriptedStore() {
+  const sent: SentClaim[] = [];
+  let arrived: (() => void) | null = null;
+  const refuse = () => Promise.reject(new Error('not part of this test'));
+  const store: WorkerStore = {
+    claimConnections: 1,
+    claim: (request) =>
+      new Promise((resolve) => {
+        sent.push({ request, cursors: new Map(request.cursors), answer: resolve });
+        arrived?.();
+      }),
+    readyQueues: async () => ['default'],
+    pausedQueues: async () => [],
+    now: async () => new Date(),
+    servingOf: refuse,
+    cancellationOf: refuse,
+    completeMany: async (leases) => new Set(leases.map((lease) => lease.id)),
+    complete: refuse,
+    fail: refuse,
+    renew: refuse,
+    release: refuse,
+  };
+  /** The `n`th claim (from 1), once the pool has sent it. */
+  const claim = async (n: number): Promise<SentClaim> => {
+    while (sent.length < n) await new Promise<void>((resolve) => (arrived = resolve));
+    return sent[n - 1];
+  };
+  return { store, sent, claim };
+}
+
