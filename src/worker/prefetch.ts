@@ -79,19 +79,21 @@ export class Prefetch {
   }
 
   /**
-   * Folds the runs finished since the last fold into the per-slot rate (at most every
-   * 5 ms) and returns the jobs to hold beyond the free slots now (0 to `max`, within the
+   * Folds the runs finished since the last fold into the per-slot rate (every 5 ms, or
+   * sooner once `concurrency` runs have finished) and returns the jobs to hold beyond the free slots now (0 to `max`, within the
    * payload budget).
    */
   resize(): number {
     if (this.max === 0) return 0;
     this.accrue();
     const now = this.changedAt;
-    if (now - this.windowStart >= 5) {
+    // A window closes after 5 ms, or as soon as a slot's worth of runs per slot has finished.
+    if (now - this.windowStart >= 5 || this.finished >= this.concurrency) {
       // A window with runs finishing but hardly any slot-time (handlers that return at
       // once) counts at least a microsecond per run.
       const measured = this.finished === 0 ? 0 : this.finished / Math.max(this.busySlotMs, this.finished / 1000);
-      this.perSlotMs = 0.6 * this.perSlotMs + 0.4 * measured;
+      // The first measure is taken as it is (a fresh pool has nothing to smooth it with).
+      this.perSlotMs = this.perSlotMs === 0 ? measured : 0.6 * this.perSlotMs + 0.4 * measured;
       this.finished = 0;
       this.busySlotMs = 0;
       this.windowStart = now;
