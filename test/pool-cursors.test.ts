@@ -118,4 +118,29 @@ describe('claims by id in the pool', () => {
       await stopped;
     }
   });
+
+  it('still claims by range once a poll interval has passed, however often local enqueues wake it', async () => {
+    const fake = scriptedStore();
+    const pool = poolOn(fake, 40);
+    pool.start();
+    try {
+      (await fake.claim(1)).answer([]);
+      const startedAt = performance.now();
+      // A local enqueue every few ms: each wake names its job, and none lets the poll run out.
+      for (let n = 2, id = 100; ; n++, id++) {
+        await turn();
+        pool.wake('default', { id });
+        const claim = await fake.claim(n);
+        claim.answer([]);
+        if (claim.request.ids === undefined) break; // rows enqueued elsewhere get their claim
+        expect(performance.now() - startedAt).toBeLessThan(1_000);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(performance.now() - startedAt).toBeGreaterThanOrEqual(35);
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
 });

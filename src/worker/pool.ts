@@ -114,6 +114,8 @@ export class WorkerPool {
   private readonly announcedIds = new Set<number>();
   /** Since the last claim by range, a wake came that a claim by id cannot answer. */
   private rangeOwed = true;
+  /** When the last claim by range started (performance.now()). */
+  private lastRangeClaimAt = Number.NEGATIVE_INFINITY;
   /** A lane waits because it found no room for a claim: wake it once there is (startBuffered). */
   private waitingForRoom = false;
   /** Claims a busy pool keeps in flight at once (see claimLoop): one per claim connection. */
@@ -181,17 +183,26 @@ export class WorkerPool {
   /**
    * The ids the next claim asks for by key, or undefined for a claim by range: by key only
    * when the pool is idle (its last claim came back short), every wake since the last
-   * claim by range named its job, and no refused row is being narrowed down. A claim by
-   * range takes the place of the ids it drops: those rows are ready in its queues.
+   * claim by range named its job, and no refused row is being narrowed down. When the
+   * last claim by range started a poll interval ago or more, one follows right after this
+   * claim by id, so local enqueues arriving faster than that never keep the pool from
+   * rows enqueued elsewhere longer than an idle poll would. A claim by range takes the
+   * place of the ids it drops: those rows are ready in its queues.
    */
   private takeAnnouncedIds(want: number): number[] | undefined {
+    const now = performance.now();
     if (this.announcedIds.size > 0 && !this.rangeOwed && !this.lastClaimFull && !this.poison.narrowing) {
       const ids = [...this.announcedIds].slice(0, want);
       for (const id of ids) this.announcedIds.delete(id);
+      if (now - this.lastRangeClaimAt >= this.options.pollMs) {
+        this.rangeOwed = true;
+        this.wakeup.notify(); // the lane claims again as soon as this claim is in
+      }
       return ids;
     }
     this.announcedIds.clear();
     this.rangeOwed = false;
+    this.lastRangeClaimAt = now;
     return undefined;
   }
 
