@@ -275,6 +275,12 @@ class ClaimTransaction {
     return [...same, ...later];
   }
 
+  /** Locks the rows of `ids` still ready and due in `queues` (claimByIdSql), up to `limit`. */
+  async lockByIds(ids: readonly number[], queues: readonly string[], limit: number, exclude: readonly number[]): Promise<Locked[]> {
+    if (ids.length === 0 || queues.length === 0) return [];
+    return (await this.send([claimByIdSql(ids, queues, limit, exclude)]))[0] as Locked[];
+  }
+
   /**
    * lockReady for a limited queue: locks the limit row and counts first (same packet),
    * keeps at most the room left; `full` when the queue is at its limit with these rows.
@@ -346,13 +352,12 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   let heldLimit = false;
   try {
     if (request.ids) {
+      // A claim by id: those rows alone, from the queues claimed without a limit.
       const queues = request.queues.filter((queue) => !request.limits?.has(queue));
-      if (request.ids.length > 0 && queues.length > 0) {
-        const [rows] = await tx.send([claimByIdSql(request.ids, queues, request.limit, [...(request.excludeIds ?? [])])]);
-        for (const r of rows as Locked[]) lockedIds.push(Number(r.id));
-      }
+      for (const r of await tx.lockByIds(request.ids, queues, request.limit, [...(request.excludeIds ?? [])])) lockedIds.push(Number(r.id));
     }
-    for (const queue of request.ids ? [] : rotate(request.queues, rotation)) {
+    const byRange = request.ids ? [] : rotate(request.queues, rotation);
+    for (const queue of byRange) {
       const want = request.limit - lockedIds.length;
       if (want <= 0) break;
       const cursor = request.cursors?.get(queue);
