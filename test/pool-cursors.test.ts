@@ -118,4 +118,32 @@ describe('claims by id in the pool', () => {
       await stopped;
     }
   });
+
+  it('still reads its queues by range once a poll interval while local enqueues keep it claiming by id, so rows enqueued elsewhere are not starved', async () => {
+    const fake = scriptedStore();
+    const pollMs = 100;
+    const pool = poolOn(fake, pollMs);
+    pool.start();
+    try {
+      const first = await fake.claim(1);
+      first.answer([]);
+      await turn();
+      let id = 100;
+      const since = Date.now();
+      pool.wake('default', { id: id++ });
+      for (let n = 2; ; n++) {
+        const claim = await fake.claim(n);
+        if (!claim.request.ids) break; // a claim by range: older rows get their turn
+        expect(Date.now() - since).toBeLessThan(10 * pollMs);
+        pool.wake('default', { id: id++ }); // the next local enqueue lands while this claim is in flight
+        await new Promise((resolve) => setTimeout(resolve, 2)); // the claim's round trip
+        claim.answer([]);
+      }
+      expect(Date.now() - since).toBeLessThan(3 * pollMs);
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
 });

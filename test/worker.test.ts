@@ -484,6 +484,29 @@ describe('queues', () => {
     ]);
   });
 
+  it('claims a job enqueued by another process within a poll interval while local enqueues keep waking the pool', async () => {
+    const c = await start([defineTask({ name: 'busy', handle: () => undefined })], { pollInterval: '200ms' });
+    await log.waitFor('worker_started');
+    let streaming = true;
+    let n = 0;
+    // Local enqueues, one after another on four connections: each wakes the pool with its id.
+    const local = Array.from({ length: 4 }, async () => {
+      while (streaming) await c.enqueue({ kind: 'busy', key: `local:${n++}` });
+    });
+    const other = createCronq({ databaseUrl: t.url, logger: false, tasks: [defineTask({ name: 'busy', handle: () => undefined })] });
+    try {
+      await log.waitFor('job_completed', 20); // the stream is under way
+      const sentAt = Date.now();
+      const { id } = await other.enqueue({ kind: 'busy', key: 'elsewhere' });
+      await log.waitFor('job_claimed', 1, 5_000, (e) => e.job_id === id);
+      expect(Date.now() - sentAt).toBeLessThan(2_000);
+    } finally {
+      streaming = false;
+      await Promise.all(local);
+      await other.stop();
+    }
+  });
+
   it('claims only from its own queues when given a list', async () => {
     const c = await start([defineTask({ name: 'mine', handle: () => undefined })], { queues: ['a', 'b'] });
     await c.enqueueMany(['a', 'b', 'c'].map((queue) => ({ kind: 'mine', key: `in:${queue}`, queue })));

@@ -66,7 +66,9 @@ export interface StopResult {
  * third of its lease is released, attempt restored. Lane 0 always claims; a second lane
  * claims alongside it while the queues are busy. An idle pool sleeps `pollMs` or until
  * `wake()` (a local enqueue); the claim a wake prompts continues from the claim cursors,
- * a poll looks from the front of each queue (ClaimCursors). A queue of a kind with a cluster-wide limit is claimed
+ * a poll looks from the front of each queue (ClaimCursors). A job enqueued here is
+ * claimed by its id while the pool is idle (takeAnnouncedIds), but never for more than a
+ * poll interval without a claim by range. A queue of a kind with a cluster-wide limit is claimed
  * within it (claimReady); one found at its limit is left out like an empty queue until
  * the next poll or until a run of its kind here settles (LimitedQueues). Runs start from the claim loop and from the start loop,
  * which wakes when a slot frees (RunSlots.room): never on the stack of another run.
@@ -114,6 +116,8 @@ export class WorkerPool {
   private readonly announcedIds = new Set<number>();
   /** Since the last claim by range, a wake came that a claim by id cannot answer. */
   private rangeOwed = true;
+  /** When the last claim by range started (Date.now()): claims by id never put off the next past a poll interval. */
+  private rangeClaimedAt = 0;
   /** A lane waits because it found no room for a claim: wake it once there is (startBuffered). */
   private waitingForRoom = false;
   /** Claims a busy pool keeps in flight at once (see claimLoop): one per claim connection. */
@@ -181,17 +185,23 @@ export class WorkerPool {
   /**
    * The ids the next claim asks for by key, or undefined for a claim by range: by key only
    * when the pool is idle (its last claim came back short), every wake since the last
-   * claim by range named its job, and no refused row is being narrowed down. A claim by
-   * range takes the place of the ids it drops: those rows are ready in its queues.
+   * claim by range named its job, no refused row is being narrowed down, and the last
+   * claim by range started less than a poll interval ago. That last bound is the poll a
+   * claim by id must not replace: local enqueues that keep waking the pool would
+   * otherwise keep it claiming by id for ever, while rows enqueued elsewhere, rows come
+   * due and rows behind a cursor wait. A claim by range takes the place of the ids it
+   * drops: those rows are ready in its queues.
    */
   private takeAnnouncedIds(want: number): number[] | undefined {
-    if (this.announcedIds.size > 0 && !this.rangeOwed && !this.lastClaimFull && !this.poison.narrowing) {
+    const now = Date.now();
+    if (this.announcedIds.size > 0 && !this.rangeOwed && !this.lastClaimFull && !this.poison.narrowing && now - this.rangeClaimedAt < this.options.pollMs) {
       const ids = [...this.announcedIds].slice(0, want);
       for (const id of ids) this.announcedIds.delete(id);
       return ids;
     }
     this.announcedIds.clear();
     this.rangeOwed = false;
+    this.rangeClaimedAt = now;
     return undefined;
   }
 
