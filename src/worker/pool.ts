@@ -314,6 +314,12 @@ export class WorkerPool {
       this.startBuffered();
       // A claim by id says nothing about how busy the queues are.
       this.lastClaimFull = !ids && claimed.length === want;
+      if (!this.lastClaimFull && this.announcedIds.size > 0) {
+        // Jobs enqueued here are still owed a claim (a claim by id took only what there was
+        // room for, or more came meanwhile): claim at once or as soon as there is room
+        // (claimSize), not a poll interval later.
+        continue;
+      }
       if (!this.lastClaimFull) {
         // The queues looked drained: see which queues have work now. The cursors stay, so
         // the claim a local enqueue prompts starts after what the last claims left behind
