@@ -162,9 +162,9 @@ export class WorkerPool {
    * list is re-read and every queue is read from the front. `pastRunAt`: the job was
    * given a run time, already past, so it may sit behind the queue's claim cursor; the
    * claim reads that queue from the front. `id`: the one job enqueued, due now; while an
-   * idle pool owes no other claim, it claims that row by key (ClaimRequest.ids), never
-   * reading the queue's range: an enqueue right after a drain is picked up as fast as
-   * any other.
+   * idle pool owes no other claim (see takeAnnouncedIds), it claims that row by key
+   * (ClaimRequest.ids), never reading the queue's range: an enqueue right after a drain
+   * is picked up as fast as any other.
    */
   wake(queue?: string, { pastRunAt = false, id }: { pastRunAt?: boolean; id?: number } = {}): void {
     if (queue === undefined) {
@@ -314,17 +314,15 @@ export class WorkerPool {
       this.startBuffered();
       // A claim by id says nothing about how busy the queues are.
       this.lastClaimFull = !ids && claimed.length === want;
-      if (!this.lastClaimFull && this.announcedIds.size > 0) {
-        // Jobs enqueued here are still owed a claim (a claim by id took only what there was
-        // room for, or more came meanwhile): claim at once or as soon as there is room
-        // (claimSize), not a poll interval later.
-        continue;
-      }
       if (!this.lastClaimFull) {
         // The queues looked drained: see which queues have work now. The cursors stay, so
         // the claim a local enqueue prompts starts after what the last claims left behind
         // (right after a drain, thousands of index entries not yet purged)...
         this.queueList.stale();
+        // Jobs enqueued here still owed a claim (a claim by id took only what there was room
+        // for, or more came meanwhile): claim at once or as soon as there is room
+        // (claimSize), not a poll interval later.
+        if (this.announcedIds.size > 0) continue;
         await this.wakeup.wait(this.options.pollMs, seen);
         // ...but a poll (nothing notified meanwhile) looks from the front: a row enqueued
         // elsewhere can sit behind a cursor (a late commit, a past run time).
