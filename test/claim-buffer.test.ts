@@ -78,6 +78,31 @@ describe('queue list', () => {
     expect(reads).toBe(2);
   });
 
+  it('re-reads the queues with work once the list is a second old even while local enqueues keep naming theirs, without making their claims wait', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      let reads = 0;
+      let answer: (queues: string[]) => void = () => undefined;
+      const readQueues = () => (++reads === 1 ? Promise.resolve(['a']) : new Promise<string[]>((resolve) => (answer = resolve)));
+      const list = new QueueList([], readQueues, NONE_PAUSED);
+      expect(await list.current()).toEqual(['a']);
+      vi.advanceTimersByTime(1_001);
+      list.enqueuedInto('a'); // every claim prompted by a local enqueue...
+      expect(await list.current()).toEqual(['a']); // ...goes ahead on the list it has...
+      expect(reads).toBe(2); // ...but one that old is read again meanwhile
+      list.enqueuedInto('a');
+      expect(await list.current()).toEqual(['a']);
+      expect(reads).toBe(2); // one read in flight at a time
+      list.enqueuedInto('c'); // enqueued here while the read is in flight: it may not see it
+      answer(['a', 'b']); // 'b': a queue only another process enqueues into
+      await new Promise((resolve) => setImmediate(resolve));
+      list.enqueuedInto('a');
+      expect(await list.current()).toEqual(['a', 'b', 'c']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('leaves paused queues out, configured or found, reading the pauses at most once per poll interval', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     try {

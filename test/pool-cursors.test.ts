@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { ClaimedJob } from '../src/store/index.ts';
+import { within } from '../src/runtime/wakeup.ts';
+import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { ClaimCursors } from '../src/worker/claimCursors.ts';
 import { WorkerPool } from '../src/worker/pool.ts';
@@ -137,6 +140,70 @@ describe('claims by id in the pool', () => {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       expect(performance.now() - startedAt).toBeGreaterThanOrEqual(35);
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
+
+  it('still reads its queues by range once a poll interval while local enqueues keep it claiming by id, so rows enqueued elsewhere are not starved', async () => {
+    const fake = scriptedStore();
+    const pollMs = 100;
+    const pool = poolOn(fake, pollMs);
+    pool.start();
+    try {
+      const first = await fake.claim(1);
+      first.answer([]);
+      await turn();
+      let id = 100;
+      const since = Date.now();
+      pool.wake('default', { id: id++ });
+      for (let n = 2; ; n++) {
+        const claim = await fake.claim(n);
+        if (!claim.request.ids) break; // a claim by range: older rows get their turn
+        expect(Date.now() - since).toBeLessThan(10 * pollMs);
+        pool.wake('default', { id: id++ }); // the next local enqueue lands while this claim is in flight
+        await new Promise((resolve) => setTimeout(resolve, 2)); // the claim's round trip
+        claim.answer([]);
+      }
+      expect(Date.now() - since).toBeLessThan(3 * pollMs);
+    } finally {
+      const stopped = pool.stop({ graceMs: 0 });
+      for (const claim of fake.sent) claim.answer([]);
+      await stopped;
+    }
+  });
+
+  it('claims the rest of a burst of local enqueues as soon as slots free, not a poll interval later', async () => {
+    const quick = (id: number): ClaimedJob => ({
+      id,
+      queue: 'default',
+      kind: 'quick',
+      key: `quick:${id}`,
+      payloadText: '{}',
+      attempt: 1,
+      maxAttempts: 5,
+      periodKey: null,
+      scheduledAt: null,
+      lease: { id, token: 'f'.repeat(32) },
+      leaseMs: 60_000,
+      leaseExpiries: 0,
+    });
+    const fake = scriptedStore();
+    const tasks = new TaskRegistry([defineTask({ name: 'quick', handle: async () => undefined })]);
+    const pool = new WorkerPool({ store: fake.store, tasks, log: new EventLog().logger, concurrency: 2, queues: ['default'], lockedBy: 'test:1', pollMs: 60_000 });
+    pool.start();
+    try {
+      const first = await fake.claim(1);
+      first.answer([]);
+      await turn();
+      for (const id of [1, 2, 3]) pool.wake('default', { id }); // three enqueues, two slots
+      const byId = await fake.claim(2);
+      expect(byId.request.ids).toEqual([1, 2]);
+      byId.answer([quick(1), quick(2)]);
+      const rest = await within(fake.claim(3), 2_000);
+      expect(rest?.request.ids).toEqual([3]);
     } finally {
       const stopped = pool.stop({ graceMs: 0 });
       for (const claim of fake.sent) claim.answer([]);

@@ -88,6 +88,16 @@ describe('prefetch', () => {
     expect(size).toBe(0);
   });
 
+  it('forgets the pace of handlers that ran before the pool went idle, so slow work arriving a poll interval later is not claimed ahead', () => {
+    const p = prefetchAt(1000);
+    for (let i = 0; i < 30; i++) {
+      p.prefetch.claimTook(4); // claims take 4 ms
+      p.finish(160, 1); // handlers that return at once: 160 jobs per ms
+    }
+    expect(p.prefetch.resize()).toBe(1000);
+    expect(p.finish(0, 200, 0)).toBe(0); // a poll interval (200 ms) with nothing running: the pace is unknown
+  });
+
   it('holds no more payload ahead than its budget, by the mean payload of recent claims', () => {
     const p = prefetchAt(1000, 1_000_000);
     p.prefetch.claimTook(20);

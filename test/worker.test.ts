@@ -484,6 +484,58 @@ describe('queues', () => {
     ]);
   });
 
+  /** Runs `body` while four loops enqueue `busy` jobs into 'default' in this process, each waking the pool with its id. */
+  async function whileEnqueueingLocally(c: Cronq, body: () => Promise<void>): Promise<void> {
+    let streaming = true;
+    let n = 0;
+    // Keys of their own per test: re-inserting keys of rows just deleted (not yet purged) can deadlock.
+    const prefix = `local:${Date.now()}`;
+    const local = Array.from({ length: 4 }, async () => {
+      while (streaming) await c.enqueue({ kind: 'busy', key: `${prefix}:${n++}` });
+    });
+    try {
+      await log.waitFor('job_completed', 20); // the stream is under way
+      await body();
+    } finally {
+      streaming = false;
+      await Promise.all(local);
+    }
+  }
+
+  it('claims a job enqueued by another process within a poll interval while local enqueues keep waking the pool', async () => {
+    const busy = defineTask({ name: 'busy', handle: () => undefined });
+    const c = await start([busy], { pollInterval: '200ms' });
+    await log.waitFor('worker_started');
+    const other = createCronq({ databaseUrl: t.url, logger: false, tasks: [busy] });
+    try {
+      await whileEnqueueingLocally(c, async () => {
+        const sentAt = Date.now();
+        const { id } = await other.enqueue({ kind: 'busy', key: 'elsewhere' });
+        await log.waitFor('job_claimed', 1, 5_000, (e) => e.job_id === id);
+        expect(Date.now() - sentAt).toBeLessThan(2_000);
+      });
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('a pool serving every queue finds a queue only another process fills while local enqueues keep waking it', async () => {
+    const busy = defineTask({ name: 'busy', handle: () => undefined });
+    const c = await start([busy], { pollInterval: '200ms' });
+    await log.waitFor('worker_started');
+    const other = createCronq({ databaseUrl: t.url, logger: false, tasks: [busy] });
+    try {
+      await whileEnqueueingLocally(c, async () => {
+        const sentAt = Date.now();
+        const { id } = await other.enqueue({ kind: 'busy', key: 'elsewhere', queue: 'brand-new' });
+        await log.waitFor('job_claimed', 1, 5_000, (e) => e.job_id === id);
+        expect(Date.now() - sentAt).toBeLessThan(3_000); // the queue list is read at least once a second
+      });
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('claims only from its own queues when given a list', async () => {
     const c = await start([defineTask({ name: 'mine', handle: () => undefined })], { queues: ['a', 'b'] });
     await c.enqueueMany(['a', 'b', 'c'].map((queue) => ({ kind: 'mine', key: `in:${queue}`, queue })));

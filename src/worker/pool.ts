@@ -66,7 +66,9 @@ export interface StopResult {
  * third of its lease is released, attempt restored. Lane 0 always claims; a second lane
  * claims alongside it while the queues are busy. An idle pool sleeps `pollMs` or until
  * `wake()` (a local enqueue); the claim a wake prompts continues from the claim cursors,
- * a poll looks from the front of each queue (ClaimCursors). A queue of a kind with a cluster-wide limit is claimed
+ * a poll looks from the front of each queue (ClaimCursors). A job enqueued here is
+ * claimed by its id while the pool is idle (takeAnnouncedIds), but never for more than a
+ * poll interval without a claim by range. A queue of a kind with a cluster-wide limit is claimed
  * within it (claimReady); one found at its limit is left out like an empty queue until
  * the next poll or until a run of its kind here settles (LimitedQueues). Runs start from the claim loop and from the start loop,
  * which wakes when a slot frees (RunSlots.room): never on the stack of another run.
@@ -160,9 +162,9 @@ export class WorkerPool {
    * list is re-read and every queue is read from the front. `pastRunAt`: the job was
    * given a run time, already past, so it may sit behind the queue's claim cursor; the
    * claim reads that queue from the front. `id`: the one job enqueued, due now; while an
-   * idle pool owes no other claim, it claims that row by key (ClaimRequest.ids), never
-   * reading the queue's range: an enqueue right after a drain is picked up as fast as
-   * any other.
+   * idle pool owes no other claim (see takeAnnouncedIds), it claims that row by key
+   * (ClaimRequest.ids), never reading the queue's range: an enqueue right after a drain
+   * is picked up as fast as any other.
    */
   wake(queue?: string, { pastRunAt = false, id }: { pastRunAt?: boolean; id?: number } = {}): void {
     if (queue === undefined) {
@@ -320,6 +322,10 @@ export class WorkerPool {
         // the claim a local enqueue prompts starts after what the last claims left behind
         // (right after a drain, thousands of index entries not yet purged)...
         this.queueList.stale();
+        // Jobs enqueued here still owed a claim (a claim by id took only what there was room
+        // for, or more came meanwhile): claim at once or as soon as there is room
+        // (claimSize), not a poll interval later.
+        if (this.announcedIds.size > 0) continue;
         await this.wakeup.wait(this.options.pollMs, seen);
         // ...but a poll (nothing notified meanwhile) looks from the front: a row enqueued
         // elsewhere can sit behind a cursor (a late commit, a past run time).

@@ -18,8 +18,10 @@ export interface PausedQueues {
  * queues last seen with ready jobs (readQueues: a loose index scan), re-read when asked
  * (`stale()`: an idle poll, a failed claim, an enqueue whose queue is unknown) and at
  * least every QUEUES_MAX_AGE_MS. A local enqueue naming its queue adds it at once, and
- * the claim it prompts goes ahead without the re-read (the next one does it), so
- * same-process pickup never waits for one. Either way paused queues are left out; a
+ * the claim it prompts goes ahead without the re-read (the next one does it; one that
+ * finds the list older than QUEUES_MAX_AGE_MS starts it in the background), so
+ * same-process pickup never waits for one, and a stream of local enqueues never keeps
+ * the list from being read. Either way paused queues are left out; a
  * claim never uses a paused set read longer than `paused.maxAgeMs` ago, so a pool obeys
  * a pause within one poll interval. A claim that finds the set that old waits for a
  * fresh read (an idle pool's poll); one that finds it half that old starts the next read
@@ -33,6 +35,10 @@ export class QueueList {
   private reread = true;
   /** A local enqueue named a queue since the last claim: claim now, re-read later. */
   private announced = false;
+  /** The read of the queues with work in flight, if any. */
+  private seenRead: Promise<void> | null = null;
+  /** Queues local enqueues named while that read was in flight (it may not have seen them). */
+  private namedDuringRead = new Set<string>();
 
   private paused = new Set<string>();
   /** When the read that gave `paused` was sent. */
@@ -55,6 +61,7 @@ export class QueueList {
   enqueuedInto(queue: string): void {
     if (this.configured.length > 0) return;
     if (!this.seen.includes(queue)) this.seen = [...this.seen, queue];
+    if (this.seenRead) this.namedDuringRead.add(queue);
     this.announced = true;
   }
 
@@ -84,12 +91,32 @@ export class QueueList {
 
   private async candidates(announced: boolean): Promise<string[]> {
     if (this.configured.length > 0) return this.configured;
-    if (!announced && (this.reread || Date.now() - this.seenAt > QUEUES_MAX_AGE_MS)) {
+    const old = Date.now() - this.seenAt > QUEUES_MAX_AGE_MS;
+    if (!announced && (this.reread || old)) {
       this.reread = false;
-      this.seenAt = Date.now();
-      this.seen = await this.readQueues();
+      await this.readSeen();
+    } else if (old) {
+      // Prompted by a local enqueue: go ahead on the list as it is, and read it again for
+      // the next claims (else a steady stream of local enqueues would keep a queue only
+      // other processes fill out of the list for good).
+      this.readSeen().catch(() => undefined); // a claim that needs it will read again and see the error
     }
     return this.seen;
+  }
+
+  /** Reads the queues with work, or joins the read in flight; queues named meanwhile stay in. */
+  private readSeen(): Promise<void> {
+    this.seenRead ??= (async () => {
+      this.seenAt = Date.now();
+      this.namedDuringRead = new Set();
+      try {
+        const read = await this.readQueues();
+        this.seen = [...read, ...[...this.namedDuringRead].filter((queue) => !read.includes(queue))];
+      } finally {
+        this.seenRead = null;
+      }
+    })();
+    return this.seenRead;
   }
 
   private notePaused(now: Set<string>): void {
