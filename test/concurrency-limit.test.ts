@@ -11,6 +11,7 @@ import { createCronq, type Cronq } from '../src/cronq.ts';
 import { claimReady, type QueueLimit } from '../src/store/claims.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { defineTask } from '../src/tasks/define.ts';
+import { toJobRow } from '../src/enqueue/jobRow.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { defineSchedule } from '../src/schedule/define.ts';
 import { LimitedQueues } from '../src/worker/limitedQueues.ts';
@@ -56,6 +57,15 @@ describe('defining a limited kind', () => {
     expect(() => new TaskRegistry([other, limited])).toThrow(/'reports' .* and 'mail' .* share queue 'shared', but 'reports' has a concurrency limit/);
     expect(() => new TaskRegistry([limited, other])).toThrow(/'mail' .* and 'reports' .* share queue 'shared', but 'reports' has a concurrency limit/);
     expect(new TaskRegistry([defineTask({ name: 'a', handle() {} }), defineTask({ name: 'b', handle() {} })]).size).toBe(2);
+  });
+
+  it('refuses to enqueue a limited kind into a queue other than its own, where its limit would not hold', () => {
+    const tasks = new TaskRegistry([defineTask({ name: 'reports', concurrency: 2, handle() {} })]);
+    expect(() => toJobRow({ kind: 'reports', key: 'r1', queue: 'default' }, tasks)).toThrow(
+      /job "r1": kind 'reports' has a concurrency limit and runs only in its own queue 'reports' \(got queue "default"\)/,
+    );
+    expect(toJobRow({ kind: 'reports', key: 'r2' }, tasks).queue).toBe('reports');
+    expect(toJobRow({ kind: 'reports', key: 'r3', queue: 'reports' }, tasks).queue).toBe('reports');
   });
 
   it('cronq start refuses such a folder with one line and exit 64', async () => {

@@ -64,6 +64,10 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) {
     throw new UsageError(`runAt of ${job.key} is not a valid date`);
   }
+  if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
+    // Its limit holds per queue: in another queue the kind's jobs would run unlimited.
+    throw new UsageError(`job ${JSON.stringify(job.key)}: kind '${task.name}' has a concurrency limit and runs only in its own queue '${task.queue}' (got queue ${JSON.stringify(job.queue)})`);
+  }
   return {
     queue: job.queue === undefined ? (task?.queue ?? TASK_DEFAULTS.queue) : validateQueue(job.queue),
     kind: job.kind,
