@@ -289,7 +289,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
       const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
       const { tx } = call;
-      const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit());
+      const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(), { ownTransaction: !tx });
       if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });
       return result;
     },

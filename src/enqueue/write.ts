@@ -205,12 +205,20 @@ export async function enqueueRows(
  * than one statement may carry, or whose content the server refuses, throws
  * EnqueueRefusedError naming its key and what is wrong; any other failure throws
  * EnqueueError with the server's reason. Neither carries the payload or the SQL.
+ * `ownTransaction`: the insert is not part of a caller's transaction, so a deadlock on
+ * the unique key (two enqueues of keys whose rows were just deleted and not yet purged,
+ * say), which rolls back only this insert, is retried like a batch's.
  */
-export async function enqueueOne(writer: JobWriter, row: NewJobRow, maxStatementBytes: number): Promise<{ id: number; created: boolean }> {
+export async function enqueueOne(
+  writer: JobWriter,
+  row: NewJobRow,
+  maxStatementBytes: number,
+  { ownTransaction }: { ownTransaction: boolean },
+): Promise<{ id: number; created: boolean }> {
   const bytes = encodeJobRow(row).bytes + INSERT_STATEMENT_OVERHEAD_BYTES;
   if (bytes > maxStatementBytes) throw new EnqueueRefusedError([{ key: row.key, reason: tooLarge(bytes, maxStatementBytes) }], 1, NOTHING_WRITTEN);
   try {
-    return await writer.insertJob(row);
+    return await (ownTransaction ? withDeadlockRetry(() => writer.insertJob(row)) : writer.insertJob(row));
   } catch (error) {
     if (isRowRefusal(error)) {
       throw new EnqueueRefusedError([{ key: row.key, reason: refusalReason(row.payloadJson, error) }], 1, NOTHING_WRITTEN);
@@ -239,8 +247,9 @@ export function enqueueFailure(error: unknown, what: string): unknown {
 }
 
 /**
- * Two batch INSERTs in flight can deadlock on the unique key when a key repeats across
- * them; InnoDB then rolls one back whole, so running it again is safe.
+ * Two INSERTs in flight can deadlock on the unique key (a key repeated across two
+ * batches; keys of rows deleted and not yet purged); InnoDB then rolls one back whole,
+ * so running it again is safe outside a caller's transaction.
  */
 async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
