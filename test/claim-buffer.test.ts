@@ -1,22 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { ClaimedJob } from '../src/store/claims.ts';
 import { ClaimBuffer } from '../src/worker/claimBuffer.ts';
 import { QueueList } from '../src/worker/queueList.ts';
+import { claimedJob } from './support/jobs.ts';
 
-const job = (id: number, kind = 'k', leaseMs = 60_000): ClaimedJob => ({
-  id,
-  queue: 'default',
-  kind,
-  key: `key:${id}`,
-  payloadText: '{}',
-  attempt: 1,
-  maxAttempts: 5,
-  periodKey: null,
-  scheduledAt: null,
-  lease: { id, token: 'f'.repeat(32) },
-  leaseMs,
-  leaseExpiries: 0,
-});
+const job = claimedJob;
 
 describe('claim buffer', () => {
   it('hands jobs out oldest first, with the instant they were claimed', () => {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimedJob } from '../src/store/index.ts';
 import { within } from '../src/runtime/wakeup.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { ClaimCursors } from '../src/worker/claimCursors.ts';
 import { WorkerPool } from '../src/worker/pool.ts';
 import { EventLog } from './support/events.ts';
+import { claimedJob } from './support/jobs.ts';
 import { scriptedStore } from './support/scriptedStore.ts';
 
 const AT = { availableAt: '2026-01-01 00:00:00.000001', id: 5, drained: true };
@@ -176,20 +176,7 @@ describe('claims by id in the pool', () => {
   });
 
   it('claims the rest of a burst of local enqueues as soon as slots free, not a poll interval later', async () => {
-    const quick = (id: number): ClaimedJob => ({
-      id,
-      queue: 'default',
-      kind: 'quick',
-      key: `quick:${id}`,
-      payloadText: '{}',
-      attempt: 1,
-      maxAttempts: 5,
-      periodKey: null,
-      scheduledAt: null,
-      lease: { id, token: 'f'.repeat(32) },
-      leaseMs: 60_000,
-      leaseExpiries: 0,
-    });
+    const quick = (id: number) => claimedJob(id, 'quick');
     const fake = scriptedStore();
     const tasks = new TaskRegistry([defineTask({ name: 'quick', handle: async () => undefined })]);
     const pool = new WorkerPool({ store: fake.store, tasks, log: new EventLog().logger, concurrency: 2, queues: ['default'], lockedBy: 'test:1', pollMs: 60_000 });

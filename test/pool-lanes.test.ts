@@ -1,26 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimedJob } from '../src/store/index.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { within } from '../src/runtime/wakeup.ts';
 import { WorkerPool } from '../src/worker/pool.ts';
 import { EventLog } from './support/events.ts';
+import { claimedJob } from './support/jobs.ts';
 import { scriptedStore } from './support/scriptedStore.ts';
 
-const job = (id: number): ClaimedJob => ({
-  id,
-  queue: 'default',
-  kind: 'gated',
-  key: `gated:${id}`,
-  payloadText: '{}',
-  attempt: 1,
-  maxAttempts: 5,
-  periodKey: null,
-  scheduledAt: null,
-  lease: { id, token: 'f'.repeat(32) },
-  leaseMs: 60_000,
-  leaseExpiries: 0,
-});
+const job = (id: number) => claimedJob(id, 'gated');
 
 describe('claim lanes', () => {
   it('claim again as soon as running jobs make room, not a poll interval later', async () => {
