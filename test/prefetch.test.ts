@@ -9,9 +9,9 @@ function prefetchAt(max: number, payloadChars?: number) {
     prefetch,
     /** `count` handlers finish over `ms` while `busy` slots are in use (all 16 unless told), then the size is read. */
     finish(count: number, ms: number, busy = 16): number {
-      prefetch.slotsInUse(busy);
+      prefetch.slotTaken(busy);
       now += ms;
-      for (let i = 0; i < count; i++) prefetch.slotFreed();
+      for (let i = 0; i < count; i++) prefetch.slotFreed(busy); // and taken again at once: `busy` stay in use
       return prefetch.resize();
     },
   };

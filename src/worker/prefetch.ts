@@ -65,14 +65,16 @@ export class Prefetch {
     this.meanPayloadChars = this.meanPayloadChars === 0 ? mean : mean > this.meanPayloadChars ? mean : 0.7 * this.meanPayloadChars + 0.3 * mean;
   }
 
-  /** The slots in use are now `used` (a run took or gave back one). */
-  slotsInUse(used: number): void {
+  /** A run took a slot: `used` are in use now. */
+  slotTaken(used: number): void {
     this.accrue();
     this.inUse = used;
   }
 
-  /** A handler returned: its slot is free. */
-  slotFreed(): void {
+  /** A handler returned and gave its slot back: `used` are in use now. */
+  slotFreed(used: number): void {
+    this.accrue();
+    this.inUse = used;
     this.finished += 1;
   }
 
@@ -83,8 +85,8 @@ export class Prefetch {
 
   /**
    * Folds the runs finished since the last fold into the per-slot rate (every 5 ms, or
-   * sooner once `concurrency` runs have finished) and returns the jobs to hold beyond the free slots now (0 to `max`, within the
-   * payload budget).
+   * sooner once `concurrency` runs have finished) and returns the jobs to hold beyond the
+   * free slots now (0 to `max`, within the payload budget).
    */
   resize(): number {
     if (this.max === 0) return 0;

@@ -43,14 +43,13 @@ export class RunSlots {
   take(run: JobRun): void {
     this.holding.add(run);
     this.unsettled.add(run);
-    this.prefetch.slotsInUse(this.holding.size);
+    this.prefetch.slotTaken(this.holding.size);
   }
 
   /** Gives `run`'s slot back (once; later calls do nothing). */
   free(run: JobRun): void {
     if (!this.holding.delete(run)) return;
-    this.prefetch.slotsInUse(this.holding.size);
-    this.prefetch.slotFreed();
+    this.prefetch.slotFreed(this.holding.size);
     this.room.notify();
   }
 
