@@ -3,16 +3,11 @@ import { within } from '../src/runtime/wakeup.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { ClaimCursors } from '../src/worker/claimCursors.ts';
-import { WorkerPool } from '../src/worker/pool.ts';
-import { EventLog } from './support/events.ts';
 import { claimedJob } from './support/jobs.ts';
-import { scriptedStore } from './support/scriptedStore.ts';
+import { scriptedStore, withPool } from './support/scriptedStore.ts';
 
 const AT = { availableAt: '2026-01-01 00:00:00.000001', id: 5, drained: true };
 
-function poolOn(fake: ReturnType<typeof scriptedStore>, pollMs = 20) {
-  return new WorkerPool({ store: fake.store, tasks: new TaskRegistry(), log: new EventLog().logger, concurrency: 4, queues: ['default'], lockedBy: 'test:1', pollMs });
-}
 
 /** One turn of the event loop: the lane, answered, goes back to waiting. */
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -38,9 +33,7 @@ describe('claim cursors', () => {
 describe('claim cursors in the pool', () => {
   it('keeps them for the claim a local enqueue prompts after a short claim, and drops them for a poll', async () => {
     const fake = scriptedStore();
-    const pool = poolOn(fake);
-    pool.start();
-    try {
+    await withPool(fake, {}, async (pool) => {
       const first = await fake.claim(1);
       expect(first.cursors.size).toBe(0);
       first.request.cursors!.set('default', AT); // as claimReady leaves it: nothing more after this row
@@ -52,18 +45,12 @@ describe('claim cursors in the pool', () => {
       prompted.answer([]);
       const poll = await fake.claim(3); // nothing notified: the poll interval ran out
       expect(poll.cursors.size).toBe(0); // a row enqueued elsewhere may sit behind the cursor
-    } finally {
-      const stopped = pool.stop({ graceMs: 0 });
-      for (const claim of fake.sent) claim.answer([]);
-      await stopped;
-    }
+    });
   });
 
   it('drops them for the claim a local enqueue with a past run time prompts, and for an enqueue naming no queue', async () => {
     const fake = scriptedStore();
-    const pool = poolOn(fake, 60_000);
-    pool.start();
-    try {
+    await withPool(fake, { pollMs: 60_000 }, async (pool) => {
       const first = await fake.claim(1);
       first.request.cursors!.set('default', AT);
       first.answer([]);
@@ -82,20 +69,14 @@ describe('claim cursors in the pool', () => {
       await turn();
       pool.wake('default');
       expect((await fake.claim(4)).cursors.get('default')).toEqual(AT);
-    } finally {
-      const stopped = pool.stop({ graceMs: 0 });
-      for (const claim of fake.sent) claim.answer([]);
-      await stopped;
-    }
+    });
   });
 });
 
 describe('claims by id in the pool', () => {
   it('claims a job a local enqueue names by its id while the pool is idle, and by range once a wake names none', async () => {
     const fake = scriptedStore();
-    const pool = poolOn(fake, 60_000);
-    pool.start();
-    try {
+    await withPool(fake, { pollMs: 60_000 }, async (pool) => {
       const first = await fake.claim(1);
       expect(first.request.ids).toBeUndefined(); // a fresh pool reads its queues
       first.answer([]);
@@ -115,18 +96,12 @@ describe('claims by id in the pool', () => {
       await turn();
       pool.wake('default', { id: 44 }); // 43 was covered by that range claim
       expect((await fake.claim(4)).request.ids).toEqual([44]);
-    } finally {
-      const stopped = pool.stop({ graceMs: 0 });
-      for (const claim of fake.sent) claim.answer([]);
-      await stopped;
-    }
+    });
   });
 
   it('still claims by range once a poll interval has passed, however often local enqueues wake it', async () => {
     const fake = scriptedStore();
-    const pool = poolOn(fake, 40);
-    pool.start();
-    try {
+    await withPool(fake, { pollMs: 40 }, async (pool) => {
       (await fake.claim(1)).answer([]);
       const startedAt = performance.now();
       // A local enqueue every few ms: each wake names its job, and none lets the poll run out.
@@ -140,19 +115,13 @@ describe('claims by id in the pool', () => {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       expect(performance.now() - startedAt).toBeGreaterThanOrEqual(35);
-    } finally {
-      const stopped = pool.stop({ graceMs: 0 });
-      for (const claim of fake.sent) claim.answer([]);
-      await stopped;
-    }
+    });
   });
 
   it('still reads its queues by range once a poll interval while local enqueues keep it claiming by id, so rows enqueued elsewhere are not starved', async () => {
     const fake = scriptedStore();
     const pollMs = 100;
-    const pool = poolOn(fake, pollMs);
-    pool.start();
-    try {
+    await withPool(fake, { pollMs }, async (pool) => {
       const first = await fake.claim(1);
       first.answer([]);
       await turn();
@@ -168,20 +137,14 @@ describe('claims by id in the pool', () => {
         claim.answer([]);
       }
       expect(Date.now() - since).toBeLessThan(3 * pollMs);
-    } finally {
-      const stopped = pool.stop({ graceMs: 0 });
-      for (const claim of fake.sent) claim.answer([]);
-      await stopped;
-    }
+    });
   });
 
   it('claims the rest of a burst of local enqueues as soon as slots free, not a poll interval later', async () => {
     const quick = (id: number) => claimedJob(id, 'quick');
     const fake = scriptedStore();
     const tasks = new TaskRegistry([defineTask({ name: 'quick', handle: async () => undefined })]);
-    const pool = new WorkerPool({ store: fake.store, tasks, log: new EventLog().logger, concurrency: 2, queues: ['default'], lockedBy: 'test:1', pollMs: 60_000 });
-    pool.start();
-    try {
+    await withPool(fake, { pollMs: 60_000, tasks, concurrency: 2 }, async (pool) => {
       const first = await fake.claim(1);
       first.answer([]);
       await turn();
@@ -191,10 +154,6 @@ describe('claims by id in the pool', () => {
       byId.answer([quick(1), quick(2)]);
       const rest = await within(fake.claim(3), 2_000);
       expect(rest?.request.ids).toEqual([3]);
-    } finally {
-      const stopped = pool.stop({ graceMs: 0 });
-      for (const claim of fake.sent) claim.answer([]);
-      await stopped;
-    }
+    });
   });
 });

@@ -1,5 +1,8 @@
 import type { ClaimCursor, ClaimedJob, ClaimRequest } from '../../src/store/index.ts';
+import { TaskRegistry } from '../../src/tasks/registry.ts';
+import { WorkerPool } from '../../src/worker/pool.ts';
 import type { WorkerStore } from '../../src/worker/workerStore.ts';
+import { EventLog } from './events.ts';
 
 /** One claim the pool sent: the cursors it carried, and how to answer it. */
 interface SentClaim {
@@ -43,3 +46,29 @@ export function scriptedStore() {
   return { store, sent, claim };
 }
 
+
+/**
+ * Runs `body` with a started pool on `fake` (queue 'default'; no tasks, concurrency 4 and
+ * a 20 ms poll unless told), then stops it, answering every claim left open or sent meanwhile.
+ */
+export async function withPool(
+  fake: ReturnType<typeof scriptedStore>,
+  options: { pollMs?: number; tasks?: TaskRegistry; concurrency?: number },
+  body: (pool: WorkerPool) => Promise<void>,
+): Promise<void> {
+  const { pollMs = 20, tasks = new TaskRegistry(), concurrency = 4 } = options;
+  const pool = new WorkerPool({ store: fake.store, tasks, log: new EventLog().logger, concurrency, queues: ['default'], lockedBy: 'test:1', pollMs });
+  pool.start();
+  try {
+    await body(pool);
+  } finally {
+    // Claims the pool sends while it stops are answered too (answering twice does nothing).
+    let stopped = false;
+    const stopping = pool.stop({ graceMs: 0 }).then(() => (stopped = true));
+    while (!stopped) {
+      for (const claim of fake.sent) claim.answer([]);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await stopping;
+  }
+}
