@@ -22,6 +22,18 @@ function gate() {
   return { open, opened };
 }
 
+/** Holds `store` the first time it reaches `point`: `reached` opens there, and it goes on once `go` opens. */
+function holdOnce(store: HeldStore, point: 'afterClaim' | 'beforeInsert') {
+  const reached = gate();
+  const go = gate();
+  store[point] = async () => {
+    store[point] = null;
+    reached.open();
+    await go.opened;
+  };
+  return { reached, go };
+}
+
 /** A Store whose fan-out statements can be held: after claiming a tick, before inserting jobs; and that tells when a lock is asked for. */
 class HeldStore extends Store {
   afterClaim: (() => Promise<void>) | null = null;
@@ -95,13 +107,7 @@ describe("overlap: 'skip' between daemons", () => {
     const a = daemon(s, 'a');
     const b = daemon(s, 'b');
     // A claims 10:01, finds nothing in flight and is held just before inserting its job.
-    const aInserting = gate();
-    const aGo = gate();
-    a.store.beforeInsert = async () => {
-      a.store.beforeInsert = null;
-      aInserting.open();
-      await aGo.opened;
-    };
+    const { reached: aInserting, go: aGo } = holdOnce(a.store, 'beforeInsert');
     const aDone = a.ticker.catchUp(T1);
     await aInserting.opened;
     // B owns 10:02 (A's 10:01 row is in the ledger) and decides while A's job is not written:
@@ -128,13 +134,7 @@ describe("overlap: 'skip' between daemons", () => {
     const a = daemon(s, 'a');
     const b = daemon(s, 'b');
     // A claims 10:01 and is held there, before deciding anything.
-    const aClaimed = gate();
-    const aGo = gate();
-    a.store.afterClaim = async () => {
-      a.store.afterClaim = null;
-      aClaimed.open();
-      await aGo.opened;
-    };
+    const { reached: aClaimed, go: aGo } = holdOnce(a.store, 'afterClaim');
     const aDone = a.ticker.catchUp(T1);
     await aClaimed.opened;
     // B fans out 10:02 first, and its job starts running.
