@@ -421,17 +421,16 @@ describe('claiming ahead (prefetch)', () => {
       { concurrency: 1 },
     );
     const past = (s: number) => new Date(Date.now() - 600_000 + s * 1000);
-    // One enqueueMany, so every claim reads them in order by range (a single enqueue would
-    // be claimed by its id, alone), and the claim that takes 'slow' while the fast ones
-    // still set the pace also takes some of those after it.
+    // The fast ones set the pace; 'slow' comes last (one enqueueMany: claimed by range, in order).
     await c.enqueueMany([
       ...Array.from({ length: 300 }, (_, i) => ({ kind: 'fast', key: `before:${i}`, runAt: past(0) })),
       { kind: 'slow', key: 'slow', runAt: past(1) },
-      ...Array.from({ length: 50 }, (_, i) => ({ kind: 'fast', key: `after:${i}`, runAt: past(2) })),
     ]);
     await slowRunning;
-    // A fast job claimed ahead behind the slow one: told by its claim event, not by polling
-    // for reserved rows (with a 1 s lease it may be released again before a poll sees it).
+    // Enqueued while 'slow' holds the only slot, so none of these can run before it: the
+    // pool claims some ahead on the fast pace. Told by the claim event, not by polling for
+    // reserved rows (with a 1 s lease one may be released again before a poll sees it).
+    await c.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ kind: 'fast', key: `after:${i}`, runAt: past(2) })));
     const after = new Set((await t.sql("SELECT id FROM cronq_jobs WHERE job_key LIKE 'after:%'")).map((r) => Number(r.id)));
     await log.waitFor('job_claimed', 1, 15_000, (e) => after.has(Number(e.job_id)));
     return { c, letGo, ran };

@@ -22,9 +22,9 @@ export interface PrefetchOptions {
  * within a few claims instead of growing with its own rate. Slow handlers free slots
  * rarely and get no read-ahead at all (a job is never held back from another daemon
  * that could run it now), nor do slots held by stuck handlers: they count as busy and
- * finish nothing. The pace measured fades with time, not per measure (0.6 of its weight
- * per 5 ms), so once nothing has finished for about 200 ms (an idle pool, stuck
- * handlers) nothing of it is left, however fast the handlers were. `max` bounds it
+ * finish nothing, and pull the pace down with each window. While no slot is busy at all
+ * the pace fades with time (0.6 of its weight per 5 ms), so after about 200 ms idle
+ * nothing of it is left, however fast the handlers were. `max` bounds it
  * either way, and so does `payloadChars`: the read-ahead never holds more payload than
  * that, by the recent claims' mean payload length (so 1 MB payloads are read ahead 16 at
  * a time, not 1,000).
@@ -98,13 +98,14 @@ export class Prefetch {
       // once) counts at least a microsecond per run.
       const measured = this.finished === 0 ? 0 : this.finished / Math.max(this.busySlotMs, this.finished / 1000);
       // The first measure is taken as it is (a fresh pool has nothing to smooth it with).
-      // Later ones weigh by the time they cover: the pace so far keeps 0.6 of its weight
-      // per 5 ms, so a window that saw nothing finish for a poll interval (an idle pool,
-      // stuck handlers) leaves next to nothing of it; else the pace of handlers that
-      // returned at once (up to 1,000 runs per slot-millisecond) would take dozens of
-      // windows to fade, and slow work arriving after an idle while would be claimed
-      // up to `max` ahead.
-      const kept = 0.6 ** ((now - this.windowStart) / 5);
+      // A window with slots busy is a measure: the pace so far keeps 0.6 of its weight
+      // (stuck handlers measure 0 and pull it down window by window). A window with no
+      // slot busy measures nothing, so the pace so far fades with the time it covers, 0.6
+      // per 5 ms: after an idle poll interval nothing of it is left; else the pace of
+      // handlers that returned at once (up to 1,000 runs per slot-millisecond) would
+      // outlive the idle while, and slow work arriving after it would be claimed up to
+      // `max` ahead.
+      const kept = this.busySlotMs === 0 ? 0.6 ** ((now - this.windowStart) / 5) : 0.6;
       this.perSlotMs = this.perSlotMs === 0 ? measured : kept * this.perSlotMs + (1 - kept) * measured;
       this.finished = 0;
       this.busySlotMs = 0;
