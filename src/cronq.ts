@@ -348,11 +348,14 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         },
         everyMs: heartbeatMs,
       });
+      // The claim connections open meanwhile, so the first claims need no handshakes.
+      const claimConnections = store.openClaimConnections();
       await heartbeat.start();
       // Before the first claim, which reads these rows: the latest daemon's values win.
       await store.setKindLimits(
         registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),
       );
+      await claimConnections;
       pool = new WorkerPool({
         store,
         tasks: registry,

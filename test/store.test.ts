@@ -5,7 +5,8 @@ import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, 
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { connect } from '../src/db/client.ts';
-import { claimReady, type ClaimedJob } from '../src/store/claims.ts';
+import { claimReady, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
+import { CLAIM_CONNECTIONS } from '../src/db/client.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 
@@ -284,6 +285,30 @@ describe('claim', () => {
     expect(r.locked_by).toBe('test:1');
   });
 
+});
+
+describe('claim connections', () => {
+  it('opens every claim connection at once, session settings applied, so the first claims open none', async () => {
+    const connections = async () =>
+      Number((await t.sql('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE()'))[0].n);
+    await t.sql('INSERT INTO cronq_jobs (queue, kind, job_key, payload) VALUES (?, ?, ?, ?), (?, ?, ?, ?)', [
+      'default', 'k', 'warm:1', '{}', 'default', 'k', 'warm:2', '{}',
+    ]);
+    const database = connect(t.url);
+    try {
+      const before = await connections();
+      await openClaimConnections(database.claims, CLAIM_CONNECTIONS);
+      expect(await connections()).toBe(before + CLAIM_CONNECTIONS);
+      const [[session]] = (await database.claims.query('SELECT @@session.time_zone AS tz, @@session.sql_mode AS mode')) as any;
+      expect(session.tz).toBe('+00:00');
+      expect(session.mode).toContain('STRICT_TRANS_TABLES');
+      const claims = await Promise.all([1, 2].map(() => claimJobs(database, 1)));
+      expect(claims.flat()).toHaveLength(2);
+      expect(await connections()).toBe(before + CLAIM_CONNECTIONS);
+    } finally {
+      await database.close();
+    }
+  });
 });
 
 describe('fencing', () => {

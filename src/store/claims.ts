@@ -176,6 +176,29 @@ export function claimByIdSql(ids: readonly number[], queues: readonly string[], 
 }
 
 /**
+ * Opens `count` connections of the claim pool at once and leaves them idle in it, their
+ * session settings applied. A new connection costs a handshake and a round trip per
+ * session setting; opened one by one by the first claims, that delays a fresh daemon's
+ * first jobs by those round trips, lane after lane. Failures are dropped: the claims
+ * themselves meet and report an unreachable server.
+ */
+export async function openClaimConnections(claims: Pool, count: number): Promise<void> {
+  await Promise.allSettled(
+    Array.from({ length: count }, async () => {
+      const conn = await claims.getConnection();
+      try {
+        // Queued behind the session settings: once it answers, they have run.
+        await conn.query({ sql: 'DO 0', timeout: TIMEOUTS.queryMs });
+      } catch (error) {
+        conn.destroy();
+        throw error;
+      }
+      conn.release();
+    }),
+  );
+}
+
+/**
  * The queues that have 'ready' jobs (due or not), by a loose scan of the claim index's
  * (status, queue) prefix: one index dive per queue, however many jobs wait. A plain
  * read, so it can be stale the moment it returns; callers re-read it regularly.

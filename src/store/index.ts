@@ -8,7 +8,7 @@
  */
 import { CLAIM_CONNECTIONS, type Database } from '../db/client.ts';
 import { cancelJob, cancellationOf, cancelMatching, type BulkCancelResult, type CancelBy, type Cancellation, type CancelFilter, type CancelOutcome, type CancelTarget } from './cancel.ts';
-import { claimReady, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
+import { claimReady, openClaimConnections, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
 import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
 import {
   getDeadLetter,
@@ -78,6 +78,11 @@ export class Store implements JobWriter {
   /** How many claims can run at once: the claim pool's connections. */
   get claimConnections(): number {
     return CLAIM_CONNECTIONS;
+  }
+
+  /** Opens every claim connection at once, ahead of the first claims (openClaimConnections). */
+  openClaimConnections(): Promise<void> {
+    return openClaimConnections(this.database.claims, CLAIM_CONNECTIONS);
   }
 
   /** Claims up to `request.limit` ready jobs in one short transaction (claimReady). */
