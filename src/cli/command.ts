@@ -29,7 +29,12 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
   try {
     parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true });
   } catch (error) {
-    const message = (error as Error).message.replace(/\. To specify a positional argument.*$/s, '').replace(/\.$/, '');
+    const message = (error as Error).message
+      .replace(/\. To specify a positional argument.*$/s, '')
+      .replace(/\.$/, '')
+      // Some of node's messages run over several lines (a value starting with '-'): one line.
+      .replace(/\.\n(\w)/, (_, first: string) => `: ${first.toLowerCase()}`)
+      .replace(/\s*\n\s*/g, ' ');
     throw new UsageError(`cronq ${command.name}: ${message} (see cronq ${command.name} --help)`);
   }
   const { min, max, names } = command.positionals;

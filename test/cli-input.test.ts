@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { runMain } from './support/runMain.ts';
+
+// Usage errors end before the database is opened: no server is needed for these.
+const env = { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cli_input_unused', CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon', LOG_LEVEL: 'info' };
+
+/** Runs the CLI in process and expects one line on stderr, nothing on stdout, and exit 64. */
+async function refused(args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
+  const r = await runMain(args, { ...env, ...extraEnv });
+  expect(r.stdout, args.join(' ')).toBe('');
+  expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+  expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(64);
+  return r.stderr.trim();
+}
+
+describe('flags the parser refuses', () => {
+  it('a flag value starting with a dash is refused on one line that says how to pass it', async () => {
+    expect(await refused(['schedules', '--count', '-1'])).toBe(
+      "cronq schedules: Option '--count' argument is ambiguous: did you forget to specify the option argument for '--count'? To specify an option argument starting with a dash use '--count=-XYZ' (see cronq schedules --help)",
+    );
+    expect(await refused(['start', '--prefetch', '-1'])).toMatch(/^cronq start: Option '--prefetch' argument is ambiguous: .*'--prefetch=-XYZ'/);
+  });
+});
