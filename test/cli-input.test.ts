@@ -21,3 +21,13 @@ describe('flags the parser refuses', () => {
     expect(await refused(['start', '--prefetch', '-1'])).toMatch(/^cronq start: Option '--prefetch' argument is ambiguous: .*'--prefetch=-XYZ'/);
   });
 });
+
+describe('DATABASE_URL', () => {
+  it('a broken percent-escape in the password or database name is refused naming DATABASE_URL, password masked', async () => {
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:se%zzcret@127.0.0.1:3306/cronq' })).toBe(
+      "cronq: DATABASE_URL has a '%' not followed by two hex digits: percent-encode '%' itself as %25: mysql://root:***@127.0.0.1:3306/cronq",
+    );
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cron%zz' })).toMatch(/^cronq: DATABASE_URL has a '%' not followed by two hex digits/);
+  });
+
+});

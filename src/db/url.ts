@@ -32,17 +32,25 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
       `DATABASE_URL has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
     );
   }
-  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new UsageError(`DATABASE_URL has a '%' not followed by two hex digits: percent-encode '%' itself as %25: ${maskUrl(url)}`);
+    }
+  };
+  const database = decode(parsed.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
     throw new UsageError(`DATABASE_URL must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
   }
-  rememberPassword(decodeURIComponent(parsed.password));
+  const password = decode(parsed.password);
+  rememberPassword(password);
   rememberPassword(parsed.password);
   return {
     host: parsed.hostname || '127.0.0.1',
     port: parsed.port ? Number(parsed.port) : 3306,
-    user: decodeURIComponent(parsed.username || 'root'),
-    password: decodeURIComponent(parsed.password),
+    user: decode(parsed.username || 'root'),
+    password,
     database,
     masked: maskUrl(url),
   };
