@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseDatabaseUrl } from '../src/db/url.ts';
 import { runMain } from './support/runMain.ts';
 
 // Usage errors end before the database is opened: no server is needed for these.
@@ -30,4 +31,8 @@ describe('DATABASE_URL', () => {
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cron%zz' })).toMatch(/^cronq: DATABASE_URL has a '%' not followed by two hex digits/);
   });
 
+  it('an IPv6 host in brackets is connected to without its brackets', async () => {
+    expect(parseDatabaseUrl('mysql://root@[::1]:3306/cronq').host).toBe('::1');
+    expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/cronq').host).toBe('127.0.0.1');
+  });
 });

@@ -4,8 +4,11 @@ import { UsageError } from '../errors.ts';
 export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/cronq';
 
 export interface DatabaseTarget {
+  /** The host to connect to: an IPv6 address without the URL's brackets. */
   host: string;
   port: number;
+  /** `host:port` as a URL writes it (`[::1]:3306`), for messages. */
+  address: string;
   user: string;
   password: string;
   database: string;
@@ -46,9 +49,12 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   const password = decode(parsed.password);
   rememberPassword(password);
   rememberPassword(parsed.password);
+  const host = parsed.hostname || '127.0.0.1';
+  const port = parsed.port ? Number(parsed.port) : 3306;
   return {
-    host: parsed.hostname || '127.0.0.1',
-    port: parsed.port ? Number(parsed.port) : 3306,
+    host: host.replace(/^\[(.*)\]$/, '$1'), // the driver takes an IPv6 address bare
+    port,
+    address: `${host}:${port}`,
     user: decode(parsed.username || 'root'),
     password,
     database,
