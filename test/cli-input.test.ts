@@ -36,3 +36,18 @@ describe('DATABASE_URL', () => {
     expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/cronq').host).toBe('127.0.0.1');
   });
 });
+
+describe('durations', () => {
+  it('a duration longer than 100 years is refused naming the flag, before anything runs', async () => {
+    const digits = '9'.repeat(400); // Infinity as a number
+    expect(await refused(['prune', '--done-older-than', `${digits}d`, '--dry-run'])).toBe(
+      `cronq: --done-older-than: '${digits.slice(0, 64)}…' is longer than 36500d (100 years)`,
+    );
+    expect(await refused(['prune', '--done-older-than', '100000000d', '--dry-run'])).toBe("cronq: --done-older-than: '100000000d' is longer than 36500d (100 years)");
+    expect(await refused(['start', '--unknown-kind-grace', '36501d'])).toBe("cronq: --unknown-kind-grace: '36501d' is longer than 36500d (100 years)");
+  });
+
+  it('a duration that is not one is quoted at most 64 characters long', async () => {
+    expect(await refused(['start', '--grace', 'x'.repeat(10_000)])).toBe(`cronq: --grace: '${'x'.repeat(64)}…' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
+  });
+});
