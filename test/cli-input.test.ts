@@ -51,3 +51,13 @@ describe('durations', () => {
     expect(await refused(['start', '--grace', 'x'.repeat(10_000)])).toBe(`cronq: --grace: '${'x'.repeat(64)}…' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
   });
 });
+
+describe('waits that a timer bounds', () => {
+  it('a --grace longer than a day is refused: past 24.8 days node fires its timer at once, giving no grace at all', async () => {
+    expect(await refused(['start', '--grace', '30d'])).toBe("cronq: --grace must be at most 24h, the longest lease (got '30d')");
+  });
+
+  it('a CRONQ_IMPORT_TIMEOUT longer than a day is refused instead of refusing every schedule file at once', async () => {
+    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '30d' })).toBe("cronq: CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '30d')");
+  });
+});

@@ -54,5 +54,5 @@ export const COMMON_OPTIONS = {
 export const COMMON_HELP = `Environment:
   DATABASE_URL      mysql://user:pass@host:port/db (default mysql://root@127.0.0.1:3306/cronq)
   CRONQ_SCHEDULES   the schedules folder (default ./schedules); --schedules DIR overrides
-  CRONQ_IMPORT_TIMEOUT  how long importing one schedule file may take (default 10s)
+  CRONQ_IMPORT_TIMEOUT  how long importing one schedule file may take (default 10s, at most 24h)
   LOG_LEVEL         fatal|error|warn|info|debug (default info; debug also prints stack traces)`;
