@@ -85,3 +85,13 @@ describe('cronq import-crontab', () => {
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
+
+describe('cronq import-crontab refusals', () => {
+  it('an --out that is a file is refused with one line naming it, exit 64, nothing written', async () => {
+    const { file, out } = workdir(CRONTAB);
+    writeFileSync(out, 'not a folder');
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toBe(`cronq: schedules folder ${out}: not a directory\n`);
+  });
+});

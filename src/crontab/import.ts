@@ -27,7 +27,8 @@ export function hostTimezone(): string {
  * Translates the crontab at `filePath` into one schedule file per line in `outDir`, all or
  * nothing: every check happens before the first write. Throws UsageError when the file
  * cannot be read; when a line cannot be translated and `skipInvalid` is off (the message has
- * one `FILE:LINE: reason` per bad line); or when a file to write exists and `force` is off.
+ * one `FILE:LINE: reason` per bad line); when a file to write exists and `force` is off;
+ * or, with one line naming it, when `outDir` is not a folder or cannot be written to.
  * Returns the paths written, in crontab order, and the lines skipped.
  */
 export async function importCrontab(
@@ -66,14 +67,27 @@ export async function importCrontab(
     }
   }
 
-  await mkdir(options.outDir, { recursive: true });
   const written: string[] = [];
-  for (const file of files) {
-    // 'wx' still refuses a file that appeared since the check above.
-    await writeFile(file.path, file.source, { flag: options.force ? 'w' : 'wx' });
-    written.push(file.path);
+  try {
+    await mkdir(options.outDir, { recursive: true });
+    for (const file of files) {
+      // 'wx' still refuses a file that appeared since the check above.
+      await writeFile(file.path, file.source, { flag: options.force ? 'w' : 'wx' });
+      written.push(file.path);
+    }
+  } catch (error) {
+    throw new UsageError(`${writeRefusal(options.outDir, error)}${written.length > 0 ? ` (${written.length} of ${files.length} files written)` : ''}`);
   }
   return { written, errors };
+}
+
+/** One line for a schedules folder that cannot be created or written to. */
+function writeRefusal(outDir: string, error: unknown): string {
+  const { code, path } = error as NodeJS.ErrnoException;
+  if (code === 'EEXIST' && path === outDir) return `schedules folder ${outDir}: not a directory`;
+  if (code === 'ENOTDIR') return `schedules folder ${outDir}: not a directory`;
+  if (code === 'EEXIST') return `${path} already exists: pass --force to overwrite`;
+  return `schedules folder ${outDir}: cannot write ${path ?? ''} (${code ?? (error as Error).message})`;
 }
 
 async function exists(path: string): Promise<boolean> {
