@@ -1,4 +1,4 @@
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { generateScheduleFile } from './generate.ts';
@@ -35,12 +35,7 @@ export async function importCrontab(
   filePath: string,
   options: ImportCrontabOptions,
 ): Promise<{ written: string[]; errors: CrontabError[] }> {
-  let text: string;
-  try {
-    text = await readFile(filePath, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read crontab ${filePath}: ${(error as Error).message}`);
-  }
+  const text = await readCrontab(filePath);
 
   const { entries, errors } = parseCrontab(text, {
     system: options.system,
@@ -88,6 +83,33 @@ function writeRefusal(outDir: string, error: unknown): string {
   if (code === 'ENOTDIR') return `schedules folder ${outDir}: not a directory`;
   if (code === 'EEXIST') return `${path} already exists: pass --force to overwrite`;
   return `schedules folder ${outDir}: cannot write ${path ?? ''} (${code ?? (error as Error).message})`;
+}
+
+/** The most of a crontab file read: real ones are a few KiB. */
+export const MAX_CRONTAB_BYTES = 1024 * 1024;
+
+/** Reads a crontab as UTF-8, refusing (UsageError) one that cannot be read or is over MAX_CRONTAB_BYTES, without reading past that. */
+async function readCrontab(filePath: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    const file = await open(filePath);
+    try {
+      for (;;) {
+        const { bytesRead, buffer } = await file.read({ buffer: Buffer.alloc(64 * 1024) });
+        if (bytesRead === 0) break;
+        bytes += bytesRead;
+        if (bytes > MAX_CRONTAB_BYTES) throw new UsageError(`cannot read crontab ${filePath}: larger than 1 MiB, not a crontab?`);
+        chunks.push(buffer.subarray(0, bytesRead));
+      }
+    } finally {
+      await file.close();
+    }
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`cannot read crontab ${filePath}: ${(error as Error).message}`);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function exists(path: string): Promise<boolean> {
