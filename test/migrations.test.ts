@@ -4,6 +4,7 @@ import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
 import { applyMigrations, MIGRATIONS_FOLDER, MigrationIncompleteError, pendingMigrations } from '../src/db/migrate.ts';
+import { DaemonProcess } from './support/cli.ts';
 
 /**
  * cronq keeps its own migration ledger (cronq_migrations), so an app's drizzle-kit
@@ -103,5 +104,36 @@ describe('cronq migrations beside an app', () => {
     const error = await applyMigrations(db.database).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationIncompleteError);
     expect((error as Error).message).toMatch(/cronq_daemons does not exist/);
+  });
+});
+
+describe('a stop during a migration', () => {
+  it('SIGTERM while cronq start is migrating lets the migration finish, then exits 0 without starting', async () => {
+    const db = await emptyDatabase();
+    // Hold the migration lock so the daemon is caught waiting inside applyMigrations.
+    const holder = await mysql.createConnection({ uri: serverUrl });
+    try {
+      await holder.query(`SELECT GET_LOCK('cronq_migrate', 30)`);
+      const daemon = new DaemonProcess(['--no-scheduler'], { DATABASE_URL: `${serverUrl}/${db.name}`, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon' });
+      try {
+        const waiting = async () =>
+          (await db.sql("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = ? AND info LIKE 'SELECT GET_LOCK(%cronq_migrate%'", [db.name]))[0].n > 0;
+        for (let i = 0; !(await waiting()); i++) {
+          if (i > 1000 || daemon.child.exitCode !== null) throw new Error(`the daemon never waited for the migration lock: ${daemon.stderr}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        daemon.signal('SIGTERM');
+        await daemon.waitFor('shutdown_requested');
+        await holder.query(`SELECT RELEASE_LOCK('cronq_migrate')`);
+        expect(await daemon.exited, daemon.stderr).toBe(0);
+        expect(daemon.events('daemon_started')).toEqual([]);
+        expect(await pendingMigrations(db.database)).toBe(0);
+        await applyMigrations(db.database); // and the next run has nothing left to trip on
+      } finally {
+        await daemon.kill();
+      }
+    } finally {
+      await holder.end();
+    }
   });
 });
