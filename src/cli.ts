@@ -1,6 +1,7 @@
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
+import { printable } from './cli/printable.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
 import { startCommand } from './cli/commands/start.ts';
@@ -37,7 +38,7 @@ Run 'cronq COMMAND --help' for a command's flags.`;
  * one line on stderr for a failure (a stack trace only with LOG_LEVEL=debug).
  */
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     out(mainHelp());
