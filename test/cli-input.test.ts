@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseIsoInstant } from '../src/cli/instant.ts';
 import { parseDatabaseUrl } from '../src/db/url.ts';
 import { runMain } from './support/runMain.ts';
 
@@ -59,5 +60,22 @@ describe('waits that a timer bounds', () => {
 
   it('a CRONQ_IMPORT_TIMEOUT longer than a day is refused instead of refusing every schedule file at once', async () => {
     expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '30d' })).toBe("cronq: CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '30d')");
+  });
+});
+
+describe('instants past what the database holds', () => {
+  it('an instant in the year 10000 (UTC) is refused for every instant flag, so --since can never widen a bulk requeue to everything', async () => {
+    for (const value of ['9999-12-31T23:00:00-05:00', '9999-12-31T20:00:00-04:00']) {
+      for (const args of [
+        ['dead', 'requeue', '--all-matching', '--since', value, '--reason', 'r'],
+        ['dead', 'list', '--since', value],
+        ['enqueue', 'traced', '--key', 'k', '--run-at', value],
+        ['tick', 'nightly', '--at', value],
+        ['schedules', '--from', value],
+      ]) {
+        expect(await refused(args)).toMatch(new RegExp(`^cronq( dead \\w+)?: --[a-z-]+ must be before the year 10000 \\(UTC\\) \\(got '${value.replace(/[.+]/g, '\\$&')}'\\)$`));
+      }
+    }
+    expect(parseIsoInstant('9999-12-31T23:59:59.999999Z', '--at').toISOString()).toBe('9999-12-31T23:59:59.999Z');
   });
 });
