@@ -53,6 +53,12 @@ export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string }
   };
 }
 
+/** The base config of `cronq migrate`: MIGRATION_DATABASE_URL (refused under its own name) when set, else DATABASE_URL. */
+export function migrationConfig(env: NodeJS.ProcessEnv): BaseConfig {
+  if (env.MIGRATION_DATABASE_URL) parseDatabaseUrl(env.MIGRATION_DATABASE_URL, 'MIGRATION_DATABASE_URL');
+  return baseConfig({ ...env, DATABASE_URL: env.MIGRATION_DATABASE_URL || env.DATABASE_URL });
+}
+
 function parseImportTimeout(value: string): number {
   const ms = parseDuration(value, 'CRONQ_IMPORT_TIMEOUT');
   if (ms < 100 || ms > MAX_IMPORT_TIMEOUT_MS) throw new UsageError(`CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '${value}')`);

@@ -79,3 +79,10 @@ describe('instants past what the database holds', () => {
     expect(parseIsoInstant('9999-12-31T23:59:59.999999Z', '--at').toISOString()).toBe('9999-12-31T23:59:59.999Z');
   });
 });
+
+describe('MIGRATION_DATABASE_URL', () => {
+  it('a malformed MIGRATION_DATABASE_URL is refused under its own name, not as DATABASE_URL', async () => {
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'postgres://root@127.0.0.1/cronq' })).toBe('cronq: MIGRATION_DATABASE_URL must start with mysql:// (got postgres://)');
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'mysql://root@127.0.0.1:3306/' })).toMatch(/^cronq: MIGRATION_DATABASE_URL must name a database/);
+  });
+});

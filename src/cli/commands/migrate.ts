@@ -1,4 +1,4 @@
-import { baseConfig } from '../../config.ts';
+import { migrationConfig } from '../../config.ts';
 import { createCronq } from '../../cronq.ts';
 import { createLogger } from '../../logger.ts';
 import { COMMON_HELP, type Command } from '../command.ts';
@@ -22,7 +22,7 @@ ${COMMON_HELP}`,
   options: { help: { type: 'boolean', short: 'h' } },
   positionals: { min: 0, max: 0, names: '' },
   async run({ env, out }) {
-    const config = baseConfig({ ...env, DATABASE_URL: env.MIGRATION_DATABASE_URL || env.DATABASE_URL });
+    const config = migrationConfig(env);
     const cronq = createCronq({ databaseUrl: config.databaseUrl, logger: createLogger(config.logLevel, 2), workers: false });
     // MySQL commits DDL statement by statement: a migration stopped midway stays half
     // applied and every later run fails on it. The first signal waits for the end; a
