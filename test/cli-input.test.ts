@@ -86,3 +86,15 @@ describe('MIGRATION_DATABASE_URL', () => {
     expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'mysql://root@127.0.0.1:3306/' })).toMatch(/^cronq: MIGRATION_DATABASE_URL must name a database/);
   });
 });
+
+describe('--help tells the truth', () => {
+  it.each(['start', 'migrate', 'enqueue', 'tick', 'schedules', 'dead', 'cancel', 'stats', 'limits', 'prune', 'pause', 'resume'])(
+    'cronq %s --help mentions --schedules only if the command accepts it',
+    async (command) => {
+      const help = (await runMain([command, '--help'], env)).stdout;
+      const r = await runMain([command, '--schedules', 'test/fixtures/does-not-exist', ...(command === 'dead' ? ['list'] : [])], env);
+      const accepted = !/Unknown option '--schedules'/.test(r.stderr);
+      expect(help.includes('--schedules') || help.includes('CRONQ_SCHEDULES'), r.stderr).toBe(accepted);
+    },
+  );
+});

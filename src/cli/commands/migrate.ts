@@ -1,7 +1,7 @@
 import { migrationConfig } from '../../config.ts';
 import { createCronq } from '../../cronq.ts';
 import { createLogger } from '../../logger.ts';
-import { COMMON_HELP, type Command } from '../command.ts';
+import { DATABASE_ONLY_HELP, type Command } from '../command.ts';
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -18,7 +18,7 @@ DDL would stay half applied); a second one stops at once.
 
   MIGRATION_DATABASE_URL   used instead of DATABASE_URL when set
 
-${COMMON_HELP}`,
+${DATABASE_ONLY_HELP}`,
   options: { help: { type: 'boolean', short: 'h' } },
   positionals: { min: 0, max: 0, names: '' },
   async run({ env, out }) {
