@@ -65,9 +65,10 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const shown = shownError(error);
   const code = (shown as { code?: unknown })?.code;
   const text = shown instanceof Error ? shown.message : String(shown);
-  const message = boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);
+  // Messages quote what the database holds (who paused, and why) and what was typed: shown, never acted on by the terminal.
+  const message = printable(boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text));
   process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
-  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${boundedText(shown.stack, STACK_TEXT_MAX)}\n`); // the driver's stack: no SQL, no params
+  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${printable(boundedText(shown.stack, STACK_TEXT_MAX))}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
   if (error instanceof DatabaseUnreachableError) return 1;
   return 1;

@@ -160,3 +160,17 @@ describe('text output and the terminal', () => {
     }
   });
 });
+
+describe('error lines and the terminal', () => {
+  it('a refusal quoting what the database holds (who paused, and why) shows its control characters as visible escapes', async () => {
+    await t.sql("INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('queue', 'esc-queue', CONCAT('smtp', CHAR(27), '[2J down'), 'ops')");
+    try {
+      const r = await runMain(['pause', '--queue', 'esc-queue'], env());
+      expect(r.code).toBe(64);
+      expect(r.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+      expect(r.stderr).toContain('smtp\\x1b[2J down');
+    } finally {
+      await t.sql("DELETE FROM cronq_pauses WHERE name = 'esc-queue'");
+    }
+  });
+});
