@@ -1,6 +1,7 @@
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
+import { printable } from './cli/printable.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
 import { startCommand } from './cli/commands/start.ts';
@@ -37,7 +38,7 @@ Run 'cronq COMMAND --help' for a command's flags.`;
  * one line on stderr for a failure (a stack trace only with LOG_LEVEL=debug).
  */
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     out(mainHelp());
@@ -64,9 +65,10 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const shown = shownError(error);
   const code = (shown as { code?: unknown })?.code;
   const text = shown instanceof Error ? shown.message : String(shown);
-  const message = boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text);
+  // Messages quote what the database holds (who paused, and why) and what was typed: shown, never acted on by the terminal.
+  const message = printable(boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text));
   process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
-  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${boundedText(shown.stack, STACK_TEXT_MAX)}\n`); // the driver's stack: no SQL, no params
+  if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${printable(boundedText(shown.stack, STACK_TEXT_MAX))}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
   if (error instanceof DatabaseUnreachableError) return 1;
   return 1;

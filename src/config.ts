@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
-import { CONCURRENCY, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
+import { CONCURRENCY, GRACE_MAX_MS, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
 import { parseConsoleToken, type ConsoleToken } from './http/console/auth.ts';
-import { DEFAULT_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
+import { DEFAULT_IMPORT_TIMEOUT_MS, MAX_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
 
@@ -53,9 +53,21 @@ export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string }
   };
 }
 
+/** The base config of `cronq migrate`: MIGRATION_DATABASE_URL (refused under its own name) when set, else DATABASE_URL. */
+export function migrationConfig(env: NodeJS.ProcessEnv): BaseConfig {
+  if (env.MIGRATION_DATABASE_URL) parseDatabaseUrl(env.MIGRATION_DATABASE_URL, 'MIGRATION_DATABASE_URL');
+  return baseConfig({ ...env, DATABASE_URL: env.MIGRATION_DATABASE_URL || env.DATABASE_URL });
+}
+
 function parseImportTimeout(value: string): number {
   const ms = parseDuration(value, 'CRONQ_IMPORT_TIMEOUT');
-  if (ms < 100) throw new UsageError(`CRONQ_IMPORT_TIMEOUT must be at least 100ms (got '${value}')`);
+  if (ms < 100 || ms > MAX_IMPORT_TIMEOUT_MS) throw new UsageError(`CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '${value}')`);
+  return ms;
+}
+
+function parseGrace(value: string): number {
+  const ms = parseDuration(value, '--grace');
+  if (ms > GRACE_MAX_MS) throw new UsageError(`--grace must be at most 24h, the longest lease (got '${value}')`);
   return ms;
 }
 
@@ -106,7 +118,7 @@ export function daemonConfig(
     concurrency: flags.concurrency === undefined ? CONCURRENCY.default : parseIntFlag(flags.concurrency, '--concurrency', CONCURRENCY.min, CONCURRENCY.max),
     prefetch: flags.prefetch === undefined ? PREFETCH.default : parseIntFlag(flags.prefetch, '--prefetch', PREFETCH.min, PREFETCH.max),
     queues: parseQueues(flags.queues),
-    graceMs: flags.grace === undefined ? GRACE_MS : parseDuration(flags.grace, '--grace'),
+    graceMs: flags.grace === undefined ? GRACE_MS : parseGrace(flags.grace),
     pollMs: flags.poll === undefined ? POLL_MS.default : parseDuration(flags.poll, '--poll'),
     migrate: !flags['no-migrate'],
     workers: !flags['no-workers'],

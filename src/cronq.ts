@@ -165,7 +165,7 @@ export interface Cronq {
   /**
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
    * and meanwhile stops a fan-out at its next batch boundary (its tick is left for the next
-   * scheduler to resume); then closes the pool.
+   * scheduler to resume); waits for a migrate() in progress to finish; then closes the pool.
    */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
@@ -221,6 +221,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const maintenanceStop = new AbortController();
   let recovery: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
+  let migrating: Promise<void> | null = null;
 
   let registryPromise: Promise<TaskRegistry> | null = null;
   const ready = () => {
@@ -278,9 +279,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     admin: createAdmin({ store, database, ready }),
     ready,
 
-    async migrate() {
-      await ensureDatabase(database.target);
-      await applyMigrations(database);
+    migrate() {
+      migrating = (async () => {
+        await ensureDatabase(database.target);
+        await applyMigrations(database);
+      })();
+      return migrating;
     },
 
     async enqueue(...args: unknown[]) {
@@ -394,6 +398,9 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         maintenanceStop.abort();
         await recovery;
         await prune;
+        // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
+        // statement by statement), and every later run failing on it: let it finish.
+        await migrating?.catch(() => undefined);
         await database.close();
         uncaughtGuard?.();
         return result;

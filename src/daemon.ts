@@ -11,7 +11,8 @@ import type { Logger } from './logger.ts';
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
  * SIGTERM or SIGINT. The first signal stops claiming, releases claimed-but-unstarted
  * jobs, gives running handlers the grace period and resolves with exit code 0; a
- * second signal exits at once with 1.
+ * second signal exits at once with 1. A first signal before the engine has started (loading
+ * schedules, migrating) lets a migration in progress finish, then resolves with 0.
  *
  * With `config.http`, /healthz and /metrics are served from once the engine has
  * started until it has stopped (closed last). With `config.pruneDoneOlderThanMs`, the
@@ -62,11 +63,14 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   try {
     const registry = await cronq.ready();
     if (config.pruneDoneOlderThanMs !== null) await cronq.admin.checkRetention(config.pruneDoneOlderThanMs, '--prune-done-older-than');
+    // A signal before the engine starts: stop (a migration in progress finishes first), start nothing.
+    if (stopping) return await stoppedBeforeStart(stopping);
     if (config.migrate) await cronq.migrate();
     else {
       await cronq.admin.ping();
       await cronq.admin.checkSchema();
     }
+    if (stopping) return await stoppedBeforeStart(stopping);
     await cronq.start();
     if (config.http && metrics) {
       const health = new HealthCheck({
@@ -92,4 +96,10 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
+}
+
+/** The exit code of a daemon stopped by a signal before its engine started: 0 once the stop is done. */
+async function stoppedBeforeStart(stopping: Promise<unknown>): Promise<number> {
+  await stopping;
+  return 0;
 }

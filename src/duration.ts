@@ -13,19 +13,29 @@ const UNIT_MS: Record<string, number> = {
 export type Duration = string | number;
 
 /**
+ * The longest duration anything accepts: 100 years. Past it instants computed from now
+ * leave the range a Date (or a DATETIME) can hold, and a number of digits reads as Infinity.
+ */
+export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
+
+/**
  * Parses `100ms`, `2s`, `5m`, `1h`, `40d`, `2w` (or a bare number of milliseconds)
- * into milliseconds. Throws UsageError naming `what` for anything else, negatives included.
+ * into milliseconds. Throws UsageError naming `what` for anything else, negatives
+ * included, and for anything longer than MAX_DURATION_MS.
  */
 export function parseDuration(value: Duration, what = 'duration'): number {
+  const shown = typeof value === 'number' ? String(value) : `'${value.length > 64 ? `${value.slice(0, 64)}…` : value}'`;
+  let ms: number;
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || value < 0) throw new UsageError(`${what}: ${value} is not a valid duration`);
-    return value;
+    ms = value;
+  } else {
+    const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$/.exec(value);
+    if (!match) throw new UsageError(`${what}: ${shown} is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
+    ms = Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms']);
   }
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$/.exec(value);
-  if (!match) {
-    throw new UsageError(`${what}: '${value}' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
-  }
-  return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms']);
+  if (!(ms <= MAX_DURATION_MS)) throw new UsageError(`${what}: ${shown} is longer than ${formatDuration(MAX_DURATION_MS)} (100 years)`);
+  return ms;
 }
 
 /** Renders milliseconds back in the largest whole unit (`90000` → `90s`, `3600000` → `1h`). */

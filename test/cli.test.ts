@@ -141,3 +141,36 @@ describe('a database that is missing or not migrated', () => {
     expect(r.stderr).toBe(`cronq: database '${name}' does not exist on 127.0.0.1:3306: run 'cronq migrate' to create it\n`);
   });
 });
+
+describe('text output and the terminal', () => {
+  it('dead list and dead show print control characters of keys and reasons as visible escapes, never raw to the terminal', async () => {
+    await t.sql(
+      "INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'traced', CONCAT('esc', CHAR(27), '[2Jkey'), '{}', CONCAT('Error: boom ', CHAR(27), ']0;pwned', CHAR(7), CHAR(13), 'hidden'), 5)",
+    );
+    try {
+      for (const args of [['dead', 'list'], ['dead', 'list', '--group'], ['dead', 'show', String((await t.sql('SELECT MAX(id) AS id FROM cronq_dead_letters'))[0].id)]]) {
+        const r = await runMain(args, env());
+        expect(r.code, args.join(' ')).toBe(0);
+        expect(r.stdout, args.join(' ')).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+        expect(r.stdout, args.join(' ')).toMatch(/\\x1b\](0|#);pwned\\x07/);
+      }
+      expect((await runMain(['dead', 'list'], env())).stdout).toContain('esc\\x1b[2Jkey');
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+});
+
+describe('error lines and the terminal', () => {
+  it('a refusal quoting what the database holds (who paused, and why) shows its control characters as visible escapes', async () => {
+    await t.sql("INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('queue', 'esc-queue', CONCAT('smtp', CHAR(27), '[2J down'), 'ops')");
+    try {
+      const r = await runMain(['pause', '--queue', 'esc-queue'], env());
+      expect(r.code).toBe(64);
+      expect(r.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+      expect(r.stderr).toContain('smtp\\x1b[2J down');
+    } finally {
+      await t.sql("DELETE FROM cronq_pauses WHERE name = 'esc-queue'");
+    }
+  });
+});

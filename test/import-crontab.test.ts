@@ -85,3 +85,23 @@ describe('cronq import-crontab', () => {
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
+
+describe('cronq import-crontab refusals', () => {
+  it('an --out that is a file is refused with one line naming it, exit 64, nothing written', async () => {
+    const { file, out } = workdir(CRONTAB);
+    writeFileSync(out, 'not a folder');
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toBe(`cronq: schedules folder ${out}: not a directory\n`);
+  });
+
+  it('a crontab over 1 MiB, or /dev/zero, is refused with one line, reading no more than that', async () => {
+    const { file, out } = workdir(`${'# padding\n'.repeat(110_000)}0 0 * * * true\n`);
+    for (const crontab of [file, '/dev/zero']) {
+      const r = await runMain(['import-crontab', crontab, '--out', out]);
+      expect(r).toMatchObject({ code: 64, stdout: '' });
+      expect(r.stderr).toBe(`cronq: cannot read crontab ${crontab}: larger than 1 MiB, not a crontab?\n`);
+    }
+    expect(existsSync(out)).toBe(false);
+  });
+});

@@ -1,9 +1,11 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
 import { applyMigrations, MIGRATIONS_FOLDER, MigrationIncompleteError, pendingMigrations } from '../src/db/migrate.ts';
+import { CRONQ_BIN, DaemonProcess, REPO_ROOT } from './support/cli.ts';
 
 /**
  * cronq keeps its own migration ledger (cronq_migrations), so an app's drizzle-kit
@@ -103,5 +105,73 @@ describe('cronq migrations beside an app', () => {
     const error = await applyMigrations(db.database).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationIncompleteError);
     expect((error as Error).message).toMatch(/cronq_daemons does not exist/);
+  });
+});
+
+describe('a stop during a migration', () => {
+  /**
+   * Starts `spawnIt` while this test holds the migration lock, waits until the process is
+   * caught waiting for it inside applyMigrations, runs `interrupt`, then lets it go on.
+   */
+  async function interruptedWhileMigrating<T extends { child: ChildProcess }>(db: { name: string; sql: (s: string, p?: unknown[]) => Promise<any[]> }, spawnIt: () => T, interrupt: (p: T) => Promise<void>): Promise<T> {
+    const holder = await mysql.createConnection({ uri: serverUrl });
+    try {
+      await holder.query(`SELECT GET_LOCK('cronq_migrate', 30)`);
+      const p = spawnIt();
+      const waiting = async () =>
+        (await db.sql("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = ? AND info LIKE 'SELECT GET_LOCK(%cronq_migrate%'", [db.name]))[0].n > 0;
+      for (let i = 0; !(await waiting()); i++) {
+        if (i > 1000 || p.child.exitCode !== null) throw new Error('the process never waited for the migration lock');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await interrupt(p);
+      await holder.query(`SELECT RELEASE_LOCK('cronq_migrate')`);
+      return p;
+    } finally {
+      await holder.end();
+    }
+  }
+
+  it('SIGTERM while cronq start is migrating lets the migration finish, then exits 0 without starting', async () => {
+    const db = await emptyDatabase();
+    let daemon: DaemonProcess | undefined;
+    try {
+      daemon = await interruptedWhileMigrating(
+        db,
+        () => new DaemonProcess(['--no-scheduler'], { DATABASE_URL: `${serverUrl}/${db.name}`, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon' }),
+        async (d) => {
+          d.signal('SIGTERM');
+          await d.waitFor('shutdown_requested');
+        },
+      );
+      expect(await daemon.exited, daemon.stderr).toBe(0);
+      expect(daemon.events('daemon_started')).toEqual([]);
+      expect(await pendingMigrations(db.database)).toBe(0);
+      await applyMigrations(db.database); // and the next run has nothing left to trip on
+    } finally {
+      await daemon?.kill();
+    }
+  });
+
+  it('Ctrl-C during cronq migrate finishes the migration, saying so on one line, and a second run has nothing left to do', async () => {
+    const db = await emptyDatabase();
+    let stderr = '';
+    const migrate = await interruptedWhileMigrating(
+      db,
+      () => {
+        const child = spawn(process.execPath, [CRONQ_BIN, 'migrate'], { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: `${serverUrl}/${db.name}` } });
+        const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+        const noted = new Promise<void>((resolve) => child.stderr.on('data', (d) => ((stderr += d), stderr.includes('\n') && resolve())));
+        return { child, exited, noted: Promise.race([noted, exited.then(() => undefined)]) };
+      },
+      async (p) => {
+        p.child.kill('SIGINT');
+        await p.noted;
+      },
+    );
+    expect(await migrate.exited, stderr).toBe(0);
+    expect(stderr).toBe('cronq migrate: finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once\n');
+    expect(await pendingMigrations(db.database)).toBe(0);
+    await applyMigrations(db.database);
   });
 });

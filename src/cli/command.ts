@@ -29,7 +29,12 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
   try {
     parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true });
   } catch (error) {
-    const message = (error as Error).message.replace(/\. To specify a positional argument.*$/s, '').replace(/\.$/, '');
+    const message = (error as Error).message
+      .replace(/\. To specify a positional argument.*$/s, '')
+      .replace(/\.$/, '')
+      // Some of node's messages run over several lines (a value starting with '-'): one line.
+      .replace(/\.\n(\w)/, (_, first: string) => `: ${first.toLowerCase()}`)
+      .replace(/\s*\n\s*/g, ' ');
     throw new UsageError(`cronq ${command.name}: ${message} (see cronq ${command.name} --help)`);
   }
   const { min, max, names } = command.positionals;
@@ -46,8 +51,17 @@ export const COMMON_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies Options;
 
+const DATABASE_URL_HELP = `  DATABASE_URL      mysql://user:pass@host:port/db (default mysql://root@127.0.0.1:3306/cronq)`;
+const LOG_LEVEL_HELP = `  LOG_LEVEL         fatal|error|warn|info|debug (default info; debug also prints stack traces)`;
+
+/** The environment of a command that loads the schedules folder (it takes COMMON_OPTIONS). */
 export const COMMON_HELP = `Environment:
-  DATABASE_URL      mysql://user:pass@host:port/db (default mysql://root@127.0.0.1:3306/cronq)
+${DATABASE_URL_HELP}
   CRONQ_SCHEDULES   the schedules folder (default ./schedules); --schedules DIR overrides
-  CRONQ_IMPORT_TIMEOUT  how long importing one schedule file may take (default 10s)
-  LOG_LEVEL         fatal|error|warn|info|debug (default info; debug also prints stack traces)`;
+  CRONQ_IMPORT_TIMEOUT  how long importing one schedule file may take (default 10s, at most 24h)
+${LOG_LEVEL_HELP}`;
+
+/** The environment of a command that reads the database only, never the schedules folder. */
+export const DATABASE_ONLY_HELP = `Environment:
+${DATABASE_URL_HELP}
+${LOG_LEVEL_HELP}`;

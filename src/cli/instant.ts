@@ -6,12 +6,16 @@ const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.
 /** The earliest year a flag may name: times are stored from the Unix epoch on. */
 export const MIN_YEAR = 1970;
 
+/** The first instant a DATETIME cannot hold. */
+const END_OF_9999 = Date.UTC(10_000, 0, 1);
+
 /**
  * Parses an ISO 8601 instant with a date (`2026-12-01`, `2026-12-01T02:00:00Z`,
  * `2026-12-01T03:00+01:00`); the one parser of every `--run-at`, `--at`, `--since` and
  * `--from`. Refuses, with one line naming `flag`, anything Date would guess at or roll
  * over: no zone, a day the month does not have (2026-02-30 is not 2026-03-02), 24:00,
- * a 60th second, an offset past ±23:59, and an instant before 1970.
+ * a 60th second, an offset past ±23:59, an instant before 1970, and one in the year 10000
+ * (UTC) or later.
  */
 export function parseIsoInstant(value: string, flag: string): Date {
   const refuse = (why: string) => new UsageError(`${flag} ${why} (got '${value.length > 64 ? `${value.slice(0, 64)}…` : value}')`);
@@ -26,6 +30,9 @@ export function parseIsoInstant(value: string, flag: string): Date {
   const date = new Date(value);
   if (Number.isNaN(date.getTime())) throw refuse('must be an ISO 8601 instant with a zone, such as 2026-12-01T02:00:00Z');
   if (date.getTime() < 0) throw refuse(`must be in ${MIN_YEAR} or later`);
+  // 9999-12-31T23:00-05:00 is in the year 10000 UTC, past DATETIME: the database would
+  // refuse it as a run time and compare it as text in a filter (--since matching everything).
+  if (date.getTime() >= END_OF_9999) throw refuse('must be before the year 10000 (UTC)');
   return date;
 }
 

@@ -1,3 +1,5 @@
+import { printable } from './printable.ts';
+
 /** One column of a text table. */
 export interface Column {
   header: string;
@@ -10,7 +12,7 @@ export interface Column {
 /**
  * Renders `rows` under `columns` as aligned plain text, two spaces between columns,
  * no trailing spaces. Line breaks and tabs inside a cell become spaces, so every row
- * stays one line. Returns the lines without a final newline.
+ * stays one line, and other control characters visible escapes (see printable). Returns the lines without a final newline.
  */
 export function renderTable(columns: Column[], rows: string[][]): string {
   const cells = [columns.map((c) => c.header), ...rows.map((row) => columns.map((c, i) => cell(row[i] ?? '', c.maxWidth)))];
@@ -26,6 +28,6 @@ export function renderTable(columns: Column[], rows: string[][]): string {
 }
 
 function cell(text: string, maxWidth: number | undefined): string {
-  const flat = text.replace(/[\r\n\t]+/g, ' ');
+  const flat = printable(text.replace(/[\r\n\t]+/g, ' '));
   return maxWidth !== undefined && flat.length > maxWidth ? `${flat.slice(0, Math.max(0, maxWidth - 1))}…` : flat;
 }

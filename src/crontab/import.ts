@@ -1,4 +1,4 @@
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { generateScheduleFile } from './generate.ts';
@@ -27,19 +27,15 @@ export function hostTimezone(): string {
  * Translates the crontab at `filePath` into one schedule file per line in `outDir`, all or
  * nothing: every check happens before the first write. Throws UsageError when the file
  * cannot be read; when a line cannot be translated and `skipInvalid` is off (the message has
- * one `FILE:LINE: reason` per bad line); or when a file to write exists and `force` is off.
+ * one `FILE:LINE: reason` per bad line); when a file to write exists and `force` is off;
+ * or, with one line naming it, when `outDir` is not a folder or cannot be written to.
  * Returns the paths written, in crontab order, and the lines skipped.
  */
 export async function importCrontab(
   filePath: string,
   options: ImportCrontabOptions,
 ): Promise<{ written: string[]; errors: CrontabError[] }> {
-  let text: string;
-  try {
-    text = await readFile(filePath, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read crontab ${filePath}: ${(error as Error).message}`);
-  }
+  const text = await readCrontab(filePath);
 
   const { entries, errors } = parseCrontab(text, {
     system: options.system,
@@ -66,14 +62,54 @@ export async function importCrontab(
     }
   }
 
-  await mkdir(options.outDir, { recursive: true });
   const written: string[] = [];
-  for (const file of files) {
-    // 'wx' still refuses a file that appeared since the check above.
-    await writeFile(file.path, file.source, { flag: options.force ? 'w' : 'wx' });
-    written.push(file.path);
+  try {
+    await mkdir(options.outDir, { recursive: true });
+    for (const file of files) {
+      // 'wx' still refuses a file that appeared since the check above.
+      await writeFile(file.path, file.source, { flag: options.force ? 'w' : 'wx' });
+      written.push(file.path);
+    }
+  } catch (error) {
+    throw new UsageError(`${writeRefusal(options.outDir, error)}${written.length > 0 ? ` (${written.length} of ${files.length} files written)` : ''}`);
   }
   return { written, errors };
+}
+
+/** One line for a schedules folder that cannot be created or written to. */
+function writeRefusal(outDir: string, error: unknown): string {
+  const { code, path } = error as NodeJS.ErrnoException;
+  if (code === 'EEXIST' && path === outDir) return `schedules folder ${outDir}: not a directory`;
+  if (code === 'ENOTDIR') return `schedules folder ${outDir}: not a directory`;
+  if (code === 'EEXIST') return `${path} already exists: pass --force to overwrite`;
+  return `schedules folder ${outDir}: cannot write ${path ?? ''} (${code ?? (error as Error).message})`;
+}
+
+/** The most of a crontab file read: real ones are a few KiB. */
+export const MAX_CRONTAB_BYTES = 1024 * 1024;
+
+/** Reads a crontab as UTF-8, refusing (UsageError) one that cannot be read or is over MAX_CRONTAB_BYTES, without reading past that. */
+async function readCrontab(filePath: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    const file = await open(filePath);
+    try {
+      for (;;) {
+        const { bytesRead, buffer } = await file.read({ buffer: Buffer.alloc(64 * 1024) });
+        if (bytesRead === 0) break;
+        bytes += bytesRead;
+        if (bytes > MAX_CRONTAB_BYTES) throw new UsageError(`cannot read crontab ${filePath}: larger than 1 MiB, not a crontab?`);
+        chunks.push(buffer.subarray(0, bytesRead));
+      }
+    } finally {
+      await file.close();
+    }
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`cannot read crontab ${filePath}: ${(error as Error).message}`);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -225,7 +225,7 @@ export function unreachable(target: DatabaseTarget, error: unknown): DatabaseUnr
     ? `${(error as { code?: string }).code ?? ''} ${(error as Error).message}`.trim()
     : reason;
   return new DatabaseUnreachableError(
-    `cannot reach the database at ${target.host}:${target.port} (database '${target.database}'): ${message}`,
+    `cannot reach the database at ${target.address} (database '${target.database}'): ${message}`,
     { cause: error },
   );
 }

@@ -4,8 +4,11 @@ import { UsageError } from '../errors.ts';
 export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/cronq';
 
 export interface DatabaseTarget {
+  /** The host to connect to: an IPv6 address without the URL's brackets. */
   host: string;
   port: number;
+  /** `host:port` as a URL writes it (`[::1]:3306`), for messages. */
+  address: string;
   user: string;
   password: string;
   database: string;
@@ -13,36 +16,50 @@ export interface DatabaseTarget {
   masked: string;
 }
 
-/** Parses a `mysql://user:pass@host:port/db` URL; throws UsageError (password masked) when it is not one. */
-export function parseDatabaseUrl(url: string): DatabaseTarget {
+/**
+ * Parses a `mysql://user:pass@host:port/db` URL; throws UsageError (password masked) when
+ * it is not one, naming the setting it came from (`name`).
+ */
+export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTarget {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new UsageError(`DATABASE_URL is not a URL: ${maskUrl(url)}`);
+    throw new UsageError(`${name} is not a URL: ${maskUrl(url)}`);
   }
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
-    throw new UsageError(`DATABASE_URL must start with mysql:// (got ${parsed.protocol}//)`);
+    throw new UsageError(`${name} must start with mysql:// (got ${parsed.protocol}//)`);
   }
   // An unencoded '/', '?' or '#' before the last '@' ends the authority early: the URL
   // would parse, with pieces of the password read as host and database.
   const afterScheme = url.slice(url.indexOf('//') + 2);
   if (/[/?#]/.test(afterScheme.slice(0, Math.max(0, afterScheme.lastIndexOf('@'))))) {
     throw new UsageError(
-      `DATABASE_URL has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
+      `${name} has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
     );
   }
-  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new UsageError(`${name} has a '%' not followed by two hex digits: percent-encode '%' itself as %25: ${maskUrl(url)}`);
+    }
+  };
+  const database = decode(parsed.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
-    throw new UsageError(`DATABASE_URL must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
+    throw new UsageError(`${name} must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
   }
-  rememberPassword(decodeURIComponent(parsed.password));
+  const password = decode(parsed.password);
+  rememberPassword(password);
   rememberPassword(parsed.password);
+  const host = parsed.hostname || '127.0.0.1';
+  const port = parsed.port ? Number(parsed.port) : 3306;
   return {
-    host: parsed.hostname || '127.0.0.1',
-    port: parsed.port ? Number(parsed.port) : 3306,
-    user: decodeURIComponent(parsed.username || 'root'),
-    password: decodeURIComponent(parsed.password),
+    host: host.replace(/^\[(.*)\]$/, '$1'), // the driver takes an IPv6 address bare
+    port,
+    address: `${host}:${port}`,
+    user: decode(parsed.username || 'root'),
+    password,
     database,
     masked: maskUrl(url),
   };

@@ -22,9 +22,9 @@ export async function ping(database: Database): Promise<void> {
   try {
     await database.pool.query({ sql: 'SELECT 1', timeout: TIMEOUTS.connectMs });
   } catch (error) {
-    const { database: name, host, port } = database.target;
+    const { database: name, address } = database.target;
     if ((error as { code?: string })?.code === 'ER_BAD_DB_ERROR') {
-      throw new DatabaseMissingError(`database '${name}' does not exist on ${host}:${port}: run 'cronq migrate' to create it`, { cause: error });
+      throw new DatabaseMissingError(`database '${name}' does not exist on ${address}: run 'cronq migrate' to create it`, { cause: error });
     }
     throw unreachable(database.target, error);
   }

@@ -1,6 +1,6 @@
 import { CANCEL_BATCH_SIZE, MAX_CANCEL_TEXT_LENGTH, type CancelFilter, type CancelOutcome, type CancelTarget } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
-import { COMMON_HELP, type Command, type ParsedArgs } from '../command.ts';
+import { DATABASE_ONLY_HELP, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
 const NAME = 'cronq cancel';
@@ -40,7 +40,7 @@ ID is cronq_jobs.id. A job already done, dead or cancelled is refused (exit 64).
 
 Exit status: 0 done; 64 bad usage, unknown id or key, job already finished; 1 other errors.
 
-${COMMON_HELP}`,
+${DATABASE_ONLY_HELP}`,
   options: {
     help: { type: 'boolean', short: 'h' },
     key: { type: 'string' },

@@ -10,7 +10,7 @@ import {
 } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
 import type { Command, ParsedArgs } from '../command.ts';
-import { COMMON_HELP } from '../command.ts';
+import { DATABASE_ONLY_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -70,7 +70,7 @@ letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are U
 
 Exit status: 0 done; 64 bad usage, unknown id, already reviewed, job not dead; 1 other errors.
 
-${COMMON_HELP}`,
+${DATABASE_ONLY_HELP}`,
   options: {
     help: { type: 'boolean', short: 'h' },
     queue: { type: 'string' },

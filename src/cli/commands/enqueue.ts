@@ -21,7 +21,7 @@ prints the same id and creates nothing.
                        payloads too large for a command line (at most 64 MiB)
   --queue Q            queue (default: the task's queue, else 'default')
   --max-attempts N     attempts before the job goes dead (default: the task's, else 5)
-  --run-at ISO         not before this instant, e.g. 2026-12-01T02:00:00Z (1970 or later)
+  --run-at ISO         not before this instant, e.g. 2026-12-01T02:00:00Z (1970 to 9999)
   --schedules DIR      where tasks are defined (default ./schedules)
   --allow-unknown-kind enqueue even if no task of that kind is defined here
                        (for a daemon elsewhere with other schedule files)

@@ -8,7 +8,7 @@ export const importCrontabCommand: Command = {
   summary: 'translate a crontab into schedule files (command schedules, same commands)',
   help: `Usage: cronq import-crontab FILE [--out DIR] [--system] [--skip-invalid] [--force] [--timezone TZ]
 
-Reads a crontab and writes one schedule file per line into DIR, keeping each
+Reads a crontab (at most 1 MiB) and writes one schedule file per line into DIR, keeping each
 command exactly, the environment lines in force for it (SHELL, PATH, ...) and its
 time zone (CRON_TZ or TZ, else --timezone, else this host's zone). Prints each file
 written. Understands five-field lines, @hourly @daily @weekly @monthly @yearly

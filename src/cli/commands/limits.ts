@@ -1,5 +1,5 @@
 import type { KindLimitStatus } from '../../admin.ts';
-import { COMMON_HELP, type Command } from '../command.ts';
+import { DATABASE_ONLY_HELP, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { renderTable } from '../textTable.ts';
 
@@ -18,7 +18,7 @@ limits when its workers start, so the latest daemon's value is the one in force.
   --json   one JSON array: [{ "kind", "maxRunning", "running", "updatedAt" }]
            More keys may be added; ignore the ones you do not know.
 
-${COMMON_HELP}`,
+${DATABASE_ONLY_HELP}`,
   options: {
     help: { type: 'boolean', short: 'h' },
     json: { type: 'boolean' },

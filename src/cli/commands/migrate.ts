@@ -1,7 +1,7 @@
-import { baseConfig } from '../../config.ts';
+import { migrationConfig } from '../../config.ts';
 import { createCronq } from '../../cronq.ts';
 import { createLogger } from '../../logger.ts';
-import { COMMON_HELP, type Command } from '../command.ts';
+import { DATABASE_ONLY_HELP, type Command } from '../command.ts';
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -13,20 +13,34 @@ pending migration in drizzle/, recorded in cronq's own table cronq_migrations (a
 app's drizzle-kit migrations in the same database, in __drizzle_migrations, are
 neither hidden nor touched). Needs an administrative user (CREATE, ALTER, INDEX);
 the daemon itself then runs with SELECT, INSERT, UPDATE, DELETE only (cronq start --no-migrate).
+A first Ctrl-C or SIGTERM lets the migration in progress finish (stopped midway, its
+DDL would stay half applied); a second one stops at once.
 
   MIGRATION_DATABASE_URL   used instead of DATABASE_URL when set
 
-${COMMON_HELP}`,
+${DATABASE_ONLY_HELP}`,
   options: { help: { type: 'boolean', short: 'h' } },
   positionals: { min: 0, max: 0, names: '' },
   async run({ env, out }) {
-    const config = baseConfig({ ...env, DATABASE_URL: env.MIGRATION_DATABASE_URL || env.DATABASE_URL });
+    const config = migrationConfig(env);
     const cronq = createCronq({ databaseUrl: config.databaseUrl, logger: createLogger(config.logLevel, 2), workers: false });
+    // MySQL commits DDL statement by statement: a migration stopped midway stays half
+    // applied and every later run fails on it. The first signal waits for the end; a
+    // second one (the default handler, restored) stops at once.
+    const finishFirst = () => {
+      process.stderr.write('cronq migrate: finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once\n');
+      process.off('SIGINT', finishFirst);
+      process.off('SIGTERM', finishFirst);
+    };
+    process.once('SIGINT', finishFirst);
+    process.once('SIGTERM', finishFirst);
     try {
       await cronq.migrate();
       out(`migrated ${cronq.maskedDatabaseUrl}`);
       return 0;
     } finally {
+      process.off('SIGINT', finishFirst);
+      process.off('SIGTERM', finishFirst);
       await cronq.stop();
     }
   },

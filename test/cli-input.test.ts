@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { parseIsoInstant } from '../src/cli/instant.ts';
+import { parseDatabaseUrl } from '../src/db/url.ts';
+import { runMain } from './support/runMain.ts';
+
+// Usage errors end before the database is opened: no server is needed for these.
+const env = { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cli_input_unused', CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon', LOG_LEVEL: 'info' };
+
+/** Runs the CLI in process and expects one line on stderr, nothing on stdout, and exit 64. */
+async function refused(args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
+  const r = await runMain(args, { ...env, ...extraEnv });
+  expect(r.stdout, args.join(' ')).toBe('');
+  expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+  expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(64);
+  return r.stderr.trim();
+}
+
+describe('flags the parser refuses', () => {
+  it('a flag value starting with a dash is refused on one line that says how to pass it', async () => {
+    expect(await refused(['schedules', '--count', '-1'])).toBe(
+      "cronq schedules: Option '--count' argument is ambiguous: did you forget to specify the option argument for '--count'? To specify an option argument starting with a dash use '--count=-XYZ' (see cronq schedules --help)",
+    );
+    expect(await refused(['start', '--prefetch', '-1'])).toMatch(/^cronq start: Option '--prefetch' argument is ambiguous: .*'--prefetch=-XYZ'/);
+  });
+});
+
+describe('DATABASE_URL', () => {
+  it('a broken percent-escape in the password or database name is refused naming DATABASE_URL, password masked', async () => {
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:se%zzcret@127.0.0.1:3306/cronq' })).toBe(
+      "cronq: DATABASE_URL has a '%' not followed by two hex digits: percent-encode '%' itself as %25: mysql://root:***@127.0.0.1:3306/cronq",
+    );
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cron%zz' })).toMatch(/^cronq: DATABASE_URL has a '%' not followed by two hex digits/);
+  });
+
+  it('an IPv6 host in brackets is connected to without its brackets', async () => {
+    expect(parseDatabaseUrl('mysql://root@[::1]:3306/cronq').host).toBe('::1');
+    expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/cronq').host).toBe('127.0.0.1');
+  });
+});
+
+describe('durations', () => {
+  it('a duration longer than 100 years is refused naming the flag, before anything runs', async () => {
+    const digits = '9'.repeat(400); // Infinity as a number
+    expect(await refused(['prune', '--done-older-than', `${digits}d`, '--dry-run'])).toBe(
+      `cronq: --done-older-than: '${digits.slice(0, 64)}…' is longer than 36500d (100 years)`,
+    );
+    expect(await refused(['prune', '--done-older-than', '100000000d', '--dry-run'])).toBe("cronq: --done-older-than: '100000000d' is longer than 36500d (100 years)");
+    expect(await refused(['start', '--unknown-kind-grace', '36501d'])).toBe("cronq: --unknown-kind-grace: '36501d' is longer than 36500d (100 years)");
+  });
+
+  it('a duration that is not one is quoted at most 64 characters long', async () => {
+    expect(await refused(['start', '--grace', 'x'.repeat(10_000)])).toBe(`cronq: --grace: '${'x'.repeat(64)}…' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
+  });
+});
+
+describe('waits that a timer bounds', () => {
+  it('a --grace longer than a day is refused: past 24.8 days node fires its timer at once, giving no grace at all', async () => {
+    expect(await refused(['start', '--grace', '30d'])).toBe("cronq: --grace must be at most 24h, the longest lease (got '30d')");
+  });
+
+  it('a CRONQ_IMPORT_TIMEOUT longer than a day is refused instead of refusing every schedule file at once', async () => {
+    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '30d' })).toBe("cronq: CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '30d')");
+  });
+});
+
+describe('instants past what the database holds', () => {
+  it('an instant in the year 10000 (UTC) is refused for every instant flag, so --since can never widen a bulk requeue to everything', async () => {
+    for (const value of ['9999-12-31T23:00:00-05:00', '9999-12-31T20:00:00-04:00']) {
+      for (const args of [
+        ['dead', 'requeue', '--all-matching', '--since', value, '--reason', 'r'],
+        ['dead', 'list', '--since', value],
+        ['enqueue', 'traced', '--key', 'k', '--run-at', value],
+        ['tick', 'nightly', '--at', value],
+        ['schedules', '--from', value],
+      ]) {
+        expect(await refused(args)).toMatch(new RegExp(`^cronq( dead \\w+)?: --[a-z-]+ must be before the year 10000 \\(UTC\\) \\(got '${value.replace(/[.+]/g, '\\$&')}'\\)$`));
+      }
+    }
+    expect(parseIsoInstant('9999-12-31T23:59:59.999999Z', '--at').toISOString()).toBe('9999-12-31T23:59:59.999Z');
+  });
+});
+
+describe('MIGRATION_DATABASE_URL', () => {
+  it('a malformed MIGRATION_DATABASE_URL is refused under its own name, not as DATABASE_URL', async () => {
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'postgres://root@127.0.0.1/cronq' })).toBe('cronq: MIGRATION_DATABASE_URL must start with mysql:// (got postgres://)');
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'mysql://root@127.0.0.1:3306/' })).toMatch(/^cronq: MIGRATION_DATABASE_URL must name a database/);
+  });
+});
+
+describe('--help tells the truth', () => {
+  it.each(['start', 'migrate', 'enqueue', 'tick', 'schedules', 'dead', 'cancel', 'stats', 'limits', 'prune', 'pause', 'resume'])(
+    'cronq %s --help mentions --schedules only if the command accepts it',
+    async (command) => {
+      const help = (await runMain([command, '--help'], env)).stdout;
+      const r = await runMain([command, '--schedules', 'test/fixtures/does-not-exist', ...(command === 'dead' ? ['list'] : [])], env);
+      const accepted = !/Unknown option '--schedules'/.test(r.stderr);
+      expect(help.includes('--schedules') || help.includes('CRONQ_SCHEDULES'), r.stderr).toBe(accepted);
+    },
+  );
+});
