@@ -56,7 +56,7 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string):
     const content = checkJobContent(key, item.payload);
     if ('problem' in content) {
       // A key too long to store is too long to log whole as well.
-      yield refused(content.field === 'key' ? `${key.slice(0, 60)}…` : key, content.problem);
+      yield refused(content.field === 'key' && key.length > 60 ? `${key.slice(0, 60)}…` : key, content.problem);
       continue;
     }
     yield { ...base, key, payloadJson: content.payloadJson };
