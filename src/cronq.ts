@@ -160,12 +160,17 @@ export interface Cronq {
     jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
     options?: EnqueueOptions,
   ): Promise<{ inserted: number; existing: number }>;
-  /** Starts the scheduler, the workers and lease recovery (as configured). */
+  /**
+   * Starts the scheduler, the workers and lease recovery (as configured). Calls while a
+   * start runs, or after it succeeded, share it (one engine); after a failed start a
+   * call tries again. After stop(): a UsageError (an instance starts once).
+   */
   start(): Promise<void>;
   /**
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
    * and meanwhile stops a fan-out at its next batch boundary (its tick is left for the next
-   * scheduler to resume); then closes the pool.
+   * scheduler to resume); then closes the pool. A start() still running is waited for and
+   * what it started is stopped too. Later calls return the first call's promise.
    */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
@@ -220,6 +225,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let heartbeat: DaemonHeartbeat | null = null;
   const maintenanceStop = new AbortController();
   let recovery: Promise<void> | null = null;
+  let starting: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
 
   let registryPromise: Promise<TaskRegistry> | null = null;
@@ -311,80 +317,18 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       return written;
     },
 
-    async start() {
-      const registry = await ready();
-      const schedules = schedulesOf(registry);
-      if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
-      await store.ping();
-      if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
-      if (options.scheduler !== false && !scheduler && schedules.length > 0) {
-        scheduler = new Scheduler({
-          store,
-          clock: options.clock ?? systemClock,
-          log,
-          schedules,
-          onEnqueued: () => pool?.wake(),
-          observer,
-        });
-        scheduler.start();
-      }
-      if (pruneMs !== null && !prune) {
-        const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
-        prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, maintenanceStop.signal);
-      }
-      if (options.workers === false || pool) return;
-      const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
-      // Registered before the first claim: other daemons then know these kinds are served.
-      heartbeat = new DaemonHeartbeat({
-        store,
-        log,
-        health: healthTracker,
-        record: {
-          id: lockedBy,
-          host: hostname(),
-          pid: process.pid,
-          kinds: registry.list().map((task) => task.name),
-          queues: options.queues && options.queues.length > 0 ? options.queues : null,
-        },
-        everyMs: heartbeatMs,
+    start() {
+      if (stopped) return Promise.reject(new UsageError('start() after stop(): a stopped cronq cannot start again; create another with createCronq'));
+      starting ??= startEngine().catch((error: unknown) => {
+        starting = null; // a failed start may be tried again
+        throw error;
       });
-      await heartbeat.start();
-      // Before the first claim, which reads these rows: the latest daemon's values win.
-      await store.setKindLimits(
-        registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),
-      );
-      pool = new WorkerPool({
-        store,
-        tasks: registry,
-        log,
-        concurrency,
-        prefetch,
-        queues: options.queues ?? [],
-        lockedBy,
-        pollMs: options.pollInterval === undefined ? POLL_MS.default : parseDuration(options.pollInterval, 'pollInterval'),
-        postClaimPauseMs: options.postClaimPauseMs,
-        health: healthTracker,
-        observer,
-        unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
-      });
-      pool.start();
-      recovery = recoveryLoop(
-        {
-          store,
-          log,
-          health: healthTracker,
-          everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),
-          batchSize: RECOVERY_DEFAULTS.batchSize,
-          maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
-          observer,
-          maxLeaseExpiries,
-        },
-        maintenanceStop.signal,
-      );
+      return starting;
     },
 
     stop({ graceMs = GRACE_MS } = {}) {
       stopped ??= (async () => {
+        await starting?.catch(() => undefined); // what a start in flight starts, this stops
         // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
         await heartbeat?.stop(); // after the pool: its kinds were served until now
@@ -409,5 +353,78 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       };
     },
   };
+
+  /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
+  async function startEngine(): Promise<void> {
+    const registry = await ready();
+    const schedules = schedulesOf(registry);
+    if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
+    await store.ping();
+    if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
+    if (options.scheduler !== false && !scheduler && schedules.length > 0) {
+      scheduler = new Scheduler({
+        store,
+        clock: options.clock ?? systemClock,
+        log,
+        schedules,
+        onEnqueued: () => pool?.wake(),
+        observer,
+      });
+      scheduler.start();
+    }
+    if (pruneMs !== null && !prune) {
+      const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
+      prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, maintenanceStop.signal);
+    }
+    if (options.workers === false || pool) return;
+    const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
+    // Registered before the first claim: other daemons then know these kinds are served.
+    heartbeat = new DaemonHeartbeat({
+      store,
+      log,
+      health: healthTracker,
+      record: {
+        id: lockedBy,
+        host: hostname(),
+        pid: process.pid,
+        kinds: registry.list().map((task) => task.name),
+        queues: options.queues && options.queues.length > 0 ? options.queues : null,
+      },
+      everyMs: heartbeatMs,
+    });
+    await heartbeat.start();
+    // Before the first claim, which reads these rows: the latest daemon's values win.
+    await store.setKindLimits(
+      registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),
+    );
+    pool = new WorkerPool({
+      store,
+      tasks: registry,
+      log,
+      concurrency,
+      prefetch,
+      queues: options.queues ?? [],
+      lockedBy,
+      pollMs: options.pollInterval === undefined ? POLL_MS.default : parseDuration(options.pollInterval, 'pollInterval'),
+      postClaimPauseMs: options.postClaimPauseMs,
+      health: healthTracker,
+      observer,
+      unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
+    });
+    pool.start();
+    recovery = recoveryLoop(
+      {
+        store,
+        log,
+        health: healthTracker,
+        everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),
+        batchSize: RECOVERY_DEFAULTS.batchSize,
+        maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
+        observer,
+        maxLeaseExpiries,
+      },
+      maintenanceStop.signal,
+    );
+  }
   return cronq;
 }

@@ -67,6 +67,11 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
       await cronq.admin.ping();
       await cronq.admin.checkSchema();
     }
+    if (stopping) {
+      // A signal during the checks above: the instance is stopped for good, nothing to start.
+      await stopping;
+      return 0;
+    }
     await cronq.start();
     if (config.http && metrics) {
       const health = new HealthCheck({

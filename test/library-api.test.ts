@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCronq, defineTask, UsageError } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
+import { EventLog } from './support/events.ts';
 
 /** createCronq as an app meets it: its logger option and enqueue by task handle or by kind. */
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
@@ -59,5 +60,33 @@ describe('enqueue from code', () => {
       await cronq.stop();
       await everywhere.stop();
     }
+  });
+});
+
+describe('start and stop in any order', () => {
+  it('start() called twice at once starts one engine, which stop() stops whole', async () => {
+    const log = new EventLog('info');
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [sendInvoice], pollInterval: '50ms' });
+    await Promise.all([cronq.start(), cronq.start()]);
+    await cronq.start();
+    expect(log.named('worker_started')).toHaveLength(1);
+    expect(log.named('daemon_registered')).toHaveLength(1);
+    await cronq.stop();
+    expect(log.named('worker_stopped')).toHaveLength(1);
+  });
+
+  it('stop() while start() runs waits for it and stops what it started; start() after stop() is a UsageError', async () => {
+    const log = new EventLog('info');
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [sendInvoice], pollInterval: '50ms' });
+    const starting = cronq.start();
+    const stopping = cronq.stop();
+    await starting;
+    await stopping;
+    expect(log.named('worker_started')).toHaveLength(1);
+    expect(log.named('worker_stopped')).toHaveLength(1);
+    expect(cronq.health().workers).toBe(false);
+    await expect(cronq.start()).rejects.toThrow(UsageError);
+    await expect(cronq.start()).rejects.toThrow(/^start\(\) after stop\(\): a stopped cronq cannot start again; create another with createCronq$/);
+    expect(log.named('worker_started')).toHaveLength(1);
   });
 });
