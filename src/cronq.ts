@@ -3,8 +3,8 @@ import { createAdmin, type CronqAdmin } from './admin.ts';
 import { connect, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
-import { CONCURRENCY, GRACE_MS, LEASE_EXPIRIES, POLL_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
-import { parseDuration, type Duration } from './duration.ts';
+import { CONCURRENCY, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
+import { formatDuration, parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
 import { libraryLogger, type Logger } from './logger.ts';
@@ -20,12 +20,12 @@ import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import { schedulesOf } from './schedule/define.ts';
-import { isTask, type Task } from './tasks/define.ts';
+import { isTask, validateQueue, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
-import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';
+import { UnknownKinds } from './worker/unknownKinds.ts';
 import { catchUncaught } from './worker/uncaught.ts';
 
 export type { EnqueueJob };
@@ -51,7 +51,7 @@ export interface CronqOptions {
   tasks?: Task[];
   /** A folder of task/schedule files to load as well (null: none). */
   schedulesDir?: string | null;
-  /** How long importing one schedule file may take before the folder is refused (default 10 s). */
+  /** How long importing one schedule file may take before the folder is refused (ms, 100–86400000, default 10 s). */
   importTimeoutMs?: number;
   /** Handlers running at once (default 10). */
   concurrency?: number;
@@ -61,7 +61,7 @@ export interface CronqOptions {
    * no-op ones the most; 0 claims only for free slots. See WorkerPool.
    */
   prefetch?: number;
-  /** Queues to claim from (default: all). */
+  /** Queues to claim from (default: all); each a queue name as tasks take it. */
   queues?: string[];
   /**
    * Where cronq logs. Default: JSON lines on stdout like the daemon's (pino, level from
@@ -75,9 +75,9 @@ export interface CronqOptions {
    * refused (UsageError), as `cronq enqueue` refuses it. Also an option per call.
    */
   allowUnknownKind?: boolean;
-  /** How often an idle worker looks for jobs enqueued elsewhere (default 200ms). */
+  /** How often an idle worker looks for jobs enqueued elsewhere (10ms–60s, default 200ms). */
   pollInterval?: Duration;
-  /** How often expired leases are recovered (default 5s). */
+  /** How often expired leases are recovered (10ms–7d, default 5s). */
   recoveryInterval?: Duration;
   /** Run handlers (default true). */
   workers?: boolean;
@@ -87,7 +87,7 @@ export interface CronqOptions {
   clock?: Clock;
   /** Test hook: pause after each claim commits (0–10000 ms). */
   postClaimPauseMs?: number;
-  /** `host:pid` by default. */
+  /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters; `host:pid` by default). */
   lockedBy?: string;
   /** Told what the engine does (claims, results, recoveries, ticks), e.g. for metrics. Default: nobody. */
   observer?: Observer;
@@ -97,7 +97,7 @@ export interface CronqOptions {
    * than any loaded schedule's catch-up window plus one period (checkRetention).
    */
   pruneDoneOlderThan?: Duration;
-  /** How often that pruning runs (default 5m). */
+  /** How often that pruning runs (10ms–7d, default 5m). */
   pruneEvery?: Duration;
   /**
    * How long a kind may go unserved before claimed jobs of that kind go dead (ms,
@@ -106,7 +106,7 @@ export interface CronqOptions {
    * a daemon that runs it, its attempt restored (see UnknownKinds).
    */
   unknownKindGraceMs?: number;
-  /** How often this daemon's cronq_daemons row is refreshed while its workers run (default 10s). */
+  /** How often this daemon's cronq_daemons row is refreshed while its workers run (10ms–7d, default 10s). */
   heartbeatInterval?: Duration;
   /**
    * A job whose lease expired this many times goes dead (1–1000, default 3): the
@@ -193,9 +193,20 @@ export interface CronqHealth {
   oldestRunningJobAgeMs: number | null;
 }
 
+/** A duration option in ms, its default when left out; a UsageError naming it when outside `bound`. */
+function durationWithin(value: Duration | undefined, name: string, bound: Bounded): number {
+  if (value === undefined) return bound.default;
+  const ms = parseDuration(value, name);
+  if (ms < bound.min || ms > bound.max) {
+    throw new UsageError(`${name} must be a duration from ${formatDuration(bound.min)} to ${formatDuration(bound.max)} (got ${JSON.stringify(value)})`);
+  }
+  return ms;
+}
+
 /**
  * Builds a cronq instance: the same engine `cronq start` runs, for use from code.
- * Nothing touches the database until a method is called.
+ * Every option is checked here (UsageError naming it); nothing touches the database
+ * until a method is called.
  */
 export function createCronq(options: CronqOptions = {}): Cronq {
   const log = libraryLogger(options.logger);
@@ -215,7 +226,22 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
     throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
   }
-  const heartbeatMs = options.heartbeatInterval === undefined ? UNKNOWN_KIND_DEFAULTS.heartbeatMs : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
+  const heartbeatMs = durationWithin(options.heartbeatInterval, 'heartbeatInterval', { ...LOOP_INTERVAL_MS, default: HEARTBEAT_MS });
+  const pollMs = durationWithin(options.pollInterval, 'pollInterval', POLL_MS);
+  const recoveryMs = durationWithin(options.recoveryInterval, 'recoveryInterval', { ...LOOP_INTERVAL_MS, default: RECOVERY_DEFAULTS.everyMs });
+  const pruneEveryMs = durationWithin(options.pruneEvery, 'pruneEvery', { ...LOOP_INTERVAL_MS, default: PRUNE_DEFAULTS.everyMs });
+  const importTimeoutMs = wholeNumberWithin(options.importTimeoutMs ?? IMPORT_TIMEOUT_MS.default, 'importTimeoutMs', IMPORT_TIMEOUT_MS);
+  const postClaimPauseMs = wholeNumberWithin(options.postClaimPauseMs ?? POST_CLAIM_PAUSE_MS.default, 'postClaimPauseMs', POST_CLAIM_PAUSE_MS);
+  const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
+  if (typeof lockedBy !== 'string' || lockedBy.length < 1 || lockedBy.length > 255) {
+    throw new UsageError(`lockedBy must be a string of 1 to 255 characters (got ${typeof lockedBy === 'string' ? `${lockedBy.length} characters` : typeof lockedBy})`);
+  }
+  if (options.queues !== undefined && !Array.isArray(options.queues)) throw new UsageError(`queues must be an array of queue names (got ${typeof options.queues})`);
+  const queues = (options.queues ?? []).map((queue) => validateQueue(queue, 'queues entry'));
+  const tasks = options.tasks ?? [];
+  if (!Array.isArray(tasks)) throw new UsageError('tasks must be an array of what defineTask or defineSchedule returned');
+  const notTask = tasks.findIndex((task) => !isTask(task));
+  if (notTask >= 0) throw new UsageError(`tasks must hold what defineTask or defineSchedule returned (entry ${notTask})`);
   const maxLeaseExpiries = wholeNumberWithin(options.maxLeaseExpiries ?? LEASE_EXPIRIES.default, 'maxLeaseExpiries', LEASE_EXPIRIES);
   let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
@@ -231,8 +257,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let registryPromise: Promise<TaskRegistry> | null = null;
   const ready = () => {
     registryPromise ??= (async () => {
-      const registry = new TaskRegistry(options.tasks ?? []);
-      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs: options.importTimeoutMs });
+      const registry = new TaskRegistry(tasks);
+      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs });
       return registry;
     })();
     return registryPromise;
@@ -373,11 +399,9 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       scheduler.start();
     }
     if (pruneMs !== null && !prune) {
-      const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
-      prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, maintenanceStop.signal);
+      prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs: pruneEveryMs }, maintenanceStop.signal);
     }
     if (options.workers === false || pool) return;
-    const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
     // Registered before the first claim: other daemons then know these kinds are served.
     heartbeat = new DaemonHeartbeat({
       store,
@@ -388,7 +412,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         host: hostname(),
         pid: process.pid,
         kinds: registry.list().map((task) => task.name),
-        queues: options.queues && options.queues.length > 0 ? options.queues : null,
+        queues: queues.length > 0 ? queues : null,
       },
       everyMs: heartbeatMs,
     });
@@ -403,10 +427,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       log,
       concurrency,
       prefetch,
-      queues: options.queues ?? [],
+      queues,
       lockedBy,
-      pollMs: options.pollInterval === undefined ? POLL_MS.default : parseDuration(options.pollInterval, 'pollInterval'),
-      postClaimPauseMs: options.postClaimPauseMs,
+      pollMs,
+      postClaimPauseMs,
       health: healthTracker,
       observer,
       unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
@@ -417,7 +441,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         store,
         log,
         health: healthTracker,
-        everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),
+        everyMs: recoveryMs,
         batchSize: RECOVERY_DEFAULTS.batchSize,
         maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
         observer,

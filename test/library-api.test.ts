@@ -90,3 +90,50 @@ describe('start and stop in any order', () => {
     expect(log.named('worker_started')).toHaveLength(1);
   });
 });
+
+describe('createCronq options', () => {
+  it('refuses a bad option at once with a UsageError naming it, before anything runs', () => {
+    const bad: Array<[Partial<Parameters<typeof createCronq>[0]>, RegExp]> = [
+      [{ pollInterval: 'soon' }, /^pollInterval: 'soon' is not a duration/],
+      [{ pollInterval: 0 }, /^pollInterval must be a duration from 10ms to 1m \(got 0\)$/],
+      [{ pollInterval: 1e9 }, /^pollInterval must be a duration from 10ms to 1m/],
+      [{ recoveryInterval: 0 }, /^recoveryInterval must be a duration from 10ms to 1w \(got 0\)$/],
+      [{ heartbeatInterval: 1e12 }, /^heartbeatInterval must be a duration from 10ms to 1w/],
+      [{ pruneDoneOlderThan: '30d', pruneEvery: -5 }, /^pruneEvery: -5 is not a valid duration/],
+      [{ importTimeoutMs: Number.NaN }, /^importTimeoutMs must be a whole number from 100 to 86400000 \(got NaN\)$/],
+      [{ postClaimPauseMs: -1 }, /^postClaimPauseMs must be a whole number from 0 to 10000/],
+      [{ lockedBy: 'x'.repeat(256) }, /^lockedBy must be a string of 1 to 255 characters/],
+      [{ lockedBy: '' }, /^lockedBy must be a string of 1 to 255 characters/],
+      [{ queues: 'default' as never }, /^queues must be an array of queue names/],
+      [{ queues: [''] }, /^queues entry must be 1-64 letters/],
+      [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],
+    ];
+    for (const [options, message] of bad) {
+      let thrown: unknown;
+      try {
+        createCronq({ databaseUrl: t.url, logger: false, ...options });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, JSON.stringify(options)).toBeInstanceOf(UsageError);
+      expect((thrown as Error).message, JSON.stringify(options)).toMatch(message);
+    }
+  });
+
+  it('takes the bounds themselves', async () => {
+    const cronq = createCronq({
+      databaseUrl: t.url,
+      logger: false,
+      tasks: [sendInvoice],
+      pollInterval: '10ms',
+      recoveryInterval: '7d',
+      heartbeatInterval: 10,
+      importTimeoutMs: 100,
+      lockedBy: 'l'.repeat(255),
+      queues: ['billing'],
+    });
+    await cronq.start();
+    expect(cronq.health().workers).toBe(true);
+    await cronq.stop();
+  });
+});

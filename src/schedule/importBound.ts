@@ -1,8 +1,9 @@
 import { isMainThread, Worker } from 'node:worker_threads';
+import { IMPORT_TIMEOUT_MS } from '../defaults.ts';
 import type { ModuleImport } from './esmImport.ts';
 
 /** How long importing one schedule file may take by default (CRONQ_IMPORT_TIMEOUT). */
-export const DEFAULT_IMPORT_TIMEOUT_MS = 10_000;
+export const DEFAULT_IMPORT_TIMEOUT_MS = IMPORT_TIMEOUT_MS.default;
 
 /** After the bound, how long a blocked thread gets before the watchdog interrupts it. */
 const INTERRUPT_AFTER_BOUND_MS = 1_000;
