@@ -168,7 +168,7 @@ export interface Cronq {
   start(): Promise<void>;
   /**
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
-   * and meanwhile stops a fan-out at its next batch boundary (its tick is left for the next
+   * and meanwhile stops a fan-out, writing what it gathered (its tick is left for the next
    * scheduler to resume); then closes the pool. A start() still running is waited for and
    * what it started is stopped too. Later calls return the first call's promise.
    */
@@ -355,7 +355,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     stop({ graceMs = GRACE_MS } = {}) {
       stopped ??= (async () => {
         await starting?.catch(() => undefined); // what a start in flight starts, this stops
-        // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
+        // Together: claiming stops at once, and a fan-out writes what it gathered.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
         await heartbeat?.stop(); // after the pool: its kinds were served until now
         maintenanceStop.abort();

@@ -207,3 +207,31 @@ describe('task timeout', () => {
     expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', timeout: '30d', handle: () => undefined })).toThrow(/schedule 'bad': timeout/);
   });
 });
+
+describe('hostile fan-outs', () => {
+  it('stop() returns within its grace while a fan-out waits for ever on its next entity, writing what it yielded and handing its tick back', async () => {
+    let waiting!: () => void;
+    const stuck = new Promise<void>((resolve) => (waiting = resolve));
+    const schedule = defineSchedule({
+      name: 'stuck',
+      cron: '* * * * * *',
+      catchUp: false,
+      async *jobs() {
+        yield { key: 'first' };
+        waiting();
+        await new Promise(() => undefined); // an API call that never answers
+      },
+      handle: () => undefined,
+    });
+    const c = await start([schedule], { workers: false });
+    await stuck;
+    const stoppedAt = Date.now();
+    await c.stop({ graceMs: 200 });
+    cronq = null;
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    expect(log.named('schedule_tick_interrupted')).toMatchObject([{ enqueued: 1 }]);
+    expect(await t.sql("SELECT job_key FROM cronq_jobs WHERE kind = 'stuck'")).toEqual([{ job_key: expect.stringMatching(/^stuck:first:/) }]);
+    const [tick] = await t.sql("SELECT finished_at, fanout_until <= UTC_TIMESTAMP(6) AS lease_over FROM cronq_schedule_ticks WHERE schedule_name = 'stuck'");
+    expect(tick).toEqual({ finished_at: null, lease_over: 1 });
+  });
+});

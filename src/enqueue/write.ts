@@ -38,7 +38,7 @@ export interface EnqueueOutcome {
   /** How many rows were refused (see RefusedJob); the first REFUSED_LISTED_MAX are in `refused`. */
   refusedCount: number;
   refused: RefusedJob[];
-  /** True when `signal` stopped the stream at a batch boundary: rows after it were not read. */
+  /** True when `signal` stopped the stream (rows gathered by then are written): rows after it were not read. */
   stopped: boolean;
 }
 
@@ -56,7 +56,12 @@ export interface EnqueueRowsOptions {
   parallel?: number;
   /** Told about each refused row as it is found (too large: at once; refused by the server: when its batch is written). */
   onRefused?: (job: RefusedJob) => void;
-  /** Checked between batches: once aborted, no further row is read and the writes in flight finish. */
+  /**
+   * Once aborted, no further row is read: the rows gathered are written, as are the
+   * writes in flight. A producer still working on its next row when it aborts (an API
+   * call that never answers) is not waited for: that row is dropped, and the producer
+   * is asked to return once it gets that far.
+   */
   signal?: AbortSignal;
 }
 
@@ -166,9 +171,10 @@ export async function enqueueRows(
     batchBytes = 0;
   };
   let streamError: { error: unknown } | null = null;
+  const stream = options.signal ? untilAborted(rows, options.signal, () => (outcome.stopped = failures.length === 0)) : rows;
   try {
-    for await (const row of rows) {
-      // A batch boundary (nothing gathered since the last flush): the only place a stop may cut the stream.
+    for await (const row of stream) {
+      // A batch boundary (nothing gathered since the last flush): no row is read after a failed write.
       if (batch.length === 0 && (options.signal?.aborted || failures.length > 0)) {
         outcome.stopped = failures.length === 0;
         break;
@@ -192,6 +198,7 @@ export async function enqueueRows(
     streamError = { error };
   }
   if (batch.length > 0 && failures.length === 0) await flush();
+  if (outcome.stopped && failures.length > 0) outcome.stopped = false;
   // No write is left in flight when this returns, and the first failure is the one reported.
   await Promise.all(writing);
   if (failures.length > 0) throw failures[0];
@@ -258,5 +265,43 @@ async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Prom
     } catch (error) {
       if (attempt >= attempts || !isLockConflict(error)) throw error;
     }
+  }
+}
+
+/**
+ * `rows` until `signal` aborts, when it calls `onAbort` and ends at once, even while
+ * the producer is still working on its next row: that pending row is dropped (and any
+ * failure of it ignored), and the producer is asked to return once it gets that far.
+ */
+async function* untilAborted<T>(rows: AsyncIterable<T> | Iterable<T>, signal: AbortSignal, onAbort: () => void): AsyncGenerator<T> {
+  const iterator: AsyncIterator<T> | Iterator<T> = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : rows[Symbol.iterator]();
+  let onAbortEvent = () => {};
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onAbortEvent = () => resolve('aborted');
+    if (signal.aborted) onAbortEvent();
+    else signal.addEventListener('abort', onAbortEvent, { once: true });
+  });
+  let finished = false;
+  try {
+    for (;;) {
+      const next = Promise.resolve(iterator.next());
+      const first = await Promise.race([next, aborted]);
+      if (first === 'aborted') {
+        finished = true;
+        next.catch(() => undefined);
+        Promise.resolve(iterator.return?.()).catch(() => undefined);
+        onAbort();
+        return;
+      }
+      if (first.done) {
+        finished = true;
+        return;
+      }
+      yield first.value;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbortEvent); // the scheduler's signal outlives every tick
+    // The consumer stopped early (a failed write, a throw): close the producer, as for-await would.
+    if (!finished) await iterator.return?.();
   }
 }
