@@ -206,6 +206,13 @@ describe('task timeout', () => {
     expect(() => defineTask({ name: 'bad', timeout: 0, handle: () => undefined })).toThrow(/task 'bad': timeout must be between/);
     expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', timeout: '30d', handle: () => undefined })).toThrow(/schedule 'bad': timeout/);
   });
+
+  it('refuses a backoff over a year, whose retry the database could not date, naming it', () => {
+    expect(() => defineTask({ name: 'bad', backoff: { base: '1000000w' }, handle: () => undefined })).toThrow(/^task 'bad': backoff.base must be at most 365d \(got "1000000w"\)$/);
+    expect(() => defineTask({ name: 'bad', backoff: { max: 1e15 }, handle: () => undefined })).toThrow(/^task 'bad': backoff.max must be at most 365d \(got 1000000000000000\)$/);
+    expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', backoff: { base: '400d' }, handle: () => undefined })).toThrow(/^schedule 'bad': backoff.base must be at most 365d/);
+    expect(defineTask({ name: 'ok', backoff: { base: '1h', max: '365d' }, handle: () => undefined }).backoff).toEqual({ baseMs: 3_600_000, maxMs: 365 * 86_400_000 });
+  });
 });
 
 describe('hostile fan-outs', () => {
