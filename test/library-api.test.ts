@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineTask, UsageError } from '../src/index.ts';
+import { createCronq, defineTask, SchemaBehindError, UsageError, type Completions, type DaemonSeen, type JobRecord } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -135,5 +135,23 @@ describe('createCronq options', () => {
     await cronq.start();
     expect(cronq.health().workers).toBe(true);
     await cronq.stop();
+  });
+});
+
+describe('what the admin API names, the package exports', () => {
+  it('checkSchema on a database never migrated rejects with SchemaBehindError, exported from cronq; the rows admin returns have exported types', async () => {
+    const name = `${t.name}_bare`;
+    await t.sql(`CREATE DATABASE \`${name}\``);
+    const cronq = createCronq({ databaseUrl: t.url.replace(/[^/]+$/, name), logger: false });
+    try {
+      await expect(cronq.admin.checkSchema()).rejects.toBeInstanceOf(SchemaBehindError);
+      await expect(cronq.admin.checkSchema()).rejects.toThrow(/migrations? pending\): run 'cronq migrate'/);
+    } finally {
+      await cronq.stop();
+      await t.sql(`DROP DATABASE \`${name}\``);
+    }
+    // Compile-time (npm run typecheck): each admin result can be named by an app.
+    const typed: [JobRecord | null, DaemonSeen[], Completions] | null = null;
+    expect(typed).toBeNull();
   });
 });
