@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineTask, SchemaBehindError, UsageError, type Completions, type DaemonSeen, type JobRecord } from '../src/index.ts';
+import { createCronq, defineTask, SchemaBehindError, UsageError, type Completions, type DaemonSeen, type EnqueueJob, type JobRecord } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -59,6 +59,27 @@ describe('enqueue from code', () => {
     } finally {
       await cronq.stop();
       await everywhere.stop();
+    }
+  });
+});
+
+describe('enqueue input', () => {
+  it('refuses a scheduledAt that is not a valid Date, and a scheduleName or periodKey that is not a string, with a UsageError naming the field', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
+    try {
+      const bad: Array<[Partial<EnqueueJob>, RegExp]> = [
+        [{ scheduledAt: '2026-11-30' as never }, /^scheduledAt of field:1 is not a valid date$/],
+        [{ scheduledAt: new Date(Number.NaN) }, /^scheduledAt of field:1 is not a valid date$/],
+        [{ scheduleName: 5 as never }, /^scheduleName of field:1 must be a string/],
+        [{ periodKey: {} as never }, /^periodKey of field:1 must be a string/],
+      ];
+      for (const [fields, message] of bad) {
+        await expect(cronq.enqueue({ kind: 'send-invoice', key: 'field:1', ...fields }), JSON.stringify(fields)).rejects.toThrow(message);
+        await expect(cronq.enqueueMany([{ kind: 'send-invoice', key: 'field:1', ...fields }])).rejects.toThrow(UsageError);
+      }
+      expect(await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'field:1'")).toEqual([]);
+    } finally {
+      await cronq.stop();
     }
   });
 });

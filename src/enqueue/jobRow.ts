@@ -78,8 +78,12 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if ('problem' in content) throw new UsageError(content.field === 'key' ? content.problem : `job ${JSON.stringify(job.key)}: ${content.problem}`);
   const { payloadJson } = content;
   const task = tasks.get(job.kind);
-  if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) {
-    throw new UsageError(`runAt of ${job.key} is not a valid date`);
+  for (const field of ['runAt', 'scheduledAt'] as const) {
+    const value = job[field];
+    if (value !== undefined && (!(value instanceof Date) || Number.isNaN(value.getTime()))) throw new UsageError(`${field} of ${job.key} is not a valid date`);
+  }
+  for (const field of ['scheduleName', 'periodKey'] as const) {
+    if (job[field] !== undefined && typeof job[field] !== 'string') throw new UsageError(`${field} of ${job.key} must be a string (got ${typeof job[field]})`);
   }
   if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
     // Its limit holds per queue: in another queue the kind's jobs would run unlimited.
