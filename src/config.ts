@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
-import { CONCURRENCY, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
+import { CONCURRENCY, GRACE_BOUND, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
@@ -118,6 +118,7 @@ export function daemonConfig(
     unknownKindGraceMs:
       flags['unknown-kind-grace'] === undefined ? UNKNOWN_KIND_GRACE_MS : parseDuration(flags['unknown-kind-grace'], '--unknown-kind-grace'),
   };
+  if (config.graceMs > GRACE_BOUND.max) throw new UsageError(`--grace must be at most ${GRACE_BOUND.max / 86_400_000}d`);
   if (config.pollMs < POLL_MS.min || config.pollMs > POLL_MS.max) throw new UsageError(`--poll must be between ${POLL_MS.min}ms and ${POLL_MS.max / 1000}s`);
   if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');
   return config;

@@ -3,7 +3,7 @@ import { createAdmin, type CronqAdmin } from './admin.ts';
 import { connect, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
-import { CONCURRENCY, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
+import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
 import { formatDuration, parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
@@ -171,6 +171,8 @@ export interface Cronq {
    * and meanwhile stops a fan-out, writing what it gathered (its tick is left for the next
    * scheduler to resume); then closes the pool. A start() still running is waited for and
    * what it started is stopped too. Later calls return the first call's promise.
+   * `graceMs` (default 10 s) is a whole number from 0 to a week; anything else is
+   * refused (UsageError) and nothing stops.
    */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
@@ -353,6 +355,11 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     stop({ graceMs = GRACE_MS } = {}) {
+      try {
+        wholeNumberWithin(graceMs, 'graceMs', GRACE_BOUND);
+      } catch (error) {
+        return Promise.reject(error);
+      }
       stopped ??= (async () => {
         await starting?.catch(() => undefined); // what a start in flight starts, this stops
         // Together: claiming stops at once, and a fan-out writes what it gathered.

@@ -36,6 +36,8 @@ export const POST_CLAIM_PAUSE_MS: Bounded = { default: 0, min: 0, max: 10_000 };
 export const LEASE_EXPIRIES: Bounded = { default: 3, min: 1, max: 1000 };
 /** How long `stop()` (and the first SIGTERM) gives running handlers, in ms (`graceMs`, `--grace`). */
 export const GRACE_MS = 10_000;
+/** The range of that grace: up to a week (a timer overflows past ~24.8 days and would fire at once). */
+export const GRACE_BOUND: Pick<Bounded, 'min' | 'max'> = { min: 0, max: 7 * 86_400_000 };
 /** How long a kind may go unserved before its claimed jobs go dead, in ms (`unknownKindGraceMs`, `--unknown-kind-grace`). */
 export const UNKNOWN_KIND_GRACE_MS = 15 * 60_000;
 /** How often a daemon with workers refreshes its cronq_daemons row, in ms (`heartbeatInterval`). */

@@ -176,3 +176,23 @@ describe('what the admin API names, the package exports', () => {
     expect(typed).toBeNull();
   });
 });
+
+describe('stop options', () => {
+  it('stop() refuses a graceMs that is not a whole number of ms from 0 to a week (NaN or an overflowing timer aborted every handler at once), then stops with a valid one', async () => {
+    const log = new EventLog('info');
+    let release!: () => void;
+    const slow = defineTask({ name: 'slow', handle: () => new Promise<void>((resolve) => (release = resolve)) });
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [slow], pollInterval: '50ms' });
+    await cronq.start();
+    await cronq.enqueue(slow, { key: 'slow:1', payload: {} });
+    await log.waitFor('job_claimed');
+    for (const graceMs of [Number.NaN, -1, 1.5, 30 * 86_400_000]) {
+      await expect(cronq.stop({ graceMs }), String(graceMs)).rejects.toThrow(/^graceMs must be a whole number from 0 to 604800000 \(got /);
+    }
+    expect(cronq.health().workers).toBe(true);
+    const stopping = cronq.stop({ graceMs: 60_000 });
+    release();
+    expect(await stopping).toEqual({ released: 0, abandoned: 0 });
+    expect(log.named('job_completed')).toHaveLength(1);
+  });
+});

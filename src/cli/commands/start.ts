@@ -26,7 +26,7 @@ enqueued once and each job runs once at a time.
                      for free handlers
   --queues a,b       claim only from these queues (default: all)
   --grace D          on SIGTERM, how long running handlers may take to finish before
-                     their signal aborts (default 10s; keep it well below the lease)
+                     their signal aborts (default 10s, at most 7d; keep it well below the lease)
   --poll D           how often an idle worker looks for jobs enqueued elsewhere (default 200ms)
   --no-migrate       do not apply migrations (run 'cronq migrate' separately, e.g. with
                      an administrative MIGRATION_DATABASE_URL)
