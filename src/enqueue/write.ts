@@ -275,20 +275,12 @@ async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Prom
  */
 async function* untilAborted<T>(rows: AsyncIterable<T> | Iterable<T>, signal: AbortSignal, onAbort: () => void): AsyncGenerator<T> {
   const iterator: AsyncIterator<T> | Iterator<T> = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : rows[Symbol.iterator]();
-  let onAbortEvent = () => {};
-  const aborted = new Promise<'aborted'>((resolve) => {
-    onAbortEvent = () => resolve('aborted');
-    if (signal.aborted) onAbortEvent();
-    else signal.addEventListener('abort', onAbortEvent, { once: true });
-  });
   let finished = false;
   try {
     for (;;) {
-      const next = Promise.resolve(iterator.next());
-      const first = await Promise.race([next, aborted]);
+      const first = await settledOrAborted(Promise.resolve(iterator.next()), signal);
       if (first === 'aborted') {
         finished = true;
-        next.catch(() => undefined);
         Promise.resolve(iterator.return?.()).catch(() => undefined);
         onAbort();
         return;
@@ -300,8 +292,30 @@ async function* untilAborted<T>(rows: AsyncIterable<T> | Iterable<T>, signal: Ab
       yield first.value;
     }
   } finally {
-    signal.removeEventListener('abort', onAbortEvent); // the scheduler's signal outlives every tick
     // The consumer stopped early (a failed write, a throw): close the producer, as for-await would.
     if (!finished) await iterator.return?.();
   }
+}
+
+/**
+ * `next`'s outcome, or 'aborted' when `signal` aborts first (a later failure of `next` is
+ * then ignored). The listener lives only while `next` is pending: the scheduler's signal
+ * outlives every fan-out, and one promise raced per row would hold a reaction per row.
+ */
+function settledOrAborted<R>(next: Promise<R>, signal: AbortSignal): Promise<R | 'aborted'> {
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve, reject) => {
+    const aborted = () => resolve('aborted');
+    signal.addEventListener('abort', aborted, { once: true });
+    next.then(
+      (value) => {
+        signal.removeEventListener('abort', aborted);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', aborted);
+        reject(error);
+      },
+    );
+  });
 }
