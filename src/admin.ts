@@ -9,7 +9,7 @@ import { createPauseAdmin, type Pause, type PauseAdmin } from './admin/pauses.ts
 import type { Database } from './db/client.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
-import type { RefusedJobInfo } from './errors.ts';
+import { UsageError, type RefusedJobInfo } from './errors.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
 import { schedulesOf, type Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
@@ -230,27 +230,28 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
     deadLetters: {
       list: ({ limit = DEAD_LETTER_LIST_LIMIT, ...query } = {}) => store.listDeadLetters({ ...query, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }),
       groups: (query = {}) => store.groupDeadLetters(query),
-      get: (id) => store.getDeadLetter(id),
-      requeue: (id, reason) => store.resolveDeadLetter(id, 'requeue', reason),
-      discard: (id, reason) => store.resolveDeadLetter(id, 'discard', reason),
-      requeueMatching: (filter, reason) => store.resolveMatching(filter, 'requeue', reason),
-      discardMatching: (filter, reason) => store.resolveMatching(filter, 'discard', reason),
+      get: async (id) => store.getDeadLetter(checkedId(id)),
+      requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
+      discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),
+      requeueMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter), 'requeue', reason),
+      discardMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter), 'discard', reason),
     },
     pauses: createPauseAdmin(store, schedules),
     limits: () => store.kindLimits(),
-    cancel: (target, { reason, by = defaultOperator() }) => store.cancelJob(target, { by, reason }),
-    cancelMatching: (filter, { reason, by = defaultOperator() }) => store.cancelMatching(filter, { by, reason }),
+    cancel: async (target, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelJob(checkedTarget(target), { by, reason }),
+    cancelMatching: async (filter, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelMatching(checkedFilter(filter), { by, reason }),
     async stats() {
       const [stats, health] = await Promise.all([store.stats(), healthAt()]);
       return { ...stats, health };
     },
-    scheduleHealth: ({ at } = {}) => healthAt(at),
+    scheduleHealth: async ({ at } = {}) => healthAt(at === undefined ? undefined : checkedDate(at, 'at')),
     checkRetention: checkRetentionOf,
     async prune({ olderThanMs, dryRun }) {
       await checkRetentionOf(olderThanMs);
       return pruneOnce(store, { olderThanMs, dryRun });
     },
     async schedules({ from = new Date(), count = 5 } = {}) {
+      checkedDate(from, 'from');
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
       const paused = new Map((await store.listPauses('schedule')).map((p) => [p.name, p]));
@@ -269,14 +270,15 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       }
       return listed;
     },
-    recentTicks(schedule, count = 10, { before } = {}) {
+    async recentTicks(schedule, count = 10, { before } = {}) {
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
-      return before ? store.ticksBefore(schedule, before, limit) : store.recentTicks(schedule, limit);
+      return before ? store.ticksBefore(schedule, checkedDate(before, 'before'), limit) : store.recentTicks(schedule, limit);
     },
     completions: ({ queues } = {}) => store.completionsPerMinute(queues),
-    daemons: ({ withinMs = 10 * 60_000 } = {}) => store.daemonsSeen(withinMs),
-    job: (target) => store.job(target),
+    daemons: async ({ withinMs = 10 * 60_000 } = {}) => store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER })),
+    job: async (target) => store.job(checkedTarget(target)),
     async tick(name, { at = new Date() } = {}) {
+      checkedDate(at, 'at');
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
@@ -295,4 +297,33 @@ export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
       };
     },
   };
+}
+
+/** A row id as callers pass it: a whole number from 1, else a UsageError (never a statement with NaN in it). */
+function checkedId(id: unknown): number {
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw new UsageError(`id must be a whole number from 1 (got ${String(id)})`);
+  return id;
+}
+
+/** `{ id }` or `{ key }`, the id checked. */
+function checkedTarget<T extends { id: number } | { key: string }>(target: T): T {
+  if (typeof target === 'object' && target !== null) {
+    if ('id' in target) return { ...target, id: checkedId(target.id) };
+    if ('key' in target && typeof target.key === 'string') return target;
+  }
+  throw new UsageError('a job is named by { id } or { key }');
+}
+
+/** A bulk filter: an object ({} matches everything). */
+function checkedFilter<T extends object>(filter: T): T {
+  if (typeof filter !== 'object' || filter === null) throw new UsageError(`a filter must be an object ({} matches every row; got ${String(filter)})`);
+  return filter;
+}
+
+/** A Date the fire-time arithmetic and the database can both hold, else a UsageError naming it. */
+function checkedDate(value: unknown, name: string): Date {
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new UsageError(`${name} must be a valid Date`);
+  const year = value.getUTCFullYear();
+  if (year < 1 || year > 9999) throw new UsageError(`${name} must be a Date from year 1 to 9999 (got ${value.toISOString()})`);
+  return value;
 }

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
-import { CONCURRENCY, GRACE_MAX_MS, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
+import { CONCURRENCY, GRACE_BOUND, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
@@ -67,7 +67,7 @@ function parseImportTimeout(value: string): number {
 
 function parseGrace(value: string): number {
   const ms = parseDuration(value, '--grace');
-  if (ms > GRACE_MAX_MS) throw new UsageError(`--grace must be at most 24h, the longest lease (got '${value}')`);
+  if (ms > GRACE_BOUND.max) throw new UsageError(`--grace must be at most 24h, the longest lease (got '${value}')`);
   return ms;
 }
 

@@ -3,8 +3,8 @@ import { createAdmin, type CronqAdmin } from './admin.ts';
 import { connect, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
-import { CONCURRENCY, GRACE_MS, LEASE_EXPIRIES, POLL_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
-import { parseDuration, type Duration } from './duration.ts';
+import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
+import { formatDuration, parseDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
 import { libraryLogger, type Logger } from './logger.ts';
@@ -20,12 +20,12 @@ import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import { schedulesOf } from './schedule/define.ts';
-import { isTask, type Task } from './tasks/define.ts';
+import { isTask, validateQueue, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
 import { WorkerPool, type StopResult } from './worker/pool.ts';
-import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './worker/unknownKinds.ts';
+import { UnknownKinds } from './worker/unknownKinds.ts';
 import { catchUncaught } from './worker/uncaught.ts';
 
 export type { EnqueueJob };
@@ -51,7 +51,7 @@ export interface CronqOptions {
   tasks?: Task[];
   /** A folder of task/schedule files to load as well (null: none). */
   schedulesDir?: string | null;
-  /** How long importing one schedule file may take before the folder is refused (default 10 s). */
+  /** How long importing one schedule file may take before the folder is refused (ms, 100–86400000, default 10 s). */
   importTimeoutMs?: number;
   /** Handlers running at once (default 10). */
   concurrency?: number;
@@ -61,7 +61,7 @@ export interface CronqOptions {
    * no-op ones the most; 0 claims only for free slots. See WorkerPool.
    */
   prefetch?: number;
-  /** Queues to claim from (default: all). */
+  /** Queues to claim from (default: all); each a queue name as tasks take it. */
   queues?: string[];
   /**
    * Where cronq logs. Default: JSON lines on stdout like the daemon's (pino, level from
@@ -75,9 +75,9 @@ export interface CronqOptions {
    * refused (UsageError), as `cronq enqueue` refuses it. Also an option per call.
    */
   allowUnknownKind?: boolean;
-  /** How often an idle worker looks for jobs enqueued elsewhere (default 200ms). */
+  /** How often an idle worker looks for jobs enqueued elsewhere (10ms–60s, default 200ms). */
   pollInterval?: Duration;
-  /** How often expired leases are recovered (default 5s). */
+  /** How often expired leases are recovered (10ms–7d, default 5s). */
   recoveryInterval?: Duration;
   /** Run handlers (default true). */
   workers?: boolean;
@@ -87,7 +87,7 @@ export interface CronqOptions {
   clock?: Clock;
   /** Test hook: pause after each claim commits (0–10000 ms). */
   postClaimPauseMs?: number;
-  /** `host:pid` by default. */
+  /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters; `host:pid` by default). */
   lockedBy?: string;
   /** Told what the engine does (claims, results, recoveries, ticks), e.g. for metrics. Default: nobody. */
   observer?: Observer;
@@ -97,7 +97,7 @@ export interface CronqOptions {
    * than any loaded schedule's catch-up window plus one period (checkRetention).
    */
   pruneDoneOlderThan?: Duration;
-  /** How often that pruning runs (default 5m). */
+  /** How often that pruning runs (10ms–7d, default 5m). */
   pruneEvery?: Duration;
   /**
    * How long a kind may go unserved before claimed jobs of that kind go dead (ms,
@@ -106,7 +106,7 @@ export interface CronqOptions {
    * a daemon that runs it, its attempt restored (see UnknownKinds).
    */
   unknownKindGraceMs?: number;
-  /** How often this daemon's cronq_daemons row is refreshed while its workers run (default 10s). */
+  /** How often this daemon's cronq_daemons row is refreshed while its workers run (10ms–7d, default 10s). */
   heartbeatInterval?: Duration;
   /**
    * A job whose lease expired this many times goes dead (1–1000, default 3): the
@@ -160,12 +160,19 @@ export interface Cronq {
     jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
     options?: EnqueueOptions,
   ): Promise<{ inserted: number; existing: number }>;
-  /** Starts the scheduler, the workers and lease recovery (as configured). */
+  /**
+   * Starts the scheduler, the workers and lease recovery (as configured). Calls while a
+   * start runs, or after it succeeded, share it (one engine); after a failed start a
+   * call tries again. After stop(): a UsageError (an instance starts once).
+   */
   start(): Promise<void>;
   /**
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
-   * and meanwhile stops a fan-out at its next batch boundary (its tick is left for the next
+   * and meanwhile stops a fan-out, writing what it gathered (its tick is left for the next
    * scheduler to resume); waits for a migrate() in progress to finish; then closes the pool.
+   * A start() still running is waited for and what it started is stopped too. Later calls
+   * return the first call's promise. `graceMs` (default 10 s) is a whole number from 0 to
+   * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops.
    */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** True once start() ran and the claim loop is alive. */
@@ -188,9 +195,20 @@ export interface CronqHealth {
   oldestRunningJobAgeMs: number | null;
 }
 
+/** A duration option in ms, its default when left out; a UsageError naming it when outside `bound`. */
+function durationWithin(value: Duration | undefined, name: string, bound: Bounded): number {
+  if (value === undefined) return bound.default;
+  const ms = parseDuration(value, name);
+  if (ms < bound.min || ms > bound.max) {
+    throw new UsageError(`${name} must be a duration from ${formatDuration(bound.min)} to ${formatDuration(bound.max)} (got ${JSON.stringify(value)})`);
+  }
+  return ms;
+}
+
 /**
  * Builds a cronq instance: the same engine `cronq start` runs, for use from code.
- * Nothing touches the database until a method is called.
+ * Every option is checked here (UsageError naming it); nothing touches the database
+ * until a method is called.
  */
 export function createCronq(options: CronqOptions = {}): Cronq {
   const log = libraryLogger(options.logger);
@@ -210,7 +228,22 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
     throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
   }
-  const heartbeatMs = options.heartbeatInterval === undefined ? UNKNOWN_KIND_DEFAULTS.heartbeatMs : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
+  const heartbeatMs = durationWithin(options.heartbeatInterval, 'heartbeatInterval', { ...LOOP_INTERVAL_MS, default: HEARTBEAT_MS });
+  const pollMs = durationWithin(options.pollInterval, 'pollInterval', POLL_MS);
+  const recoveryMs = durationWithin(options.recoveryInterval, 'recoveryInterval', { ...LOOP_INTERVAL_MS, default: RECOVERY_DEFAULTS.everyMs });
+  const pruneEveryMs = durationWithin(options.pruneEvery, 'pruneEvery', { ...LOOP_INTERVAL_MS, default: PRUNE_DEFAULTS.everyMs });
+  const importTimeoutMs = wholeNumberWithin(options.importTimeoutMs ?? IMPORT_TIMEOUT_MS.default, 'importTimeoutMs', IMPORT_TIMEOUT_MS);
+  const postClaimPauseMs = wholeNumberWithin(options.postClaimPauseMs ?? POST_CLAIM_PAUSE_MS.default, 'postClaimPauseMs', POST_CLAIM_PAUSE_MS);
+  const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
+  if (typeof lockedBy !== 'string' || lockedBy.length < 1 || lockedBy.length > 255) {
+    throw new UsageError(`lockedBy must be a string of 1 to 255 characters (got ${typeof lockedBy === 'string' ? `${lockedBy.length} characters` : typeof lockedBy})`);
+  }
+  if (options.queues !== undefined && !Array.isArray(options.queues)) throw new UsageError(`queues must be an array of queue names (got ${typeof options.queues})`);
+  const queues = (options.queues ?? []).map((queue) => validateQueue(queue, 'queues entry'));
+  const tasks = options.tasks ?? [];
+  if (!Array.isArray(tasks)) throw new UsageError('tasks must be an array of what defineTask or defineSchedule returned');
+  const notTask = tasks.findIndex((task) => !isTask(task));
+  if (notTask >= 0) throw new UsageError(`tasks must hold what defineTask or defineSchedule returned (entry ${notTask})`);
   const maxLeaseExpiries = wholeNumberWithin(options.maxLeaseExpiries ?? LEASE_EXPIRIES.default, 'maxLeaseExpiries', LEASE_EXPIRIES);
   let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
@@ -220,14 +253,15 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let heartbeat: DaemonHeartbeat | null = null;
   const maintenanceStop = new AbortController();
   let recovery: Promise<void> | null = null;
+  let starting: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
   let migrating: Promise<void> | null = null;
 
   let registryPromise: Promise<TaskRegistry> | null = null;
   const ready = () => {
     registryPromise ??= (async () => {
-      const registry = new TaskRegistry(options.tasks ?? []);
-      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs: options.importTimeoutMs });
+      const registry = new TaskRegistry(tasks);
+      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs });
       return registry;
     })();
     return registryPromise;
@@ -315,84 +349,24 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       return written;
     },
 
-    async start() {
-      const registry = await ready();
-      const schedules = schedulesOf(registry);
-      if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
-      await store.ping();
-      if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
-      if (options.scheduler !== false && !scheduler && schedules.length > 0) {
-        scheduler = new Scheduler({
-          store,
-          clock: options.clock ?? systemClock,
-          log,
-          schedules,
-          onEnqueued: () => pool?.wake(),
-          observer,
-        });
-        scheduler.start();
-      }
-      if (pruneMs !== null && !prune) {
-        const everyMs = options.pruneEvery === undefined ? PRUNE_DEFAULTS.everyMs : parseDuration(options.pruneEvery, 'pruneEvery');
-        prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs }, maintenanceStop.signal);
-      }
-      if (options.workers === false || pool) return;
-      const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
-      // Registered before the first claim: other daemons then know these kinds are served.
-      heartbeat = new DaemonHeartbeat({
-        store,
-        log,
-        health: healthTracker,
-        record: {
-          id: lockedBy,
-          host: hostname(),
-          pid: process.pid,
-          kinds: registry.list().map((task) => task.name),
-          queues: options.queues && options.queues.length > 0 ? options.queues : null,
-        },
-        everyMs: heartbeatMs,
+    start() {
+      if (stopped) return Promise.reject(new UsageError('start() after stop(): a stopped cronq cannot start again; create another with createCronq'));
+      starting ??= startEngine().catch((error: unknown) => {
+        starting = null; // a failed start may be tried again
+        throw error;
       });
-      // The claim connections open meanwhile, so the first claims need no handshakes.
-      const claimConnections = store.openClaimConnections();
-      await heartbeat.start();
-      // Before the first claim, which reads these rows: the latest daemon's values win.
-      await store.setKindLimits(
-        registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),
-      );
-      await claimConnections;
-      pool = new WorkerPool({
-        store,
-        tasks: registry,
-        log,
-        concurrency,
-        prefetch,
-        queues: options.queues ?? [],
-        lockedBy,
-        pollMs: options.pollInterval === undefined ? POLL_MS.default : parseDuration(options.pollInterval, 'pollInterval'),
-        postClaimPauseMs: options.postClaimPauseMs,
-        health: healthTracker,
-        observer,
-        unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
-      });
-      pool.start();
-      recovery = recoveryLoop(
-        {
-          store,
-          log,
-          health: healthTracker,
-          everyMs: options.recoveryInterval === undefined ? RECOVERY_DEFAULTS.everyMs : parseDuration(options.recoveryInterval, 'recoveryInterval'),
-          batchSize: RECOVERY_DEFAULTS.batchSize,
-          maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
-          observer,
-          maxLeaseExpiries,
-        },
-        maintenanceStop.signal,
-      );
+      return starting;
     },
 
     stop({ graceMs = GRACE_MS } = {}) {
+      try {
+        wholeNumberWithin(graceMs, 'graceMs', GRACE_BOUND);
+      } catch (error) {
+        return Promise.reject(error);
+      }
       stopped ??= (async () => {
-        // Together: claiming stops at once, while a fan-out runs on to its next batch boundary.
+        await starting?.catch(() => undefined); // what a start in flight starts, this stops
+        // Together: claiming stops at once, and a fan-out writes what it gathered.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
         await heartbeat?.stop(); // after the pool: its kinds were served until now
         maintenanceStop.abort();
@@ -419,5 +393,79 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       };
     },
   };
+
+  /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
+  async function startEngine(): Promise<void> {
+    const registry = await ready();
+    const schedules = schedulesOf(registry);
+    if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
+    await store.ping();
+    if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
+    if (options.scheduler !== false && !scheduler && schedules.length > 0) {
+      scheduler = new Scheduler({
+        store,
+        clock: options.clock ?? systemClock,
+        log,
+        schedules,
+        onEnqueued: () => pool?.wake(),
+        observer,
+      });
+      scheduler.start();
+    }
+    if (pruneMs !== null && !prune) {
+      prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs: pruneEveryMs }, maintenanceStop.signal);
+    }
+    if (options.workers === false || pool) return;
+    // Registered before the first claim: other daemons then know these kinds are served.
+    heartbeat = new DaemonHeartbeat({
+      store,
+      log,
+      health: healthTracker,
+      record: {
+        id: lockedBy,
+        host: hostname(),
+        pid: process.pid,
+        kinds: registry.list().map((task) => task.name),
+        queues: queues.length > 0 ? queues : null,
+      },
+      everyMs: heartbeatMs,
+    });
+    // The claim connections open meanwhile, so the first claims need no handshakes.
+    const claimConnections = store.openClaimConnections();
+    await heartbeat.start();
+    // Before the first claim, which reads these rows: the latest daemon's values win.
+    await store.setKindLimits(
+      registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),
+    );
+    await claimConnections;
+    pool = new WorkerPool({
+      store,
+      tasks: registry,
+      log,
+      concurrency,
+      prefetch,
+      queues,
+      lockedBy,
+      pollMs,
+      postClaimPauseMs,
+      health: healthTracker,
+      observer,
+      unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
+    });
+    pool.start();
+    recovery = recoveryLoop(
+      {
+        store,
+        log,
+        health: healthTracker,
+        everyMs: recoveryMs,
+        batchSize: RECOVERY_DEFAULTS.batchSize,
+        maxBatchesPerPass: RECOVERY_DEFAULTS.maxBatchesPerPass,
+        observer,
+        maxLeaseExpiries,
+      },
+      maintenanceStop.signal,
+    );
+  }
   return cronq;
 }

@@ -26,14 +26,18 @@ export const PREFETCH: Bounded = { default: 1000, min: 0, max: 10_000 };
 export const PREFETCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
 /** How often an idle worker polls, in ms (`pollInterval`, `--poll`). */
 export const POLL_MS: Bounded = { default: 200, min: 10, max: 60_000 };
+/** How often a background loop of createCronq's runs, in ms (`recoveryInterval`, `heartbeatInterval`, `pruneEvery`): at least 10ms, at most a week (a timer holds up to ~24.8 days). */
+export const LOOP_INTERVAL_MS: Pick<Bounded, 'min' | 'max'> = { min: 10, max: 7 * 86_400_000 };
+/** How long importing one schedule file may take, in ms (`importTimeoutMs`). */
+export const IMPORT_TIMEOUT_MS: Bounded = { default: 10_000, min: 100, max: 86_400_000 };
 /** Test hook: pause after each claim commits, in ms (`postClaimPauseMs`, CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
 export const POST_CLAIM_PAUSE_MS: Bounded = { default: 0, min: 0, max: 10_000 };
 /** Lease expiries after which a job goes dead (`maxLeaseExpiries`). */
 export const LEASE_EXPIRIES: Bounded = { default: 3, min: 1, max: 1000 };
 /** How long `stop()` (and the first SIGTERM) gives running handlers, in ms (`graceMs`, `--grace`). */
 export const GRACE_MS = 10_000;
-/** The longest `--grace`: the longest lease (24h), which a grace should stay below; and well short of where timers overflow (2^31-1 ms). */
-export const GRACE_MAX_MS = 24 * 3_600_000;
+/** The range of that grace: up to the longest lease (24h), which a grace should stay below; well short of where timers overflow (2^31-1 ms: node would fire at once). */
+export const GRACE_BOUND: Pick<Bounded, 'min' | 'max'> = { min: 0, max: 24 * 3_600_000 };
 /** How long a kind may go unserved before its claimed jobs go dead, in ms (`unknownKindGraceMs`, `--unknown-kind-grace`). */
 export const UNKNOWN_KIND_GRACE_MS = 15 * 60_000;
 /** How often a daemon with workers refreshes its cronq_daemons row, in ms (`heartbeatInterval`). */

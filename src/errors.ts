@@ -29,6 +29,11 @@ export class DatabaseUnreachableError extends Error {
   override name = 'DatabaseUnreachableError';
 }
 
+/** The schema is older than this code: `cronq migrate` has not been run (`admin.checkSchema`; the CLI exits 1 naming the fix). */
+export class SchemaBehindError extends Error {
+  override name = 'SchemaBehindError';
+}
+
 /** The server answers but the database the URL names does not exist (CLI: exit 1, with the hint to migrate). */
 export class DatabaseMissingError extends Error {
   override name = 'DatabaseMissingError';

@@ -5,6 +5,9 @@ export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type Enqu
 export type {
   BulkCancelResult,
   AdminStats,
+  Completions,
+  DaemonSeen,
+  JobRecord,
   BulkReviewResult,
   CancelFilter,
   CancelOptions,
@@ -61,6 +64,7 @@ export {
   LeaseLostError,
   JobCancelledError,
   PermanentError,
+  SchemaBehindError,
   ShutdownAbortError,
   UsageError,
   type RefusedJobInfo,

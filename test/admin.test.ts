@@ -77,6 +77,37 @@ describe('the admin API', () => {
     await expect(cronq.admin.schedules({ count: 0 })).rejects.toThrow(/count must be a whole number from 1 to 1000/);
   });
 
+  it('refuses bad input with a UsageError naming it, never a driver error carrying the SQL: ids, dates, targets, reasons', async () => {
+    cronq = createCronq({ databaseUrl: t.url, tasks: [daily], logger: false });
+    const { admin } = cronq;
+    const bad: Array<[string, () => Promise<unknown>, RegExp]> = [
+      ['get NaN', () => admin.deadLetters.get(Number('x')), /^id must be a whole number from 1 \(got NaN\)$/],
+      ['requeue 1.5', () => admin.deadLetters.requeue(1.5, 'why'), /^id must be a whole number from 1 \(got 1.5\)$/],
+      ['discard -1', () => admin.deadLetters.discard(-1, 'why'), /^id must be a whole number from 1 \(got -1\)$/],
+      ['cancel id NaN', () => admin.cancel({ id: Number.NaN }, { reason: 'why' }), /^id must be a whole number from 1 \(got NaN\)$/],
+      ['cancel null', () => admin.cancel(null as never, { reason: 'why' }), /^a job is named by \{ id \} or \{ key \}$/],
+      ['cancel no reason', () => admin.cancel({ id: 1 }, {} as never), /^a reason is required$/],
+      ['cancelMatching no reason', () => admin.cancelMatching({ kind: 'x' }, { reason: 5 } as never), /^a reason is required$/],
+      ['cancelMatching null', () => admin.cancelMatching(null as never, { reason: 'why' }), /^a filter must be an object/],
+      ['requeue no reason', () => admin.deadLetters.requeue(1, undefined as never), /^a reason is required$/],
+      ['job id NaN', () => admin.job({ id: Number.NaN }), /^id must be a whole number from 1 \(got NaN\)$/],
+      ['job undefined', () => admin.job(undefined as never), /^a job is named by \{ id \} or \{ key \}$/],
+      ['daemons NaN', () => admin.daemons({ withinMs: Number.NaN }), /^withinMs must be a whole number from 0/],
+      ['tick at NaN', () => admin.tick('daily-report', { at: new Date(Number.NaN) }), /^at must be a valid Date$/],
+      ['tick at past 9999', () => admin.tick('daily-report', { at: new Date(8.64e15) }), /^at must be a Date from year 1 to 9999/],
+      ['schedules from NaN', () => admin.schedules({ from: new Date(Number.NaN) }), /^from must be a valid Date$/],
+      ['recentTicks before NaN', () => admin.recentTicks('daily-report', 5, { before: new Date(Number.NaN) }), /^before must be a valid Date$/],
+      ['scheduleHealth at NaN', () => admin.scheduleHealth({ at: new Date(Number.NaN) }), /^at must be a valid Date$/],
+    ];
+    for (const [what, call, message] of bad) {
+      const error = await call().then(() => null, (e: unknown) => e);
+      expect(error, what).toBeInstanceOf(UsageError);
+      expect((error as Error).message, what).toMatch(message);
+    }
+    expect(await admin.deadLetters.get(1)).toBeNull();
+    expect(await admin.job({ key: 'nope' })).toBeNull();
+  });
+
   it('refuses a retention the loaded schedules do not cover before touching the database', async () => {
     cronq = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/nowhere', tasks: [monthly], workers: false, scheduler: false });
     await expect(cronq.admin.prune({ olderThanMs: 30 * 24 * HOUR_MS })).rejects.toThrow(/olderThanMs 30d is shorter than schedule 'monthly-report' needs/);

@@ -72,7 +72,7 @@ describe('a fan-out with entities the database refuses', () => {
     expect(log.named('jobs_refused')).toMatchObject([{ count: 2 }]);
   });
 
-  it('refuses an entity with a key too long or no key alone, and one larger than max_allowed_packet naming its key', async () => {
+  it('refuses an entity with a key too long, a key holding a lone surrogate or no key alone, and one larger than max_allowed_packet naming its key', async () => {
     const [{ bytes }] = await t.sql('SELECT @@max_allowed_packet AS bytes');
     const s = schedule({
       async *jobs() {
@@ -80,6 +80,7 @@ describe('a fan-out with entities the database refuses', () => {
         yield { key: 'k'.repeat(300) };
         yield { nokey: true } as never;
         yield { key: 'huge', payload: { blob: 'x'.repeat(Number(bytes)) } };
+        yield { key: 'cut:\ud83d' };
         yield { key: 'ok:2' };
       },
     });
@@ -92,6 +93,7 @@ describe('a fan-out with entities the database refuses', () => {
       expect.stringMatching(/^job key is \d+ characters long; at most 255/),
       expect.stringMatching(/^jobs\(\) yielded something other than/),
       expect.stringMatching(/^job is \d+ bytes as SQL, more than one statement may carry .*max_allowed_packet/),
+      expect.stringMatching(/^job key holds a lone UTF-16 surrogate/),
     ]);
     expect(refused[2].job_key).toBe('bulk:huge:2026-11-02');
     expect((await ticks())[0]).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 2, finished: 1 });

@@ -206,4 +206,39 @@ describe('task timeout', () => {
     expect(() => defineTask({ name: 'bad', timeout: 0, handle: () => undefined })).toThrow(/task 'bad': timeout must be between/);
     expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', timeout: '30d', handle: () => undefined })).toThrow(/schedule 'bad': timeout/);
   });
+
+  it('refuses a backoff over a year, whose retry the database could not date, naming it', () => {
+    expect(() => defineTask({ name: 'bad', backoff: { base: '1000000w' }, handle: () => undefined })).toThrow(/^task 'bad': backoff.base must be at most 365d \(got "1000000w"\)$/);
+    expect(() => defineTask({ name: 'bad', backoff: { max: 1e15 }, handle: () => undefined })).toThrow(/^task 'bad': backoff.max must be at most 365d \(got 1000000000000000\)$/);
+    expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', backoff: { base: '400d' }, handle: () => undefined })).toThrow(/^schedule 'bad': backoff.base must be at most 365d/);
+    expect(defineTask({ name: 'ok', backoff: { base: '1h', max: '365d' }, handle: () => undefined }).backoff).toEqual({ baseMs: 3_600_000, maxMs: 365 * 86_400_000 });
+  });
+});
+
+describe('hostile fan-outs', () => {
+  it('stop() returns within its grace while a fan-out waits for ever on its next entity, writing what it yielded and handing its tick back', async () => {
+    let waiting!: () => void;
+    const stuck = new Promise<void>((resolve) => (waiting = resolve));
+    const schedule = defineSchedule({
+      name: 'stuck',
+      cron: '* * * * * *',
+      catchUp: false,
+      async *jobs() {
+        yield { key: 'first' };
+        waiting();
+        await new Promise(() => undefined); // an API call that never answers
+      },
+      handle: () => undefined,
+    });
+    const c = await start([schedule], { workers: false });
+    await stuck;
+    const stoppedAt = Date.now();
+    await c.stop({ graceMs: 200 });
+    cronq = null;
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    expect(log.named('schedule_tick_interrupted')).toMatchObject([{ enqueued: 1 }]);
+    expect(await t.sql("SELECT job_key FROM cronq_jobs WHERE kind = 'stuck'")).toEqual([{ job_key: expect.stringMatching(/^stuck:first:/) }]);
+    const [tick] = await t.sql("SELECT finished_at, fanout_until <= UTC_TIMESTAMP(6) AS lease_over FROM cronq_schedule_ticks WHERE schedule_name = 'stuck'");
+    expect(tick).toEqual({ finished_at: null, lease_over: 1 });
+  });
 });

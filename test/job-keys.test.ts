@@ -6,7 +6,7 @@ import { migrate as drizzleMigrate } from 'drizzle-orm/mysql2/migrator';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../src/db/client.ts';
 import { applyMigrations, MIGRATIONS_FOLDER } from '../src/db/migrate.ts';
-import { createCronq, defineTask, PermanentError, type Cronq } from '../src/index.ts';
+import { createCronq, defineTask, PermanentError, UsageError, type Cronq } from '../src/index.ts';
 import { runCli } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
@@ -60,6 +60,19 @@ describe('job keys', () => {
       [cliIds[1], hexOf('pad:a\t')],
       [cliIds[0], hexOf('pad:a ')],
     ]);
+  });
+
+  it('a key holding a lone UTF-16 surrogate is refused, never stored as U+FFFD where it would be the job of another key', async () => {
+    cronq = createCronq({ databaseUrl: t.url, logger: false, allowUnknownKind: true });
+    expect((await cronq.enqueue({ kind: 'cut', key: 'cut:\ufffd' })).created).toBe(true);
+    for (const key of ['cut:\ud83d', 'cut:\ude00', 'cut:\ude00\ud83d']) {
+      await expect(cronq.enqueue({ kind: 'cut', key }), JSON.stringify(key)).rejects.toThrow(/^job key holds a lone UTF-16 surrogate .* at character 4/);
+      await expect(cronq.enqueueMany([{ kind: 'cut', key }])).rejects.toThrow(UsageError);
+    }
+    await expect(cronq.enqueue({ kind: 'cut\ud83d', key: 'cut:kind' })).rejects.toThrow(/^job kind holds a lone UTF-16 surrogate/);
+    // A whole emoji is a pair, not a lone half.
+    expect((await cronq.enqueue({ kind: 'cut', key: 'cut:\ud83d\ude00' })).created).toBe(true);
+    expect((await t.sql('SELECT HEX(job_key) AS hex FROM cronq_jobs ORDER BY id')).map((r) => r.hex)).toEqual([hexOf('cut:\ufffd'), hexOf('cut:😀')]);
   });
 
   it('dead letters keep the exact key, trailing spaces and tab included', async () => {

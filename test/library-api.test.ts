@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineTask, UsageError } from '../src/index.ts';
+import { createCronq, defineTask, SchemaBehindError, UsageError, type Completions, type DaemonSeen, type EnqueueJob, type JobRecord } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
+import { EventLog } from './support/events.ts';
 
 /** createCronq as an app meets it: its logger option and enqueue by task handle or by kind. */
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
@@ -59,5 +60,139 @@ describe('enqueue from code', () => {
       await cronq.stop();
       await everywhere.stop();
     }
+  });
+});
+
+describe('enqueue input', () => {
+  it('refuses a scheduledAt that is not a valid Date, and a scheduleName or periodKey that is not a string, with a UsageError naming the field', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
+    try {
+      const bad: Array<[Partial<EnqueueJob>, RegExp]> = [
+        [{ scheduledAt: '2026-11-30' as never }, /^scheduledAt of field:1 is not a valid date$/],
+        [{ scheduledAt: new Date(Number.NaN) }, /^scheduledAt of field:1 is not a valid date$/],
+        [{ scheduleName: 5 as never }, /^scheduleName of field:1 must be a string/],
+        [{ periodKey: {} as never }, /^periodKey of field:1 must be a string/],
+      ];
+      for (const [fields, message] of bad) {
+        await expect(cronq.enqueue({ kind: 'send-invoice', key: 'field:1', ...fields }), JSON.stringify(fields)).rejects.toThrow(message);
+        await expect(cronq.enqueueMany([{ kind: 'send-invoice', key: 'field:1', ...fields }])).rejects.toThrow(UsageError);
+      }
+      expect(await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'field:1'")).toEqual([]);
+    } finally {
+      await cronq.stop();
+    }
+  });
+});
+
+describe('start and stop in any order', () => {
+  it('start() called twice at once starts one engine, which stop() stops whole', async () => {
+    const log = new EventLog('info');
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [sendInvoice], pollInterval: '50ms' });
+    await Promise.all([cronq.start(), cronq.start()]);
+    await cronq.start();
+    expect(log.named('worker_started')).toHaveLength(1);
+    expect(log.named('daemon_registered')).toHaveLength(1);
+    await cronq.stop();
+    expect(log.named('worker_stopped')).toHaveLength(1);
+  });
+
+  it('stop() while start() runs waits for it and stops what it started; start() after stop() is a UsageError', async () => {
+    const log = new EventLog('info');
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [sendInvoice], pollInterval: '50ms' });
+    const starting = cronq.start();
+    const stopping = cronq.stop();
+    await starting;
+    await stopping;
+    expect(log.named('worker_started')).toHaveLength(1);
+    expect(log.named('worker_stopped')).toHaveLength(1);
+    expect(cronq.health().workers).toBe(false);
+    await expect(cronq.start()).rejects.toThrow(UsageError);
+    await expect(cronq.start()).rejects.toThrow(/^start\(\) after stop\(\): a stopped cronq cannot start again; create another with createCronq$/);
+    expect(log.named('worker_started')).toHaveLength(1);
+  });
+});
+
+describe('createCronq options', () => {
+  it('refuses a bad option at once with a UsageError naming it, before anything runs', () => {
+    const bad: Array<[Partial<Parameters<typeof createCronq>[0]>, RegExp]> = [
+      [{ pollInterval: 'soon' }, /^pollInterval: 'soon' is not a duration/],
+      [{ pollInterval: 0 }, /^pollInterval must be a duration from 10ms to 1m \(got 0\)$/],
+      [{ pollInterval: 1e9 }, /^pollInterval must be a duration from 10ms to 1m/],
+      [{ recoveryInterval: 0 }, /^recoveryInterval must be a duration from 10ms to 1w \(got 0\)$/],
+      [{ heartbeatInterval: 1e12 }, /^heartbeatInterval must be a duration from 10ms to 1w/],
+      [{ pruneDoneOlderThan: '30d', pruneEvery: -5 }, /^pruneEvery: -5 is not a valid duration/],
+      [{ importTimeoutMs: Number.NaN }, /^importTimeoutMs must be a whole number from 100 to 86400000 \(got NaN\)$/],
+      [{ postClaimPauseMs: -1 }, /^postClaimPauseMs must be a whole number from 0 to 10000/],
+      [{ lockedBy: 'x'.repeat(256) }, /^lockedBy must be a string of 1 to 255 characters/],
+      [{ lockedBy: '' }, /^lockedBy must be a string of 1 to 255 characters/],
+      [{ queues: 'default' as never }, /^queues must be an array of queue names/],
+      [{ queues: [''] }, /^queues entry must be 1-64 letters/],
+      [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],
+    ];
+    for (const [options, message] of bad) {
+      let thrown: unknown;
+      try {
+        createCronq({ databaseUrl: t.url, logger: false, ...options });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, JSON.stringify(options)).toBeInstanceOf(UsageError);
+      expect((thrown as Error).message, JSON.stringify(options)).toMatch(message);
+    }
+  });
+
+  it('takes the bounds themselves', async () => {
+    const cronq = createCronq({
+      databaseUrl: t.url,
+      logger: false,
+      tasks: [sendInvoice],
+      pollInterval: '10ms',
+      recoveryInterval: '7d',
+      heartbeatInterval: 10,
+      importTimeoutMs: 100,
+      lockedBy: 'l'.repeat(255),
+      queues: ['billing'],
+    });
+    await cronq.start();
+    expect(cronq.health().workers).toBe(true);
+    await cronq.stop();
+  });
+});
+
+describe('what the admin API names, the package exports', () => {
+  it('checkSchema on a database never migrated rejects with SchemaBehindError, exported from cronq; the rows admin returns have exported types', async () => {
+    const name = `${t.name}_bare`;
+    await t.sql(`CREATE DATABASE \`${name}\``);
+    const cronq = createCronq({ databaseUrl: t.url.replace(/[^/]+$/, name), logger: false });
+    try {
+      await expect(cronq.admin.checkSchema()).rejects.toBeInstanceOf(SchemaBehindError);
+      await expect(cronq.admin.checkSchema()).rejects.toThrow(/migrations? pending\): run 'cronq migrate'/);
+    } finally {
+      await cronq.stop();
+      await t.sql(`DROP DATABASE \`${name}\``);
+    }
+    // Compile-time (npm run typecheck): each admin result can be named by an app.
+    const typed: [JobRecord | null, DaemonSeen[], Completions] | null = null;
+    expect(typed).toBeNull();
+  });
+});
+
+describe('stop options', () => {
+  it('stop() refuses a graceMs that is not a whole number of ms from 0 to a day (NaN or an overflowing timer aborted every handler at once), then stops with a valid one', async () => {
+    const log = new EventLog('info');
+    let release!: () => void;
+    const slow = defineTask({ name: 'slow', handle: () => new Promise<void>((resolve) => (release = resolve)) });
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [slow], pollInterval: '50ms' });
+    await cronq.start();
+    await cronq.enqueue(slow, { key: 'slow:1', payload: {} });
+    await log.waitFor('job_claimed');
+    for (const graceMs of [Number.NaN, -1, 1.5, 30 * 86_400_000]) {
+      await expect(cronq.stop({ graceMs }), String(graceMs)).rejects.toThrow(/^graceMs must be a whole number from 0 to 86400000 \(got /);
+    }
+    expect(cronq.health().workers).toBe(true);
+    const stopping = cronq.stop({ graceMs: 60_000 });
+    release();
+    expect(await stopping).toEqual({ released: 0, abandoned: 0 });
+    expect(log.named('job_completed')).toHaveLength(1);
   });
 });

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { getTableName } from 'drizzle-orm';
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
 import mysql from 'mysql2/promise';
+import { SchemaBehindError } from '../errors.ts';
 import { isConnectionError, SET_SQL_MODE, TIMEOUTS, unreachable, type Database } from './client.ts';
 import {
   createLedgerIfMissing,
@@ -127,10 +128,6 @@ function unapplied(migrations: MigrationMeta[], applied: LedgerRow[]): Migration
   return migrations.filter((m) => !done.has(m.folderMillis));
 }
 
-/** The schema is older than this code: `cronq migrate` has not been run. */
-export class SchemaBehindError extends Error {
-  override name = 'SchemaBehindError';
-}
 
 /**
  * How many committed migrations the database has not applied yet. Reads only (SELECT on
@@ -149,7 +146,9 @@ export async function pendingMigrations(database: Database): Promise<number> {
   }
 }
 
-/** Refuses to run on a schema older than this code, naming the fix. */
+export { SchemaBehindError };
+
+/** Refuses to run on a schema older than this code, naming the fix (SchemaBehindError). */
 export async function assertSchemaCurrent(database: Database): Promise<void> {
   const pending = await pendingMigrations(database);
   if (pending > 0) {

@@ -38,6 +38,8 @@ export type JobContent = { payloadJson: string } | { problem: string; field: 'ke
  */
 export function checkJobContent(key: string, payload: unknown): JobContent {
   if (key.length > MAX_KEY_LENGTH) return { field: 'key', problem: `job key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed` };
+  const cut = loneSurrogateProblem(key, 'job key');
+  if (cut) return { field: 'key', problem: cut };
   let payloadJson: string | undefined;
   try {
     payloadJson = JSON.stringify(payload === undefined ? {} : payload);
@@ -45,6 +47,19 @@ export function checkJobContent(key: string, payload: unknown): JobContent {
     return { field: 'payload', problem: `payload cannot be stored as JSON: ${firstLine(errorText(error)).slice(0, 200)}` };
   }
   return payloadJson === undefined ? { field: 'payload', problem: 'payload cannot be stored as JSON' } : { payloadJson };
+}
+
+/** A lone high surrogate, or a low one with no high half before it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Why `text` cannot be a key or kind, or null: a lone UTF-16 surrogate. The driver
+ * would write it as U+FFFD, making it the job of every other key cut the same way
+ * (keys compare byte for byte), so it is refused instead.
+ */
+function loneSurrogateProblem(text: string, what: string): string | null {
+  const at = LONE_SURROGATE.exec(text)?.index;
+  return at === undefined ? null : `${what} holds a lone UTF-16 surrogate (half of a character, such as a cut emoji) at character ${at}, which is not valid Unicode`;
 }
 
 /**
@@ -56,13 +71,19 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if (typeof job.kind !== 'string' || job.kind.length === 0 || job.kind.length > 128) {
     throw new UsageError(`job kind must be a non-empty string of at most 128 characters (got ${JSON.stringify(job.kind)})`);
   }
+  const cutKind = loneSurrogateProblem(job.kind, 'job kind');
+  if (cutKind) throw new UsageError(cutKind);
   if (typeof job.key !== 'string' || job.key.length === 0) throw new UsageError('job key is missing');
   const content = checkJobContent(job.key, job.payload);
   if ('problem' in content) throw new UsageError(content.field === 'key' ? content.problem : `job ${JSON.stringify(job.key)}: ${content.problem}`);
   const { payloadJson } = content;
   const task = tasks.get(job.kind);
-  if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) {
-    throw new UsageError(`runAt of ${job.key} is not a valid date`);
+  for (const field of ['runAt', 'scheduledAt'] as const) {
+    const value = job[field];
+    if (value !== undefined && (!(value instanceof Date) || Number.isNaN(value.getTime()))) throw new UsageError(`${field} of ${job.key} is not a valid date`);
+  }
+  for (const field of ['scheduleName', 'periodKey'] as const) {
+    if (job[field] !== undefined && typeof job[field] !== 'string') throw new UsageError(`${field} of ${job.key} must be a string (got ${typeof job[field]})`);
   }
   if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
     // Its limit holds per queue: in another queue the kind's jobs would run unlimited.

@@ -38,7 +38,7 @@ export interface EnqueueOutcome {
   /** How many rows were refused (see RefusedJob); the first REFUSED_LISTED_MAX are in `refused`. */
   refusedCount: number;
   refused: RefusedJob[];
-  /** True when `signal` stopped the stream at a batch boundary: rows after it were not read. */
+  /** True when `signal` stopped the stream (rows gathered by then are written): rows after it were not read. */
   stopped: boolean;
 }
 
@@ -56,7 +56,12 @@ export interface EnqueueRowsOptions {
   parallel?: number;
   /** Told about each refused row as it is found (too large: at once; refused by the server: when its batch is written). */
   onRefused?: (job: RefusedJob) => void;
-  /** Checked between batches: once aborted, no further row is read and the writes in flight finish. */
+  /**
+   * Once aborted, no further row is read: the rows gathered are written, as are the
+   * writes in flight. A producer still working on its next row when it aborts (an API
+   * call that never answers) is not waited for: that row is dropped, and the producer
+   * is asked to return once it gets that far.
+   */
   signal?: AbortSignal;
 }
 
@@ -166,9 +171,10 @@ export async function enqueueRows(
     batchBytes = 0;
   };
   let streamError: { error: unknown } | null = null;
+  const stream = options.signal ? untilAborted(rows, options.signal, () => (outcome.stopped = failures.length === 0)) : rows;
   try {
-    for await (const row of rows) {
-      // A batch boundary (nothing gathered since the last flush): the only place a stop may cut the stream.
+    for await (const row of stream) {
+      // A batch boundary (nothing gathered since the last flush): no row is read after a failed write.
       if (batch.length === 0 && (options.signal?.aborted || failures.length > 0)) {
         outcome.stopped = failures.length === 0;
         break;
@@ -192,6 +198,7 @@ export async function enqueueRows(
     streamError = { error };
   }
   if (batch.length > 0 && failures.length === 0) await flush();
+  if (outcome.stopped && failures.length > 0) outcome.stopped = false;
   // No write is left in flight when this returns, and the first failure is the one reported.
   await Promise.all(writing);
   if (failures.length > 0) throw failures[0];
@@ -259,4 +266,56 @@ async function withDeadlockRetry<T>(write: () => Promise<T>, attempts = 3): Prom
       if (attempt >= attempts || !isLockConflict(error)) throw error;
     }
   }
+}
+
+/**
+ * `rows` until `signal` aborts, when it calls `onAbort` and ends at once, even while
+ * the producer is still working on its next row: that pending row is dropped (and any
+ * failure of it ignored), and the producer is asked to return once it gets that far.
+ */
+async function* untilAborted<T>(rows: AsyncIterable<T> | Iterable<T>, signal: AbortSignal, onAbort: () => void): AsyncGenerator<T> {
+  const iterator: AsyncIterator<T> | Iterator<T> = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : rows[Symbol.iterator]();
+  let finished = false;
+  try {
+    for (;;) {
+      const first = await settledOrAborted(Promise.resolve(iterator.next()), signal);
+      if (first === 'aborted') {
+        finished = true;
+        Promise.resolve(iterator.return?.()).catch(() => undefined);
+        onAbort();
+        return;
+      }
+      if (first.done) {
+        finished = true;
+        return;
+      }
+      yield first.value;
+    }
+  } finally {
+    // The consumer stopped early (a failed write, a throw): close the producer, as for-await would.
+    if (!finished) await iterator.return?.();
+  }
+}
+
+/**
+ * `next`'s outcome, or 'aborted' when `signal` aborts first (a later failure of `next` is
+ * then ignored). The listener lives only while `next` is pending: the scheduler's signal
+ * outlives every fan-out, and one promise raced per row would hold a reaction per row.
+ */
+function settledOrAborted<R>(next: Promise<R>, signal: AbortSignal): Promise<R | 'aborted'> {
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve, reject) => {
+    const aborted = () => resolve('aborted');
+    signal.addEventListener('abort', aborted, { once: true });
+    next.then(
+      (value) => {
+        signal.removeEventListener('abort', aborted);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', aborted);
+        reject(error);
+      },
+    );
+  });
 }

@@ -1,4 +1,4 @@
-import { parseDuration, type Duration } from '../duration.ts';
+import { formatDuration, parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 
 /**
@@ -14,11 +14,17 @@ export interface Backoff {
 
 export const DEFAULT_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 3_600_000 };
 
-/** Reads `{ base, max }` as written in a task or schedule; refuses max < base. */
+/** The longest retry delay a task may ask for: a retry dated further out would overflow the database's DATETIME arithmetic. */
+export const BACKOFF_MAX_MS = 365 * 86_400_000;
+
+/** Reads `{ base, max }` as written in a task or schedule; refuses max < base, and either over BACKOFF_MAX_MS. */
 export function parseBackoff(value: { base?: Duration; max?: Duration } | undefined, what: string): Backoff {
   const baseMs = value?.base === undefined ? DEFAULT_BACKOFF.baseMs : parseDuration(value.base, `${what}.base`);
   const maxMs = value?.max === undefined ? Math.max(DEFAULT_BACKOFF.maxMs, baseMs) : parseDuration(value.max, `${what}.max`);
   if (baseMs < 1) throw new UsageError(`${what}.base must be at least 1ms`);
+  for (const [part, ms] of [['base', baseMs], ['max', maxMs]] as const) {
+    if (ms > BACKOFF_MAX_MS) throw new UsageError(`${what}.${part} must be at most ${formatDuration(BACKOFF_MAX_MS)} (got ${JSON.stringify(value?.[part])})`);
+  }
   if (maxMs < baseMs) throw new UsageError(`${what}.max (${maxMs}ms) is below ${what}.base (${baseMs}ms)`);
   return { baseMs, maxMs };
 }

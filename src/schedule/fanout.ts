@@ -19,7 +19,8 @@ export function scheduledJobKey(scheduleName: string, entityKey: string | null, 
  * for one statement, its key is too long, or jobs() yielded something that is not
  * `{ key, payload? }`) is refused alone: passed to `onRefused`, counted and listed in the
  * outcome, while the other entities are enqueued. Once `signal` aborts, the fan-out
- * stops at the next batch boundary (`stopped`); the rest is left for a resumption.
+ * stops (`stopped`), its gathered rows written, without waiting for a jobs() still working
+ * on its next entity; the rest is left for a resumption.
  */
 export async function enqueueTick(
   writer: JobWriter,
@@ -56,7 +57,7 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string):
     const content = checkJobContent(key, item.payload);
     if ('problem' in content) {
       // A key too long to store is too long to log whole as well.
-      yield refused(content.field === 'key' ? `${key.slice(0, 60)}…` : key, content.problem);
+      yield refused(content.field === 'key' && key.length > 60 ? `${key.slice(0, 60)}…` : key, content.problem);
       continue;
     }
     yield { ...base, key, payloadJson: content.payloadJson };

@@ -1,10 +1,11 @@
 import { isMainThread, Worker } from 'node:worker_threads';
+import { IMPORT_TIMEOUT_MS } from '../defaults.ts';
 import type { ModuleImport } from './esmImport.ts';
 
 /** How long importing one schedule file may take by default (CRONQ_IMPORT_TIMEOUT). */
-export const DEFAULT_IMPORT_TIMEOUT_MS = 10_000;
+export const DEFAULT_IMPORT_TIMEOUT_MS = IMPORT_TIMEOUT_MS.default;
 /** The longest CRONQ_IMPORT_TIMEOUT: a day, well short of where timers overflow (2^31-1 ms: node would fire at once). */
-export const MAX_IMPORT_TIMEOUT_MS = 24 * 3_600_000;
+export const MAX_IMPORT_TIMEOUT_MS = IMPORT_TIMEOUT_MS.max;
 
 /** After the bound, how long a blocked thread gets before the watchdog interrupts it. */
 const INTERRUPT_AFTER_BOUND_MS = 1_000;

@@ -25,8 +25,8 @@ export interface SchedulerOptions {
 
 /**
  * Runs one ScheduleTicker loop per schedule, so a slow fan-out of one schedule never
- * delays another's tick, and one HealthWatch loop for the schedules with `expect`. `stop()` aborts every loop between steps (a fan-out at its next
- * batch boundary) and resolves once they have all returned; a fan-out cut short is
+ * delays another's tick, and one HealthWatch loop for the schedules with `expect`. `stop()` aborts every loop between steps (a fan-out at once,
+ * not waiting for its jobs()) and resolves once they have all returned; a fan-out cut short is
  * handed back with its lease ended and finished by the next pass of any daemon (its keys
  * make that harmless).
  */

@@ -281,7 +281,7 @@ export class ScheduleTicker {
    * Enqueues the jobs of a tick this daemon owns and records the outcome.
    * A fan-out that fails for any reason but a lost connection is tried again
    * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
-   * schedule moves on. Once `signal` aborts, it stops at the next batch boundary and hands
+   * schedule moves on. Once `signal` aborts, it stops at once (enqueueTick) and hands
    * the unfinished tick back (lease ended) for the next scheduler to resume.
    */
   private async fanOutOwned(tick: OwnedTick, now: Date, signal?: AbortSignal): Promise<void> {

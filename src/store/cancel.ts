@@ -66,6 +66,7 @@ export interface Cancellation {
 }
 
 function checkText(value: string, what: string): string {
+  if (typeof value !== 'string') throw new UsageError(`a ${what} is required`);
   const trimmed = value.trim();
   if (trimmed === '') throw new UsageError(`a ${what} is required`);
   if (trimmed.length > MAX_CANCEL_TEXT_LENGTH) throw new UsageError(`the ${what} is ${trimmed.length} characters long; at most ${MAX_CANCEL_TEXT_LENGTH}`);

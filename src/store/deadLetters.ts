@@ -276,6 +276,7 @@ export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLet
 }
 
 function checkReason(reason: string): string {
+  if (typeof reason !== 'string') throw new UsageError('a reason is required');
   const trimmed = reason.trim();
   if (trimmed === '') throw new UsageError('a reason is required');
   if (trimmed.length > MAX_REASON_LENGTH) throw new UsageError(`the reason is ${trimmed.length} characters long; at most ${MAX_REASON_LENGTH}`);
