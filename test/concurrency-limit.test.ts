@@ -195,7 +195,9 @@ describe('three daemons sharing a limit', () => {
         },
       });
       for (let i = 0; i < 3; i++) {
-        const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [capped], concurrency: 5, pollInterval: '50ms', lockedBy: `limit-test:${i}` });
+        // One handler each: two at once can only be two daemons, so the limit is tested
+        // across them (with room for five, one daemon's quick re-claims could take every job).
+        const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [capped], concurrency: 1, pollInterval: '50ms', lockedBy: `limit-test:${i}` });
         instances.push(cronq);
         await cronq.start();
       }

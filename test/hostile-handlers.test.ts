@@ -208,8 +208,10 @@ describe('task timeout', () => {
   });
 
   it('refuses a backoff over a year, whose retry the database could not date, naming it', () => {
-    expect(() => defineTask({ name: 'bad', backoff: { base: '1000000w' }, handle: () => undefined })).toThrow(/^task 'bad': backoff.base must be at most 365d \(got "1000000w"\)$/);
-    expect(() => defineTask({ name: 'bad', backoff: { max: 1e15 }, handle: () => undefined })).toThrow(/^task 'bad': backoff.max must be at most 365d \(got 1000000000000000\)$/);
+    expect(() => defineTask({ name: 'bad', backoff: { base: '1000w' }, handle: () => undefined })).toThrow(/^task 'bad': backoff.base must be at most 365d \(got "1000w"\)$/);
+    expect(() => defineTask({ name: 'bad', backoff: { base: '1000000w' }, handle: () => undefined })).toThrow(/^task 'bad': backoff.base: '1000000w' is longer than 36500d \(100 years\)$/);
+    expect(() => defineTask({ name: 'bad', backoff: { max: 1e11 }, handle: () => undefined })).toThrow(/^task 'bad': backoff.max must be at most 365d \(got 100000000000\)$/);
+    expect(() => defineTask({ name: 'bad', backoff: { max: 1e15 }, handle: () => undefined })).toThrow(/^task 'bad': backoff.max: 1000000000000000 is longer than 36500d \(100 years\)$/);
     expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', backoff: { base: '400d' }, handle: () => undefined })).toThrow(/^schedule 'bad': backoff.base must be at most 365d/);
     expect(defineTask({ name: 'ok', backoff: { base: '1h', max: '365d' }, handle: () => undefined }).backoff).toEqual({ baseMs: 3_600_000, maxMs: 365 * 86_400_000 });
   });
