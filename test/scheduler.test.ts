@@ -2,7 +2,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { defineSchedule, type ScheduleOptions } from '../src/index.ts';
 import { claimTickFanout } from '../src/store/ledger.ts';
-import { planDueTicks } from '../src/schedule/plan.ts';
+import { DueTickPlanner, planDueTicks } from '../src/schedule/plan.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { Store } from '../src/store/index.ts';
@@ -207,6 +207,55 @@ describe('catch-up', () => {
     expect(Number(skipped)).toBe(10_080 - 10);
     const [{ n }] = await t.sql('SELECT COUNT(*) AS n FROM cronq_jobs');
     expect(Number(n)).toBe(10);
+  });
+});
+
+describe('a long catch-up window', () => {
+  it('is planned a page at a time: two days of an every-second schedule never hold the event loop for long, and only the latest max are enqueued', async () => {
+    const s = schedule({ name: 'secondly', cron: '* * * * * *', timezone: 'UTC', period: 'tick', catchUp: { mode: 'all', window: '3d', max: 5 } });
+    await lastTickAt('secondly', '2026-11-01T00:00:00Z');
+    let longest = 0;
+    let last = performance.now();
+    const probe = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 5);
+    try {
+      await ticker(s).catchUp(at('2026-11-03T00:00:00.500Z')); // 172,800 seconds due, all within the window
+    } finally {
+      clearInterval(probe);
+    }
+    const [{ skipped, enqueued }] = await t.sql(
+      "SELECT SUM(outcome = 'skipped') AS skipped, SUM(outcome = 'enqueued') AS enqueued FROM cronq_schedule_ticks WHERE schedule_name = 'secondly' AND period_key <> 'seed'",
+    );
+    expect(Number(enqueued)).toBe(5);
+    expect(Number(skipped)).toBe(172_800 - 5);
+    expect(await jobKeys()).toHaveLength(5);
+    // Listing and planning every instant at once held it for about a second here; a page of
+    // 2,000 holds it for some 40 ms (the first, for 120 ms: compiling).
+    expect(longest).toBeLessThan(300);
+  }, 60_000);
+});
+
+describe('DueTickPlanner', () => {
+  it('fed page by page plans exactly what planDueTicks plans at once, holding no more than the cap between pages', () => {
+    const now = at('2026-01-02T00:00:00Z');
+    const due = Array.from({ length: 5_000 }, (_, i) => new Date(now.getTime() - (5_000 - i) * 30_000));
+    for (const catchUp of [
+      { mode: 'all' as const, windowMs: 86_400_000, max: 7 },
+      { mode: 'latest' as const, windowMs: 3_600_000, max: 1 },
+      { mode: 'off' as const, windowMs: 0, max: 0 },
+    ]) {
+      const whole = planDueTicks(due, now, catchUp);
+      const planner = new DueTickPlanner(now, catchUp);
+      const skip = [];
+      for (let i = 0; i < due.length; i += 333) {
+        skip.push(...planner.add(due.slice(i, i + 333)));
+        expect(planner.finish().length).toBeLessThanOrEqual(catchUp.mode === 'off' ? 3 : catchUp.max);
+      }
+      expect({ enqueue: planner.finish(), skip }, catchUp.mode).toEqual(whole);
+    }
   });
 });
 

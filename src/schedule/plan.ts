@@ -13,7 +13,8 @@ export interface TickPlan {
 
 /**
  * Decides, for fire instants that fell due since the last ledger row (ascending, all
- * ≤ now), which to enqueue and which to record as skipped. Pure.
+ * ≤ now), which to enqueue and which to record as skipped. Pure; DueTickPlanner over
+ * one page.
  *
  * - On time (≤ toleranceMs late): always enqueued.
  * - Late and older than the catch-up window (or catch-up off): skipped.
@@ -21,26 +22,60 @@ export interface TickPlan {
  *   skips the rest; mode 'latest' enqueues only the most recent due tick.
  */
 export function planDueTicks(due: Date[], now: Date, catchUp: ResolvedCatchUp, toleranceMs = DEFAULT_LATE_TOLERANCE_MS): TickPlan {
-  const plan: TickPlan = { enqueue: [], skip: [] };
-  const nowMs = now.getTime();
-  const inWindow: Array<{ at: Date; late: boolean }> = [];
-  for (const at of due) {
-    const lateness = nowMs - at.getTime();
-    const late = lateness > toleranceMs;
-    if (late && (catchUp.mode === 'off' || lateness > catchUp.windowMs)) plan.skip.push({ at, note: outsideNote(catchUp) });
-    else inWindow.push({ at, late });
+  const planner = new DueTickPlanner(now, catchUp, toleranceMs);
+  const skip = planner.add(due);
+  return { enqueue: planner.finish(), skip };
+}
+
+/**
+ * planDueTicks page by page, for an outage of any length: `add` takes the next due
+ * instants (ascending, each page after the last) and returns, oldest first, the ticks
+ * already known to be skipped; `finish` returns the ticks to enqueue. Between pages it
+ * holds only the ticks a catch-up could still enqueue (the most recent `max` for 'all',
+ * one for 'latest', the on-time ones with catch-up off), so the caller can record each
+ * page's skips and yield before computing the next page instead of listing a window of
+ * an every-second schedule (600,000 instants a week) in one go.
+ *
+ * The skips come out in time order across pages: once one tick is within the window,
+ * every later one is too, and a tick leaves the held ones only for a later one.
+ */
+export class DueTickPlanner {
+  private held: Array<{ at: Date; late: boolean }> = [];
+  private readonly keep: number;
+  private readonly capNote: string;
+
+  constructor(
+    private readonly now: Date,
+    private readonly catchUp: ResolvedCatchUp,
+    private readonly toleranceMs = DEFAULT_LATE_TOLERANCE_MS,
+  ) {
+    this.keep = catchUp.mode === 'latest' ? 1 : catchUp.mode === 'all' ? catchUp.max : Number.POSITIVE_INFINITY;
+    this.capNote = catchUp.mode === 'latest' ? 'superseded by a later tick (catchUp mode latest)' : `over the catch-up cap (max ${catchUp.max})`;
   }
-  const keep = catchUp.mode === 'latest' ? 1 : catchUp.mode === 'all' ? catchUp.max : inWindow.length;
-  const cut = Math.max(0, inWindow.length - keep);
-  for (const tick of inWindow.slice(0, cut)) {
-    plan.skip.push({
-      at: tick.at,
-      note: catchUp.mode === 'latest' ? 'superseded by a later tick (catchUp mode latest)' : `over the catch-up cap (max ${catchUp.max})`,
-    });
+
+  /** Takes the next page of due instants; returns those to record as skipped now, oldest first. */
+  add(due: Date[]): Array<{ at: Date; note: string }> {
+    const skip: Array<{ at: Date; note: string }> = [];
+    const nowMs = this.now.getTime();
+    for (const at of due) {
+      const lateness = nowMs - at.getTime();
+      const late = lateness > this.toleranceMs;
+      if (late && (this.catchUp.mode === 'off' || lateness > this.catchUp.windowMs)) skip.push({ at, note: outsideNote(this.catchUp) });
+      else this.held.push({ at, late });
+    }
+    // Once per page, so a page costs its length plus `keep`, never their product.
+    const over = this.held.length - this.keep;
+    if (over > 0) {
+      for (const tick of this.held.slice(0, over)) skip.push({ at: tick.at, note: this.capNote });
+      this.held = this.held.slice(over);
+    }
+    return skip;
   }
-  plan.enqueue.push(...inWindow.slice(cut));
-  plan.skip.sort((a, b) => a.at.getTime() - b.at.getTime());
-  return plan;
+
+  /** The ticks to enqueue, oldest first. */
+  finish(): Array<{ at: Date; late: boolean }> {
+    return this.held;
+  }
 }
 
 /** The note for late ticks that no catch-up policy enqueues. */
