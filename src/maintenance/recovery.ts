@@ -9,7 +9,7 @@ import { sleep } from '../runtime/wakeup.ts';
 import type { Store } from '../store/index.ts';
 
 export interface RecoveryOptions {
-  store: Store;
+  store: Pick<Store, 'recoverExpiredLeases'>;
   log: Logger;
   health: DbHealth;
   /** Time between passes. */
@@ -28,23 +28,29 @@ export const RECOVERY_DEFAULTS = { everyMs: 5_000, batchSize: 100, maxBatchesPer
 
 /**
  * One recovery pass: expired leases back to 'ready' (or 'dead' with a dead letter when
- * no attempts remain or the job's leases expired `maxLeaseExpiries` times), in bounded batches. Logs `leases_recovered` when it found any.
- * Safe to run in every daemon at once (SKIP LOCKED splits the rows).
+ * no attempts remain or the job's leases expired `maxLeaseExpiries` times), in bounded
+ * batches, each its own transaction. Logs `leases_recovered` (and tells the observer)
+ * when it recovered any, also when a later batch fails: the batches before it are
+ * committed, and their jobs run again. Safe to run in every daemon at once (SKIP LOCKED
+ * splits the rows).
  */
 export async function recoverOnce(options: RecoveryOptions): Promise<{ returned: number; dead: number }> {
   const total = { returned: 0, dead: 0 };
-  for (let i = 0; i < options.maxBatchesPerPass; i++) {
-    const { returned, dead } = await options.store.recoverExpiredLeases(options.batchSize, options.maxLeaseExpiries);
-    total.returned += returned;
-    total.dead += dead;
-    if (returned + dead < options.batchSize) break;
-  }
-  if (total.returned + total.dead > 0) {
-    options.log.warn(
-      { event: 'leases_recovered', count: total.returned + total.dead, returned: total.returned, dead: total.dead },
-      'expired leases recovered',
-    );
-    options.observer?.leasesRecovered(total.returned, total.dead);
+  try {
+    for (let i = 0; i < options.maxBatchesPerPass; i++) {
+      const { returned, dead } = await options.store.recoverExpiredLeases(options.batchSize, options.maxLeaseExpiries);
+      total.returned += returned;
+      total.dead += dead;
+      if (returned + dead < options.batchSize) break;
+    }
+  } finally {
+    if (total.returned + total.dead > 0) {
+      options.log.warn(
+        { event: 'leases_recovered', count: total.returned + total.dead, returned: total.returned, dead: total.dead },
+        'expired leases recovered',
+      );
+      options.observer?.leasesRecovered(total.returned, total.dead);
+    }
   }
   return total;
 }
