@@ -221,20 +221,23 @@ describe('a long catch-up window', () => {
       longest = Math.max(longest, now - last);
       last = now;
     }, 5);
+    const started = performance.now();
     try {
       await ticker(s).catchUp(at('2026-11-03T00:00:00.500Z')); // 172,800 seconds due, all within the window
     } finally {
       clearInterval(probe);
     }
+    const took = performance.now() - started;
     const [{ skipped, enqueued }] = await t.sql(
       "SELECT SUM(outcome = 'skipped') AS skipped, SUM(outcome = 'enqueued') AS enqueued FROM cronq_schedule_ticks WHERE schedule_name = 'secondly' AND period_key <> 'seed'",
     );
     expect(Number(enqueued)).toBe(5);
     expect(Number(skipped)).toBe(172_800 - 5);
     expect(await jobKeys()).toHaveLength(5);
-    // Listing and planning every instant at once held it for about a second here; a page of
-    // 2,000 holds it for some 40 ms (the first, for 120 ms: compiling).
-    expect(longest).toBeLessThan(300);
+    // Listing and planning every instant at once held it for 1.2 s of the 7 s the catch-up
+    // took here (16 %); a page of 2,000 holds it for some 40 ms (the first, compiling, 120
+    // ms: under 2 %). As a share, so a loaded machine slows both sides alike.
+    expect(longest / took).toBeLessThan(0.08);
   }, 60_000);
 });
 
