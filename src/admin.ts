@@ -11,7 +11,7 @@ import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
 import { UsageError, type RefusedJobInfo } from './errors.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
-import { schedulesOf, type Schedule } from './schedule/define.ts';
+import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -20,7 +20,6 @@ import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGr
 import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
 import type { Stats } from './store/stats.ts';
-import type { TaskRegistry } from './tasks/registry.ts';
 
 export { MAX_REASON_LENGTH, REVIEW_BATCH_SIZE } from './store/deadLetters.ts';
 export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome, ReviewAction } from './store/deadLetters.ts';
@@ -205,16 +204,16 @@ export interface CronqAdmin {
   tick(schedule: string, options?: { at?: Date }): Promise<TickNowOutcome>;
 }
 
-/** What the admin API reads through: the instance's store, its database and its loaded tasks. */
+/** What the admin API reads through: the instance's store, its database and its loaded schedules. */
 export interface AdminDeps {
   store: Store;
   database: Database;
-  ready(): Promise<TaskRegistry>;
+  /** The schedules loaded (createCronq's tasks and schedules folder), once they are. */
+  schedules(): Promise<Schedule[]>;
 }
 
 /** Builds `cronq.admin` over one instance's store; holds no state of its own. */
-export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
-  const schedules = async () => schedulesOf(await ready());
+export function createAdmin({ store, database, schedules }: AdminDeps): CronqAdmin {
   const healthAt = async (at?: Date): Promise<ScheduleHealth[]> => {
     const loaded = await schedules();
     if (loaded.length === 0) return [];
