@@ -85,7 +85,10 @@ export interface CronqOptions {
   scheduler?: boolean;
   /** The scheduler's clock (tests drive a simulated one). */
   clock?: Clock;
-  /** Test hook: pause after each claim commits (0–10000 ms). */
+  /**
+   * @internal Fault injection for tests and the daemon's CRONQ_FAULT_POST_CLAIM_PAUSE_MS:
+   * pause after each claim commits (0–10000 ms). Not published (stripInternal).
+   */
   postClaimPauseMs?: number;
   /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters; `host:pid` by default). */
   lockedBy?: string;
