@@ -350,7 +350,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   const cronq: Cronq = {
     maskedDatabaseUrl: database.target.masked,
-    admin: createAdmin({ store, database, schedules: async () => (await ready()).schedules() }),
+    admin: createAdmin({ store, database, schedules: async () => (await ready()).schedules(), stopped: () => stopped !== null }),
     ready,
 
     migrate() {
