@@ -6,12 +6,13 @@
  * the database (and, for schedules and retention, the loaded schedule files).
  */
 import { createPauseAdmin, type Pause, type PauseAdmin } from './admin/pauses.ts';
-import type { Database } from './db/client.ts';
+import { driverFailure, isConnectionError, type Database } from './db/client.ts';
+import type { DatabaseTarget } from './db/url.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
-import { UsageError, type RefusedJobInfo } from './errors.ts';
+import { DatabaseUnreachableError, UsageError, type RefusedJobInfo } from './errors.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
-import { schedulesOf, type Schedule } from './schedule/define.ts';
+import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -20,7 +21,6 @@ import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGr
 import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
 import type { Stats } from './store/stats.ts';
-import type { TaskRegistry } from './tasks/registry.ts';
 
 export { MAX_REASON_LENGTH, REVIEW_BATCH_SIZE } from './store/deadLetters.ts';
 export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome, ReviewAction } from './store/deadLetters.ts';
@@ -121,7 +121,12 @@ export type TickNowOutcome =
   | { status: 'no_schedule'; schedule: string }
   | { status: 'no_fire_time'; schedule: string; at: Date };
 
-/** The operator's view of one cronq instance (`cronq.admin`). */
+/**
+ * The operator's view of one cronq instance (`cronq.admin`). Every method returns a
+ * promise; none rejects with a statement's SQL. After stop(): UsageError. A database
+ * unreachable or a connection lost mid-call: DatabaseUnreachableError naming the call,
+ * host and port. Another failed statement: an Error with the driver's code and first line.
+ */
 export interface CronqAdmin {
   /**
    * `SELECT 1` within the connect timeout; throws DatabaseUnreachableError (naming host
@@ -205,16 +210,64 @@ export interface CronqAdmin {
   tick(schedule: string, options?: { at?: Date }): Promise<TickNowOutcome>;
 }
 
-/** What the admin API reads through: the instance's store, its database and its loaded tasks. */
+/** What the admin API reads through: the instance's store, its database and its loaded schedules. */
 export interface AdminDeps {
   store: Store;
   database: Database;
-  ready(): Promise<TaskRegistry>;
+  /** The schedules loaded (createCronq's tasks and schedules folder), once they are. */
+  schedules(): Promise<Schedule[]>;
+  /** True once the instance's stop() was called: its pool is closing or closed. */
+  stopped(): boolean;
 }
 
-/** Builds `cronq.admin` over one instance's store; holds no state of its own. */
-export function createAdmin({ store, database, ready }: AdminDeps): CronqAdmin {
-  const schedules = async () => schedulesOf(await ready());
+/**
+ * Builds `cronq.admin` over one instance's store; holds no state of its own. Every
+ * method fails the same few ways (withFailures), never with a statement's SQL.
+ */
+export function createAdmin(deps: AdminDeps): CronqAdmin {
+  return withFailures(adminMethods(deps), 'cronq.admin', deps);
+}
+
+/**
+ * `api` with every method, nested objects' too (deadLetters, pauses), failing the
+ * documented way: after stop() a UsageError, at once; a connection lost, refused or
+ * closed a DatabaseUnreachableError naming host and port and the driver's reason;
+ * another failed statement an Error with the driver's code and first line. Neither
+ * message nor cause holds the SQL. Other errors (UsageError, SchemaBehindError...) pass
+ * as they are, and a synchronous throw becomes a rejection.
+ */
+function withFailures<T extends object>(api: T, path: string, deps: AdminDeps): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(api)) {
+    const what = `${path}.${name}`;
+    if (typeof value === 'function') {
+      wrapped[name] = async (...args: unknown[]) => {
+        if (deps.stopped()) throw new UsageError(`${what}() after stop(): a stopped cronq's database pool is closed; create another with createCronq`);
+        try {
+          return await value(...args);
+        } catch (error) {
+          throw statementFailure(error, what, deps.database.target);
+        }
+      };
+    } else {
+      wrapped[name] = typeof value === 'object' && value !== null ? withFailures(value, what, deps) : value;
+    }
+  }
+  return wrapped as T;
+}
+
+/** A failed statement of the admin call `what` as the caller sees it (withFailures); anything else as it is. */
+function statementFailure(error: unknown, what: string, target: DatabaseTarget): unknown {
+  const cause = driverFailure(error);
+  if (!cause) return error;
+  const reason = `${cause.code && !cause.message.includes(cause.code) ? `${cause.code} ` : ''}${cause.message}`;
+  if (isConnectionError(cause)) {
+    return new DatabaseUnreachableError(`${what}(): cannot reach the database at ${target.address} (database '${target.database}'): ${reason}`, { cause });
+  }
+  return new Error(`${what}() failed: ${reason}`, { cause });
+}
+
+function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
   const healthAt = async (at?: Date): Promise<ScheduleHealth[]> => {
     const loaded = await schedules();
     if (loaded.length === 0) return [];

@@ -30,6 +30,7 @@ export interface DaemonConfig extends BaseConfig {
   migrate: boolean;
   workers: boolean;
   scheduler: boolean;
+  /** @internal CRONQ_FAULT_POST_CLAIM_PAUSE_MS, the test hook (CronqOptions.postClaimPauseMs). */
   postClaimPauseMs: number;
   /** Where to serve /healthz and /metrics (--http); null: no HTTP server. */
   http: HttpAddress | null;

@@ -19,7 +19,7 @@ import { systemClock, type Clock } from './schedule/clock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
-import { schedulesOf } from './schedule/define.ts';
+import { schedulesOf, type Schedule } from './schedule/define.ts';
 import { isTask, validateQueue, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
@@ -85,7 +85,10 @@ export interface CronqOptions {
   scheduler?: boolean;
   /** The scheduler's clock (tests drive a simulated one). */
   clock?: Clock;
-  /** Test hook: pause after each claim commits (0–10000 ms). */
+  /**
+   * @internal Fault injection for tests and the daemon's CRONQ_FAULT_POST_CLAIM_PAUSE_MS:
+   * pause after each claim commits (0–10000 ms). Not published (stripInternal).
+   */
   postClaimPauseMs?: number;
   /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters; `host:pid` by default). */
   lockedBy?: string;
@@ -123,13 +126,32 @@ export interface CronqOptions {
   catchUncaught?: boolean;
 }
 
+/**
+ * What an instance loaded (createCronq's `tasks`, then its schedules folder), by name:
+ * read-only, the same object for every ready() call. Schedules are tasks too (the job
+ * kind of a schedule is its name); `schedules()` lists them alone.
+ */
+export interface LoadedTasks {
+  /** The task or schedule named `name` (a job kind); undefined when this instance has none. */
+  get(name: string): Task | undefined;
+  /** Every task and schedule, in the order loaded (a new array each call). */
+  list(): Task[];
+  /** The schedules among them, in the order loaded (a new array each call). */
+  schedules(): Schedule[];
+  /** How many tasks and schedules were loaded. */
+  readonly size: number;
+}
+
 export interface Cronq {
   /** The database URL this instance uses, its password masked: for logs and messages. */
   readonly maskedDatabaseUrl: string;
   /** Operator work: dead letters, stats, prune, schedules and ticks, database checks (see CronqAdmin). */
   readonly admin: CronqAdmin;
-  /** Resolves once schedule files are loaded; rejects with the loader's error. */
-  ready(): Promise<TaskRegistry>;
+  /**
+   * Resolves once schedule files are loaded, with what was loaded (LoadedTasks); rejects
+   * with the loader's error. Later calls share the first.
+   */
+  ready(): Promise<LoadedTasks>;
   /** Creates the database if missing and applies pending migrations (needs DDL rights). */
   migrate(): Promise<void>;
   /**
@@ -195,6 +217,18 @@ export interface CronqHealth {
   oldestRunningJobAgeMs: number | null;
 }
 
+/** The read-only face of a loaded registry (what ready() resolves with): nothing can be added through it. */
+function loadedView(registry: TaskRegistry): LoadedTasks {
+  return Object.freeze({
+    get: (name: string) => registry.get(name),
+    list: () => registry.list(),
+    schedules: () => schedulesOf(registry),
+    get size() {
+      return registry.size;
+    },
+  });
+}
+
 /** A duration option in ms, its default when left out; a UsageError naming it when outside `bound`. */
 function durationWithin(value: Duration | undefined, name: string, bound: Bounded): number {
   if (value === undefined) return bound.default;
@@ -258,13 +292,19 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let migrating: Promise<void> | null = null;
 
   let registryPromise: Promise<TaskRegistry> | null = null;
-  const ready = () => {
+  /** The registry, loaded once; complete (never added to) once this resolves. */
+  const loadTasks = () => {
     registryPromise ??= (async () => {
       const registry = new TaskRegistry(tasks);
       if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs });
       return registry;
     })();
     return registryPromise;
+  };
+  let loadedPromise: Promise<LoadedTasks> | null = null;
+  const ready = () => {
+    loadedPromise ??= loadTasks().then(loadedView);
+    return loadedPromise;
   };
 
   // The server's max_allowed_packet, read once per pool (also for enqueues inside a caller's
@@ -310,7 +350,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   const cronq: Cronq = {
     maskedDatabaseUrl: database.target.masked,
-    admin: createAdmin({ store, database, ready }),
+    admin: createAdmin({ store, database, schedules: async () => (await ready()).schedules(), stopped: () => stopped !== null }),
     ready,
 
     migrate() {
@@ -323,7 +363,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     async enqueue(...args: unknown[]) {
       const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
-      const registry = await ready();
+      const registry = await loadTasks();
       const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
       const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
       const { tx } = call;
@@ -335,7 +375,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     async enqueueMany(...args: unknown[]) {
       const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
       const { tx } = call;
-      const rows = rowsOf(jobs, await ready(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
+      const rows = rowsOf(jobs, await loadTasks(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
       const maxStatementBytes = await byteLimit();
       let result: EnqueueOutcome;
       try {
@@ -396,7 +436,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
   async function startEngine(): Promise<void> {
-    const registry = await ready();
+    const registry = await loadTasks();
     const schedules = schedulesOf(registry);
     if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
     await store.ping();

@@ -14,8 +14,11 @@ import type { Logger } from './logger.ts';
  * second signal exits at once with 1. A first signal before the engine has started (loading
  * schedules, migrating) lets a migration in progress finish, then resolves with 0.
  *
- * With `config.http`, /healthz and /metrics are served from once the engine has
- * started until it has stopped (closed last). With `config.pruneDoneOlderThanMs`, the
+ * With `config.http`, the address is bound first, before schedules load or anything
+ * starts: one it cannot bind is refused at once (UsageError: exit 64), nothing started.
+ * Until the engine has started every path answers 503 (starting); from then /healthz,
+ * /metrics and the console are served until the engine has stopped (closed last).
+ * With `config.pruneDoneOlderThanMs`, the
  * retention is checked against the loaded schedules before migrating (UsageError: exit
  * 64) and pruning runs in the background.
  */
@@ -60,7 +63,21 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  let engineStarted = false;
   try {
+    if (config.http && metrics) {
+      const health = new HealthCheck({
+        health: () => cronq.health(),
+        ping: () => cronq.admin.ping().then(() => true),
+        pollMs: config.pollMs,
+      });
+      const webConsole = createConsole({ admin: cronq.admin, auth: new ConsoleAuth(config.consoleToken), log });
+      http = await startHttpServer(
+        config.http,
+        { health: () => health.report(), metrics: () => metrics.scrape(), console: webConsole, starting: () => !engineStarted },
+        log,
+      );
+    }
     const registry = await cronq.ready();
     if (config.pruneDoneOlderThanMs !== null) await cronq.admin.checkRetention(config.pruneDoneOlderThanMs, '--prune-done-older-than');
     // A signal before the engine starts: stop (a migration in progress finishes first), start nothing.
@@ -72,15 +89,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     }
     if (stopping) return await stoppedBeforeStart(stopping);
     await cronq.start();
-    if (config.http && metrics) {
-      const health = new HealthCheck({
-        health: () => cronq.health(),
-        ping: () => cronq.admin.ping().then(() => true),
-        pollMs: config.pollMs,
-      });
-      const webConsole = createConsole({ admin: cronq.admin, auth: new ConsoleAuth(config.consoleToken), log });
-      http = await startHttpServer(config.http, { health: () => health.report(), metrics: () => metrics.scrape(), console: webConsole }, log);
-    }
+    engineStarted = true;
     log.info(
       { event: 'daemon_started', database: cronq.maskedDatabaseUrl, tasks: registry.list().map((t) => t.name) },
       'cronq running',

@@ -30,7 +30,7 @@ export const POLL_MS: Bounded = { default: 200, min: 10, max: 60_000 };
 export const LOOP_INTERVAL_MS: Pick<Bounded, 'min' | 'max'> = { min: 10, max: 7 * 86_400_000 };
 /** How long importing one schedule file may take, in ms (`importTimeoutMs`). */
 export const IMPORT_TIMEOUT_MS: Bounded = { default: 10_000, min: 100, max: 86_400_000 };
-/** Test hook: pause after each claim commits, in ms (`postClaimPauseMs`, CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
+/** @internal Test hook: pause after each claim commits, in ms (`postClaimPauseMs`, CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
 export const POST_CLAIM_PAUSE_MS: Bounded = { default: 0, min: 0, max: 10_000 };
 /** Lease expiries after which a job goes dead (`maxLeaseExpiries`). */
 export const LEASE_EXPIRIES: Bounded = { default: 3, min: 1, max: 1000 };

@@ -1,3 +1,4 @@
+import { createServer, connect as tcpConnect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, DatabaseUnreachableError, PermanentError, UsageError, type Cronq } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
@@ -125,5 +126,80 @@ describe('the admin API', () => {
     expect(await cronq.admin.prune({ olderThanMs: 3 * 24 * HOUR_MS, dryRun: true })).toMatchObject({ jobs: 1, dryRun: true });
     expect(await cronq.admin.prune({ olderThanMs: 3 * 24 * HOUR_MS })).toMatchObject({ jobs: 1, dryRun: false });
     expect((await cronq.admin.stats()).queues).toEqual([]);
+  });
+});
+
+/** A TCP proxy to the test server that, once `drop` is set, closes every connection the moment the client sends anything. */
+async function droppingProxy(target: URL): Promise<{ url: string; drop(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let dropping = false;
+  const server = createServer((client) => {
+    const upstream = tcpConnect(Number(target.port || 3306), target.hostname);
+    sockets.add(client).add(upstream);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('data', (d) => (dropping ? close() : upstream.write(d)));
+    upstream.on('data', (d) => client.write(d));
+    client.on('close', close).on('error', close);
+    upstream.on('close', close).on('error', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.host = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  return {
+    url: url.toString(),
+    drop: () => void (dropping = true),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('admin calls without a database', () => {
+  /** Every kind of admin call, each needing the database. */
+  const calls = (admin: Cronq['admin']): Array<[string, () => Promise<unknown>]> => [
+    ['stats', () => admin.stats()],
+    ['deadLetters.list', () => admin.deadLetters.list()],
+    ['deadLetters.requeue', () => admin.deadLetters.requeue(1, 'retry')],
+    ['pauses.list', () => admin.pauses.list()],
+    ['cancel', () => admin.cancel({ id: 1 }, { reason: 'no longer needed' })],
+    ['limits', () => admin.limits()],
+    ['job', () => admin.job({ key: 'nope' })],
+    ['daemons', () => admin.daemons()],
+  ];
+
+  it('after stop(), every admin call rejects with one UsageError saying so, never the SQL', async () => {
+    const stopped = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false });
+    await stopped.admin.stats();
+    await stopped.stop();
+    for (const [what, call] of [...calls(stopped.admin), ['ping', () => stopped.admin.ping()] as [string, () => Promise<unknown>]]) {
+      const error = await call().then(() => null, (e: unknown) => e);
+      expect(error, what).toBeInstanceOf(UsageError);
+      expect((error as Error).message, what).toBe(`cronq.admin.${what}() after stop(): a stopped cronq's database pool is closed; create another with createCronq`);
+    }
+  });
+
+  it('a connection that drops mid-call rejects with DatabaseUnreachableError naming host and port, never the SQL', async () => {
+    const proxy = await droppingProxy(new URL(t.url));
+    const dropped = createCronq({ databaseUrl: proxy.url, logger: false, workers: false, scheduler: false });
+    try {
+      await dropped.admin.stats();
+      proxy.drop();
+      for (const [what, call] of calls(dropped.admin)) {
+        const error = await call().then(() => null, (e: unknown) => e);
+        expect(error, what).toBeInstanceOf(DatabaseUnreachableError);
+        const message = (error as Error).message;
+        expect(message, what).toMatch(new RegExp(`^cronq\\.admin\\.${what.replace('.', '\\.')}\\(\\): cannot reach the database at 127\\.0\\.0\\.1:\\d+ \\(database '${t.name}'\\): `));
+        expect(message, what).not.toMatch(/SELECT|UPDATE|cronq_jobs|cronq_dead|cronq_pauses|Failed query|params/);
+        expect(message.split('\n'), what).toHaveLength(1);
+        expect(JSON.stringify((error as Error).cause ?? null), what).not.toMatch(/SELECT|UPDATE|Failed query/);
+      }
+    } finally {
+      await dropped.stop();
+      await proxy.close();
+    }
   });
 });

@@ -92,6 +92,7 @@ describe('a handler that misbehaves in cronq start', () => {
   it('/metrics shows the age of the oldest job running in this process, 0 when none', async () => {
     const d = daemon(['--http', '127.0.0.1:0']);
     const [{ port }] = await d.waitFor('http_listening');
+    await d.waitFor('daemon_started'); // bound before the engine starts, serving once it has
     const gauge = async () => {
       const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       const line = body.split('\n').find((l) => l.startsWith('cronq_oldest_running_job_age_seconds '));

@@ -39,8 +39,10 @@ function daemon(args: string[], extra: Record<string, string> = {}): DaemonProce
   return d;
 }
 
+/** The daemon's base URL once its engine has started (it binds before, answering 503 until then). */
 async function listening(d: DaemonProcess): Promise<string> {
   const [event] = await d.waitFor('http_listening');
+  await d.waitFor('daemon_started');
   return `http://127.0.0.1:${event.port}`;
 }
 
@@ -271,12 +273,30 @@ describe('the HTTP server', () => {
     expect(event).toMatchObject({ host: '0.0.0.0', port: server.port });
   });
 
+  it('answers 503 on every path while the daemon is starting, then serves', async () => {
+    let starting = true;
+    const server = await startHttpServer(
+      { host: '127.0.0.1', port: 0 },
+      { health: async () => report(), metrics: async () => ({ contentType: 'text/plain', body: 'm 1\n' }), starting: () => starting },
+      silentLogger(),
+    );
+    servers.push(server);
+    const base = `http://127.0.0.1:${server.port}`;
+    const health = await fetch(`${base}/healthz`);
+    expect([health.status, health.headers.get('retry-after'), await health.json()]).toEqual([503, '1', { status: 'starting' }]);
+    const metrics = await fetch(`${base}/metrics`);
+    expect([metrics.status, await metrics.text()]).toEqual([503, 'starting\n']);
+    starting = false;
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${base}/metrics`)).text()).toBe('m 1\n');
+  });
+
   it('refuses an address in use with one line naming it', async () => {
     const first = await startHttpServer({ host: '127.0.0.1', port: 0 }, { health: async () => report(), metrics: async () => ({ contentType: 'text/plain', body: '' }) }, silentLogger());
     servers.push(first);
     await expect(
       startHttpServer({ host: '127.0.0.1', port: first.port }, { health: async () => report(), metrics: async () => ({ contentType: 'text/plain', body: '' }) }, silentLogger()),
-    ).rejects.toThrow(`cannot listen on 127.0.0.1:${first.port} for --http: EADDRINUSE`);
+    ).rejects.toThrow(new UsageError(`cannot listen on 127.0.0.1:${first.port} for --http: EADDRINUSE`));
   });
 });
 
@@ -339,6 +359,26 @@ describe('cronq start --http', () => {
       expect(sample(await (await fetch(`${base}/metrics`)).text(), 'cronq_database_up')).toBe(1);
     } finally {
       await proxy.close();
+    }
+  });
+
+  it.each([
+    ['in use', 'EADDRINUSE'],
+    ['not on this host', 'EADDRNOTAVAIL'],
+  ])('refuses an address %s at once, with one line naming --http and exit 64, before loading, migrating or starting anything', async (_, code) => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      // 192.0.2.1 (TEST-NET-1) is no interface of this host.
+      const address = code === 'EADDRINUSE' ? `127.0.0.1:${(taken.address() as AddressInfo).port}` : '192.0.2.1:9464';
+      const never = `${t.name}_never`;
+      const r = await runCli(['start', '--http', address], { ...env, DATABASE_URL: t.url.replace(/[^/]+$/, never) });
+      expect(r.stderr).toBe(`cronq: cannot listen on ${address} for --http: ${code}\n`);
+      expect(r.code).toBe(64);
+      expect(r.stdout).not.toMatch(/schedules_loaded|migrat|worker_started|scheduler_started|daemon_started/);
+      expect(await t.sql('SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?', [never])).toEqual([]);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
     }
   });
 

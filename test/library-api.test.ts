@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineTask, SchemaBehindError, UsageError, type Completions, type DaemonSeen, type EnqueueJob, type JobRecord } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -174,6 +174,29 @@ describe('what the admin API names, the package exports', () => {
     // Compile-time (npm run typecheck): each admin result can be named by an app.
     const typed: [JobRecord | null, DaemonSeen[], Completions] | null = null;
     expect(typed).toBeNull();
+  });
+});
+
+describe('ready()', () => {
+  it('resolves with a read-only view of the tasks and schedules loaded, by name, that cannot register more', async () => {
+    const nightly = defineSchedule({ name: 'nightly', cron: '0 3 * * *', handle: () => undefined });
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice, nightly] });
+    try {
+      const loaded: LoadedTasks = await cronq.ready();
+      expect(loaded.get('send-invoice')).toBe(sendInvoice);
+      expect(loaded.get('nightly')).toBe(nightly);
+      expect(loaded.get('nope')).toBeUndefined();
+      expect(loaded.list().map((task) => task.name)).toEqual(['send-invoice', 'nightly']);
+      expect(loaded.schedules().map((schedule) => schedule.name)).toEqual(['nightly']);
+      expect(loaded.size).toBe(2);
+      expect('add' in loaded).toBe(false);
+      expect(Object.isFrozen(loaded)).toBe(true);
+      loaded.list().pop();
+      expect(loaded.size).toBe(2);
+      expect(await cronq.ready()).toBe(loaded);
+    } finally {
+      await cronq.stop();
+    }
   });
 });
 

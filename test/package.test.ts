@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -70,6 +70,14 @@ describe('the packed cronq, installed into a fresh app', { timeout: 60_000 }, ()
     expect(resultOf(r.stdout)).toEqual({ name: 'Ada' });
     const lines = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
     expect(lines.find((l) => l.event === 'job_dead')).toMatchObject({ level: 'error', kind: 'broken', error: 'Error: broken on purpose' });
+  });
+
+  it('publishes no test hook in its declarations', async () => {
+    const dist = join(app, 'node_modules', 'cronq', 'dist');
+    const declarations = readdirSync(dist).filter((name) => name.endsWith('.d.ts'));
+    expect(declarations).toEqual(expect.arrayContaining(['index.d.ts', 'cronq.d.ts', 'admin.d.ts']));
+    expect(declarations.filter((name) => /postClaimPause/i.test(readFileSync(join(dist, name), 'utf8')))).toEqual([]);
+    expect(readFileSync(join(app, 'node_modules', 'cronq', 'README.md'), 'utf8')).not.toMatch(/postClaimPause/i);
   });
 
   it('can be required from CommonJS', async () => {

@@ -241,6 +241,26 @@ export function driverError(error: unknown): unknown {
   return e;
 }
 
+/** What driverFailure keeps of a driver's error: no SQL, no parameters. */
+export type DriverFailure = Error & { code?: string; errno?: number; sqlState?: string; fatal?: boolean };
+
+/**
+ * The driver's error behind a failed statement, cut to what is safe to show a caller:
+ * a new Error with its code, errno, SQL state, fatal flag and the first line of its
+ * message (at most 500 characters), neither drizzle's wrapper (whose message is the SQL
+ * with every parameter) nor the driver's error itself (which keeps the SQL). null for
+ * anything else (a named cronq error, a UsageError, the pool's codeless 'Pool is
+ * closed.'): the caller passes that on as it is.
+ */
+export function driverFailure(error: unknown): DriverFailure | null {
+  const e = driverError(error) as { code?: string; errno?: number; message?: string; sqlState?: string; fatal?: boolean } | null | undefined;
+  // A driver error: drizzle's wrapper, or mysql2's own (a server error has an errno; a lost connection a code).
+  if (e === error && typeof e?.errno !== 'number' && !(typeof e?.code === 'string' && isConnectionError(e))) return null;
+  const text = typeof e?.message === 'string' ? e.message.slice(0, 4096) : 'no message';
+  const message = text.split('\n', 1)[0].trimEnd().slice(0, 500);
+  return Object.assign(new Error(message), { code: e?.code, errno: e?.errno, sqlState: e?.sqlState, fatal: e?.fatal });
+}
+
 /**
  * True for a deadlock or a lock wait timeout: the statement lost a race for a row lock
  * and InnoDB rolled it (or its transaction) back whole, so it changed nothing and may

@@ -5,8 +5,7 @@
  * Store, or `store.inTransaction(tx)` inside a caller's transaction).
  */
 import { EnqueueError, EnqueueRefusedError } from '../errors.ts';
-import { firstLine } from '../runtime/errorText.ts';
-import { driverError, isLockConflict } from '../runtime/dbHealth.ts';
+import { driverFailure, isLockConflict } from '../runtime/dbHealth.ts';
 import { refusalReason, isRowRefusal } from '../store/refusal.ts';
 import { encodeJobRow, INSERT_STATEMENT_OVERHEAD_BYTES, type EncodedJobRow, type JobWriter, type NewJobRow } from '../store/jobs.ts';
 
@@ -246,11 +245,9 @@ function tooLarge(bytes: number, maxStatementBytes: number): string {
  * nor the driver's error as it is (it keeps the SQL too). Other errors pass unchanged.
  */
 export function enqueueFailure(error: unknown, what: string): unknown {
-  const e = driverError(error) as { code?: string; errno?: number; message?: string; sqlState?: string; fatal?: boolean };
-  if (e === error && typeof e?.errno !== 'number') return error;
-  const message = firstLine(e?.message ?? 'no message').slice(0, 500);
-  const cause = Object.assign(new Error(message), { code: e?.code, errno: e?.errno, sqlState: e?.sqlState, fatal: e?.fatal });
-  return new EnqueueError(`${what} failed: ${e?.code ? `${e.code}: ` : ''}${message}`, e?.code, e?.errno, { cause });
+  const cause = driverFailure(error);
+  if (!cause) return error;
+  return new EnqueueError(`${what} failed: ${cause.code ? `${cause.code}: ` : ''}${cause.message}`, cause.code, cause.errno, { cause });
 }
 
 /**

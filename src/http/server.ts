@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { UsageError } from '../errors.ts';
 import { errorText } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
 import { formatAddress, type HttpAddress } from './address.ts';
@@ -13,6 +14,11 @@ export interface HttpEndpoints {
   metrics(): Promise<Scrape>;
   /** The web console (console/router.ts) for every other path; without it they answer 404. */
   console?: ConsoleHandler;
+  /**
+   * While this returns true (the daemon binds before its engine starts), every path
+   * answers 503: `/healthz` with `{"status":"starting"}`, the others with `starting`.
+   */
+  starting?: () => boolean;
 }
 
 /** A listening server. */
@@ -31,7 +37,8 @@ export interface HttpServer {
  * content type); HEAD too; 405 for other methods on those paths; the console, when
  * given, for other paths; 404 for paths nobody serves.
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
- * with a one-line error (e.g. the address is in use) when it cannot listen.
+ * with a one-line UsageError naming --http (the address is in use, or not this host's)
+ * when it cannot listen.
  */
 export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
   const server = createServer((req, res) => {
@@ -45,7 +52,7 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
   server.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) =>
-      reject(new Error(`cannot listen on ${formatAddress(address)} for --http: ${error.code ?? error.message}`, { cause: error }));
+      reject(new UsageError(`cannot listen on ${formatAddress(address)} for --http: ${error.code ?? error.message}`, { cause: error }));
     server.once('error', onError);
     server.listen(address.port, address.host, () => {
       server.off('error', onError);
@@ -71,6 +78,12 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
 
 async function respond(req: IncomingMessage, res: ServerResponse, endpoints: HttpEndpoints): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  if (endpoints.starting?.()) {
+    res.setHeader('Retry-After', '1');
+    if (path === '/healthz') send(res, 503, 'application/json; charset=utf-8', '{"status":"starting"}\n', req.method === 'HEAD');
+    else send(res, 503, 'text/plain; charset=utf-8', 'starting\n', req.method === 'HEAD');
+    return;
+  }
   if (path !== '/healthz' && path !== '/metrics') {
     if (endpoints.console && (await endpoints.console(req, res))) return;
     send(res, 404, 'text/plain; charset=utf-8', 'not found: try /healthz or /metrics\n', req.method === 'HEAD');

@@ -93,9 +93,10 @@ export function isDatabaseTrouble(error: unknown): boolean {
 
 /**
  * The driver's own error readers, for layers that hold no driver (enqueue/): the mysql2
- * error under drizzle's wrapper, and "lost a lock race, safe to run again".
+ * error under drizzle's wrapper, that error cut to what a caller may see (no SQL), and
+ * "lost a lock race, safe to run again".
  */
-export { driverError, isLockConflict } from '../db/client.ts';
+export { driverError, driverFailure, isLockConflict, type DriverFailure } from '../db/client.ts';
 
 /** Connection loss: what DbHealth counts as an outage (isConnectionError). */
 export function isOutage(error: unknown): boolean {

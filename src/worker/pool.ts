@@ -42,7 +42,7 @@ export interface WorkerPoolOptions {
   lockedBy: string;
   /** How often an idle claim loop looks for work enqueued by other processes. */
   pollMs: number;
-  /** Test hook: pause right after a claim commits (CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
+  /** @internal Test hook: pause right after a claim commits (CRONQ_FAULT_POST_CLAIM_PAUSE_MS). */
   postClaimPauseMs?: number;
   health?: DbHealth;
   /** Told about claims, results and shutdown releases (default: nobody). */

@@ -34,10 +34,12 @@ enqueued once and each job runs once at a time.
   --no-workers       run the scheduler only: enqueue ticks, run no handlers
   --http HOST:PORT   serve GET /healthz and GET /metrics (Prometheus) there, e.g.
                      127.0.0.1:9464 or [::1]:9464; port 0 picks a free one (logged as
-                     http_listening). Off by default. /healthz answers 200 when the
-                     database, the claim loop and the scheduler are alive, else 503.
-                     The web console is served there too, under / (read-only
-                     unless a console token is configured)
+                     http_listening). Off by default. Bound before anything starts:
+                     an address that cannot be bound (in use, not this host's) exits 64
+                     at once; until the engine runs every path answers 503 (starting).
+                     /healthz answers 200 when the database, the claim loop and the
+                     scheduler are alive, else 503. The web console is served there
+                     too, under / (read-only unless a console token is configured)
   --console-token-file F
                      enable console actions with the NAME:SECRET token in file F
                      (else CRONQ_CONSOLE_TOKEN); actions are recorded as console:NAME
