@@ -174,3 +174,26 @@ describe('error lines and the terminal', () => {
     }
   });
 });
+
+describe('json output and the terminal', () => {
+  it('dead list and dead show --json stay valid JSON, holding the same text, when a key, reason or payload has DEL or C1 controls', async () => {
+    const odd = 'a\u007fb\u0085c\u009b2Jd';
+    await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'traced', ?, ?, ?, 5)", [
+      `key-${odd}`,
+      JSON.stringify({ note: odd }),
+      `Error: ${odd}`,
+    ]);
+    try {
+      const id = String((await t.sql('SELECT MAX(id) AS id FROM cronq_dead_letters'))[0].id);
+      for (const args of [['dead', 'list', '--json'], ['dead', 'list', '--group', '--json'], ['dead', 'show', id, '--json']]) {
+        const r = await runMain(args, env());
+        expect(r.code, args.join(' ')).toBe(0);
+        expect(r.stdout, args.join(' ')).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+        const parsed = JSON.stringify(JSON.parse(r.stdout));
+        if (!args.includes('--group')) expect(parsed, args.join(' ')).toContain(odd); // groups show reasons normalised
+      }
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+});
