@@ -141,6 +141,11 @@ describe('createCronq options', () => {
     }
   });
 
+  it('quotes a long duration option it refuses in at most 64 characters, as parseDuration does', () => {
+    const long = `${'0'.repeat(100_000)}5ms`;
+    expect(() => createCronq({ databaseUrl: t.url, logger: false, pollInterval: long })).toThrow(/^pollInterval must be a duration from 10ms to 1m \(got '0{64}…'\)$/);
+  });
+
   it('takes the bounds themselves', async () => {
     const cronq = createCronq({
       databaseUrl: t.url,
