@@ -417,7 +417,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     }
     if (options.workers === false || pool) return;
     // Registered before the first claim: other daemons then know these kinds are served.
-    heartbeat = new DaemonHeartbeat({
+    // One per instance: a start that failed after registering left it beating, and stop() ends only this one.
+    heartbeat ??= new DaemonHeartbeat({
       store,
       log,
       health: healthTracker,
