@@ -197,3 +197,17 @@ describe('json output and the terminal', () => {
     }
   });
 });
+
+describe('settings a command never reads', () => {
+  it('migrate, dead, cancel and limits run whatever CRONQ_IMPORT_TIMEOUT holds: they load no schedule file', async () => {
+    for (const value of ['30d', 'soon']) {
+      const withIt = { ...env(), CRONQ_IMPORT_TIMEOUT: value };
+      for (const args of [['migrate'], ['dead', 'list'], ['limits']]) {
+        const r = await runMain(args, withIt);
+        expect([r.code, r.stderr], `${args.join(' ')} with ${value}`).toEqual([0, '']);
+      }
+      const cancel = await runMain(['cancel', '--key', 'no-such-job', '--reason', 'test'], withIt);
+      expect(cancel.stderr).toBe("cronq cancel: no job with key 'no-such-job'; nothing changed\n");
+    }
+  });
+});
