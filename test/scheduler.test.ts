@@ -233,7 +233,7 @@ describe('a long catch-up window', () => {
     expect(Number(skipped)).toBe(172_800 - 5);
     expect(await jobKeys()).toHaveLength(5);
     // Listing and planning every instant at once held it for about a second here; a page of
-    // 2,000 holds it for some 40 ms (the first, for 120 ms: compiling).
+    // 1,000 holds it for some 20-35 ms (the first, for about 100 ms: compiling).
     expect(longest).toBeLessThan(300);
   }, 60_000);
 });
