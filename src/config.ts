@@ -42,14 +42,19 @@ export interface DaemonConfig extends BaseConfig {
   unknownKindGraceMs: number;
 }
 
-/** Reads DATABASE_URL, CRONQ_SCHEDULES, CRONQ_IMPORT_TIMEOUT and LOG_LEVEL, with `--schedules` taking precedence. */
-export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string } = {}): BaseConfig {
+/**
+ * Reads DATABASE_URL, CRONQ_SCHEDULES, CRONQ_IMPORT_TIMEOUT and LOG_LEVEL, with `--schedules`
+ * taking precedence. With `loadsSchedules` false (a command that loads no schedule file:
+ * migrate, dead, cancel, limits), CRONQ_IMPORT_TIMEOUT is not read, so a value only the
+ * daemon refuses does not refuse them too.
+ */
+export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string } = {}, { loadsSchedules = true } = {}): BaseConfig {
   const databaseUrl = env.DATABASE_URL || DEFAULT_DATABASE_URL;
   parseDatabaseUrl(databaseUrl); // refuse a malformed URL before anything else
   return {
     databaseUrl,
     schedulesDir: flags.schedules ?? (env.CRONQ_SCHEDULES || (existsSync('./schedules') ? './schedules' : null)),
-    importTimeoutMs: env.CRONQ_IMPORT_TIMEOUT ? parseImportTimeout(env.CRONQ_IMPORT_TIMEOUT) : DEFAULT_IMPORT_TIMEOUT_MS,
+    importTimeoutMs: loadsSchedules && env.CRONQ_IMPORT_TIMEOUT ? parseImportTimeout(env.CRONQ_IMPORT_TIMEOUT) : DEFAULT_IMPORT_TIMEOUT_MS,
     logLevel: env.LOG_LEVEL || 'info',
   };
 }
@@ -57,7 +62,7 @@ export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string }
 /** The base config of `cronq migrate`: MIGRATION_DATABASE_URL (refused under its own name) when set, else DATABASE_URL. */
 export function migrationConfig(env: NodeJS.ProcessEnv): BaseConfig {
   if (env.MIGRATION_DATABASE_URL) parseDatabaseUrl(env.MIGRATION_DATABASE_URL, 'MIGRATION_DATABASE_URL');
-  return baseConfig({ ...env, DATABASE_URL: env.MIGRATION_DATABASE_URL || env.DATABASE_URL });
+  return baseConfig({ ...env, DATABASE_URL: env.MIGRATION_DATABASE_URL || env.DATABASE_URL }, {}, { loadsSchedules: false });
 }
 
 function parseImportTimeout(value: string): number {

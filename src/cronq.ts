@@ -4,7 +4,7 @@ import { connect, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
-import { formatDuration, parseDuration, type Duration } from './duration.ts';
+import { formatDuration, parseDuration, shownDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
 import { libraryLogger, type Logger } from './logger.ts';
@@ -234,7 +234,7 @@ function durationWithin(value: Duration | undefined, name: string, bound: Bounde
   if (value === undefined) return bound.default;
   const ms = parseDuration(value, name);
   if (ms < bound.min || ms > bound.max) {
-    throw new UsageError(`${name} must be a duration from ${formatDuration(bound.min)} to ${formatDuration(bound.max)} (got ${JSON.stringify(value)})`);
+    throw new UsageError(`${name} must be a duration from ${formatDuration(bound.min)} to ${formatDuration(bound.max)} (got ${shownDuration(value)})`);
   }
   return ms;
 }
@@ -457,7 +457,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     }
     if (options.workers === false || pool) return;
     // Registered before the first claim: other daemons then know these kinds are served.
-    heartbeat = new DaemonHeartbeat({
+    // One per instance: a start that failed after registering left it beating, and stop() ends only this one.
+    heartbeat ??= new DaemonHeartbeat({
       store,
       log,
       health: healthTracker,

@@ -24,7 +24,7 @@ export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
  * included, and for anything longer than MAX_DURATION_MS.
  */
 export function parseDuration(value: Duration, what = 'duration'): number {
-  const shown = typeof value === 'number' ? String(value) : `'${value.length > 64 ? `${value.slice(0, 64)}…` : value}'`;
+  const shown = shownDuration(value);
   let ms: number;
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || value < 0) throw new UsageError(`${what}: ${value} is not a valid duration`);
@@ -36,6 +36,11 @@ export function parseDuration(value: Duration, what = 'duration'): number {
   }
   if (!(ms <= MAX_DURATION_MS)) throw new UsageError(`${what}: ${shown} is longer than ${formatDuration(MAX_DURATION_MS)} (100 years)`);
   return ms;
+}
+
+/** A duration as messages quote it: a number as it is, text in quotes, cut to 64 characters. */
+export function shownDuration(value: Duration): string {
+  return typeof value === 'number' ? String(value) : `'${value.length > 64 ? `${value.slice(0, 64)}…` : value}'`;
 }
 
 /** Renders milliseconds back in the largest whole unit (`90000` → `90s`, `3600000` → `1h`). */

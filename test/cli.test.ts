@@ -174,3 +174,40 @@ describe('error lines and the terminal', () => {
     }
   });
 });
+
+describe('json output and the terminal', () => {
+  it('dead list and dead show --json stay valid JSON, holding the same text, when a key, reason or payload has DEL or C1 controls', async () => {
+    const odd = 'a\u007fb\u0085c\u009b2Jd';
+    await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'traced', ?, ?, ?, 5)", [
+      `key-${odd}`,
+      JSON.stringify({ note: odd }),
+      `Error: ${odd}`,
+    ]);
+    try {
+      const id = String((await t.sql('SELECT MAX(id) AS id FROM cronq_dead_letters'))[0].id);
+      for (const args of [['dead', 'list', '--json'], ['dead', 'list', '--group', '--json'], ['dead', 'show', id, '--json']]) {
+        const r = await runMain(args, env());
+        expect(r.code, args.join(' ')).toBe(0);
+        expect(r.stdout, args.join(' ')).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+        const parsed = JSON.stringify(JSON.parse(r.stdout));
+        if (!args.includes('--group')) expect(parsed, args.join(' ')).toContain(odd); // groups show reasons normalised
+      }
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+});
+
+describe('settings a command never reads', () => {
+  it('migrate, dead, cancel and limits run whatever CRONQ_IMPORT_TIMEOUT holds: they load no schedule file', async () => {
+    for (const value of ['30d', 'soon']) {
+      const withIt = { ...env(), CRONQ_IMPORT_TIMEOUT: value };
+      for (const args of [['migrate'], ['dead', 'list'], ['limits']]) {
+        const r = await runMain(args, withIt);
+        expect([r.code, r.stderr], `${args.join(' ')} with ${value}`).toEqual([0, '']);
+      }
+      const cancel = await runMain(['cancel', '--key', 'no-such-job', '--reason', 'test'], withIt);
+      expect(cancel.stderr).toBe("cronq cancel: no job with key 'no-such-job'; nothing changed\n");
+    }
+  });
+});

@@ -112,6 +112,26 @@ describe('start and stop in any order', () => {
   });
 });
 
+describe('a start that fails partway', () => {
+  it('tried again, leaves one daemon heartbeat, which stop() ends: none beats on after the stop', async () => {
+    const limited = defineTask({ name: 'limited-retry', concurrency: 1, handle: () => undefined });
+    const log = new EventLog('debug');
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [limited], heartbeatInterval: '20ms', scheduler: false });
+    // The daemon registers, then its kind limits cannot be written: start() fails after the heartbeat began.
+    await t.sql('RENAME TABLE cronq_kind_limits TO cronq_kind_limits_away');
+    try {
+      await expect(cronq.start()).rejects.toThrow();
+    } finally {
+      await t.sql('RENAME TABLE cronq_kind_limits_away TO cronq_kind_limits');
+    }
+    await cronq.start();
+    expect(cronq.health().workers).toBe(true);
+    await cronq.stop();
+    // A heartbeat left from the failed start would beat on a closed pool every 20 ms, for ever.
+    await expect(log.waitFor('db_unavailable', 1, 1_000, (e) => e.where === 'heartbeat')).rejects.toThrow(/timed out/);
+  });
+});
+
 describe('createCronq options', () => {
   it('refuses a bad option at once with a UsageError naming it, before anything runs', () => {
     const bad: Array<[Partial<Parameters<typeof createCronq>[0]>, RegExp]> = [
@@ -139,6 +159,11 @@ describe('createCronq options', () => {
       expect(thrown, JSON.stringify(options)).toBeInstanceOf(UsageError);
       expect((thrown as Error).message, JSON.stringify(options)).toMatch(message);
     }
+  });
+
+  it('quotes a long duration option it refuses in at most 64 characters, as parseDuration does', () => {
+    const long = `${'0'.repeat(100_000)}5ms`;
+    expect(() => createCronq({ databaseUrl: t.url, logger: false, pollInterval: long })).toThrow(/^pollInterval must be a duration from 10ms to 1m \(got '0{64}…'\)$/);
   });
 
   it('takes the bounds themselves', async () => {

@@ -15,7 +15,7 @@ export async function openForCommand(
   args: ParsedArgs,
   { loadSchedules = true, beforeDatabase }: { loadSchedules?: boolean; beforeDatabase?: (cronq: Cronq) => Promise<void> } = {},
 ): Promise<Cronq> {
-  const config = baseConfig(args.env, { schedules: args.values.schedules as string | undefined });
+  const config = baseConfig(args.env, { schedules: args.values.schedules as string | undefined }, { loadsSchedules: loadSchedules });
   const cronq = createCronq({
     databaseUrl: config.databaseUrl,
     schedulesDir: loadSchedules ? config.schedulesDir : null,

@@ -6,8 +6,20 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
  * the screen, move the cursor over earlier lines, set the title; a carriage return that
  * overwrites its line) written as a visible escape, `\x1b`: keys, kinds and failure
  * reasons come from jobs and handlers, and must read as they are stored. Tabs and line
- * breaks stay. Linear in the text's length; JSON output never holds such characters.
+ * breaks stay. Linear in the text's length; JSON output (jsonText) never holds such characters.
  */
 export function printable(text: string): string {
   return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** DEL and C1 controls, which JSON.stringify leaves raw (it escapes only C0). */
+const RAW_IN_JSON = /[\x7f-\x9f]/g;
+
+/**
+ * `value` as JSON (JSON.stringify's `space`) with DEL and C1 controls written as `\u0085`
+ * escapes: it parses back to the same value, and printable leaves it as it is (its `\x85`
+ * is no JSON escape, so `--json` output holding one failed to parse).
+ */
+export function jsonText(value: unknown, space?: number): string {
+  return JSON.stringify(value, null, space).replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -13,6 +13,7 @@ import type { Command, ParsedArgs } from '../command.ts';
 import { DATABASE_ONLY_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
 import { openForCommand } from '../open.ts';
+import { jsonText } from '../printable.ts';
 import { parseIsoInstant } from '../instant.ts';
 
 const DEFAULT_LIST_LIMIT = DEAD_LETTER_LIST_LIMIT;
@@ -146,14 +147,14 @@ async function list(args: ParsedArgs, name: string): Promise<number> {
   const which = includeReviewed ? 'dead letters' : 'unreviewed dead letters';
   if (values.group) {
     const groups = await withDeadLetters(args, (dead) => dead.groups({ ...filter, includeReviewed }));
-    if (values.json) out(JSON.stringify(groups.map((g) => ({ ...g, firstDeadAt: g.firstDeadAt.toISOString(), lastDeadAt: g.lastDeadAt.toISOString() }))));
+    if (values.json) out(jsonText(groups.map((g) => ({ ...g, firstDeadAt: g.firstDeadAt.toISOString(), lastDeadAt: g.lastDeadAt.toISOString() }))));
     else out(groups.length === 0 ? `no ${which}${filtered(filter)}` : deadLetterGroupTable(groups));
     return 0;
   }
   const { letters, more } = await withDeadLetters(args, (dead) => dead.list({ ...filter, includeReviewed, limit }));
   const note = `more ${which} match: showing the oldest ${limit} (raise --limit, narrow with --kind/--queue/--since, or use --group)`;
   if (values.json) {
-    out(JSON.stringify(letters.map(deadLetterJson)));
+    out(jsonText(letters.map(deadLetterJson)));
     if (more) process.stderr.write(`cronq dead list: ${note}\n`);
     return 0;
   }
@@ -175,7 +176,7 @@ function filtered(filter: DeadLetterFilter): string {
 async function show(args: ParsedArgs, id: number): Promise<number> {
   const letter = await withDeadLetters(args, (dead) => dead.get(id));
   if (!letter) throw notFound('show', id);
-  args.out(args.values.json ? JSON.stringify(deadLetterDetailJson(letter)) : deadLetterDetailText(letter));
+  args.out(args.values.json ? jsonText(deadLetterDetailJson(letter)) : deadLetterDetailText(letter));
   return 0;
 }
 

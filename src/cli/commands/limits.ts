@@ -1,6 +1,7 @@
 import type { KindLimitStatus } from '../../admin.ts';
 import { DATABASE_ONLY_HELP, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { jsonText } from '../printable.ts';
 import { renderTable } from '../textTable.ts';
 
 /** `cronq limits [--json]`: every cluster-wide concurrency limit and how many of its kind run now. */
@@ -32,7 +33,7 @@ ${DATABASE_ONLY_HELP}`,
     } finally {
       await cronq.stop();
     }
-    args.out(args.values.json ? JSON.stringify(limits) : limitsText(limits));
+    args.out(args.values.json ? jsonText(limits) : limitsText(limits));
     return 0;
   },
 };

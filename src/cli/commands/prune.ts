@@ -2,6 +2,7 @@ import { parseRetention } from '../../config.ts';
 import { PRUNE_DEFAULTS } from '../../defaults.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { jsonText } from '../printable.ts';
 
 // Covers a monthly period with a 40-day catch-up window (72d), as the example renewal
 // schedule has: the default must work with the schedules shipped beside it.
@@ -55,7 +56,7 @@ ${COMMON_HELP}`,
     try {
       const result = await cronq.admin.prune({ olderThanMs: retentionMs, dryRun });
       if (args.values.json) {
-        args.out(JSON.stringify({ ...result, cutoff: result.cutoff.toISOString() }));
+        args.out(jsonText({ ...result, cutoff: result.cutoff.toISOString() }));
       } else {
         const verb = dryRun ? 'would delete' : 'deleted';
         const batches = dryRun ? '' : ` (${result.batches} ${result.batches === 1 ? 'batch' : 'batches'})`;

@@ -3,6 +3,7 @@ import { baseConfig, parseIntFlag } from '../../config.ts';
 import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { jsonText } from '../printable.ts';
 import { parseIsoInstant } from '../instant.ts';
 
 /** The IANA time-zone data release this runtime computes fire times with, e.g. `2025c`. */
@@ -53,7 +54,7 @@ ${COMMON_HELP}`,
         overdueSince: s.health.overdueSince?.toISOString() ?? null,
       }));
       if (args.values.json) {
-        args.out(JSON.stringify(listed, null, 2));
+        args.out(jsonText(listed, 2));
       } else if (listed.length === 0) {
         args.out('no schedules');
       } else {

@@ -2,6 +2,7 @@ import { COUNT_CAPS, DEAD_LETTER_COUNT_CAP, describePause, JOB_STATUSES, type Ad
 import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { jsonText } from '../printable.ts';
 import { renderTable } from '../textTable.ts';
 
 /** `cronq stats [--json]`: jobs per queue and status, oldest waiting job, dead letters to review. */
@@ -51,7 +52,7 @@ ${COMMON_HELP}`,
     } finally {
       await cronq.stop();
     }
-    args.out(args.values.json ? JSON.stringify(stats) : statsText(stats));
+    args.out(args.values.json ? jsonText(stats) : statsText(stats));
     return 0;
   },
 };
