@@ -152,7 +152,7 @@ export interface Cronq {
    * with the loader's error. Later calls share the first.
    */
   ready(): Promise<LoadedTasks>;
-  /** Creates the database if missing and applies pending migrations (needs DDL rights). */
+  /** Creates the database if missing and applies pending migrations (needs DDL rights). After stop(): a UsageError. */
   migrate(): Promise<void>;
   /**
    * Enqueues one job unless its key exists; returns the row's id either way.
@@ -354,6 +354,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     ready,
 
     migrate() {
+      // The pool is closed: a migration could only fail (after creating the database).
+      if (stopped) return Promise.reject(new UsageError('migrate() after stop(): a stopped cronq has no connections; create another with createCronq'));
       migrating = (async () => {
         await ensureDatabase(database.target);
         await applyMigrations(database);

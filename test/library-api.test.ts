@@ -110,6 +110,14 @@ describe('start and stop in any order', () => {
     await expect(cronq.start()).rejects.toThrow(/^start\(\) after stop\(\): a stopped cronq cannot start again; create another with createCronq$/);
     expect(log.named('worker_started')).toHaveLength(1);
   });
+
+  it('migrate() after stop() is a UsageError and creates no database', async () => {
+    const never = `${t.name}_after_stop`;
+    const cronq = createCronq({ databaseUrl: t.url.replace(/[^/]+$/, never), logger: false, workers: false, scheduler: false });
+    await cronq.stop();
+    await expect(cronq.migrate()).rejects.toThrow(/^migrate\(\) after stop\(\): a stopped cronq has no connections; create another with createCronq$/);
+    expect(await t.sql('SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?', [never])).toEqual([]);
+  });
 });
 
 describe('a start that fails partway', () => {
