@@ -27,7 +27,8 @@ enqueued once and each job runs once at a time.
   --queues a,b       claim only from these queues (default: all)
   --grace D          on SIGTERM, how long running handlers may take to finish before
                      their signal aborts (default 10s, at most 24h; keep it well below the lease)
-  --poll D           how often an idle worker looks for jobs enqueued elsewhere (default 200ms)
+  --poll D           how often an idle worker looks for jobs enqueued elsewhere (default 200ms,
+                     10ms to 60s)
   --no-migrate       do not apply migrations (run 'cronq migrate' separately, e.g. with
                      an administrative MIGRATION_DATABASE_URL)
   --no-scheduler     run workers only: do not enqueue schedule ticks
