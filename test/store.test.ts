@@ -123,6 +123,40 @@ describe('claim', () => {
     expect(new Set(got.map((j) => j.lease.token)).size).toBe(2);
   });
 
+  it('hands back each job as the claim left its row: the token and attempt written, every column read under the lock', async () => {
+    // Ids past 9 and past 255, so a token's id part has hex letters and more than one byte.
+    await t.sql('ALTER TABLE cronq_jobs AUTO_INCREMENT = 250');
+    await insertJobsIfAbsent(
+      t.database.db,
+      Array.from({ length: 12 }, (_, i) => row(`as-written-${i}`, { payloadJson: JSON.stringify({ i, text: 'ü' }), periodKey: `2026-${i + 1}`, scheduledAt: new Date(Date.UTC(2026, i, 1)) })),
+    );
+    await t.sql("UPDATE cronq_jobs SET attempts = 2, lease_expiries = 1 WHERE job_key = 'as-written-3'");
+    const got = await claim(12);
+    expect(got).toHaveLength(12);
+    const stored = await t.sql(
+      'SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts, period_key, scheduled_at, lease_token, lease_expiries, status FROM cronq_jobs ORDER BY id',
+    );
+    expect(got.map((j) => j.id)).toEqual(stored.map((r) => Number(r.id)));
+    got.forEach((job, i) => {
+      const r = stored[i];
+      expect(r.status).toBe('reserved');
+      expect(job.lease).toEqual({ id: Number(r.id), token: r.lease_token });
+      expect([job.queue, job.kind, job.key, JSON.parse(job.payloadText), job.attempt, job.maxAttempts, job.periodKey, job.leaseExpiries]).toEqual([
+        r.queue,
+        r.kind,
+        r.job_key,
+        JSON.parse(r.payload),
+        r.attempts,
+        r.max_attempts,
+        r.period_key,
+        r.lease_expiries,
+      ]);
+      expect(job.scheduledAt?.toISOString()).toBe(new Date(Date.UTC(2026, i, 1)).toISOString());
+    });
+    expect(got[3].attempt).toBe(3);
+    expect(got[3].leaseExpiries).toBe(1);
+  });
+
   it('hands each claimed job its lease and the lease length of its kind', async () => {
     await insertJobIfAbsent(t.database.db, row('lease-slow', { kind: 'slow' }));
     await insertJobIfAbsent(t.database.db, row('lease-plain'));

@@ -47,7 +47,10 @@ export const jobs = mysqlTable(
     attempts: smallint('attempts', { unsigned: true }).notNull().default(0),
     maxAttempts: smallint('max_attempts', { unsigned: true }).notNull().default(5),
     availableAt: timestamp('available_at').notNull().default(utcNow),
-    /** 32 hex characters; a fresh random value per claim, the fence for every later write. */
+    /**
+     * 32 hex characters, the fence for every later write: the claim's 64 random bits, then
+     * the row's id (distinct per row, and new with every claim).
+     */
     leaseToken: char('lease_token', { length: 32 }),
     leaseUntil: timestamp('lease_until'),
     lockedBy: varchar('locked_by', { length: 255 }),

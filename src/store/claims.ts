@@ -10,8 +10,10 @@
  *
  * It runs on Database.claims, whose connections take several statements per packet, so
  * a claim costs two round trips (three when a busy claim's cursor instant runs out): the
- * locking read opening the transaction, then the UPDATE, the read of the rows as updated
- * and the COMMIT together.
+ * locking read opening the transaction, then the UPDATE and the COMMIT together. The
+ * locking read returns every column the worker needs (it visits each row to lock it
+ * anyway), and the claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so
+ * no row is read a second time.
  *
  * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
  * two round trips: its first packet also locks the kind's `cronq_kind_limits` row
@@ -128,18 +130,29 @@ export interface ClaimRequest {
   atLimit?: Set<string>;
 }
 
-/** A fresh lease token: 128 random bits as 32 hex characters. */
-export function newLeaseToken(): string {
-  return randomBytes(16).toString('hex');
+/** A claim's secret: 64 random bits as 16 hex characters, the first half of each of its tokens. */
+function newClaimSecret(): string {
+  return randomBytes(8).toString('hex');
 }
 
 /**
- * The claim's locking read of one queue, covering the claim index
- * (status, queue, available_at, id): a range in index order (no filesort) that its LIMIT
- * stops. Covering, because for a wider read the optimizer may prefer a `ref` on
- * (status, queue), which walks the queue from the front, delete-marked entries of
- * claimed rows included. `after` continues a cursor: exactly `available_at = cursor AND
- * id > cursor.id`, or `available_at > cursor`, each its own precise range. (Should the
+ * The lease token a claim with `secret` writes for row `id`: the secret, then the id as 16
+ * hex digits; the reserving UPDATE builds the same text in SQL. Distinct per row, and a
+ * later claim of the same row matches it only if it drew the same 64 random bits.
+ */
+export function leaseTokenOf(secret: string, id: number): string {
+  return secret + id.toString(16).padStart(16, '0');
+}
+
+/**
+ * The claim's locking read of one queue on the claim index (status, queue, available_at,
+ * id): a range in index order (no filesort) that its LIMIT stops, each row looked up in
+ * the primary key (which the lock takes anyway) for CLAIM_COLUMNS. The index is forced:
+ * a read of more than the index holds may otherwise be planned on another index or as a
+ * full scan. `after` continues a cursor: exactly `available_at = cursor AND id > cursor.id`,
+ * or `available_at > cursor`, each its own precise range (the range on more key parts wins
+ * over a `ref` on (status, queue), which would walk the queue from the front, delete-marked
+ * entries of claimed rows included; claim-plan.test.ts holds both to a range). (Should the
  * optimizer prefer a `ref` on (status, queue, available_at) for the first, as it may when
  * every row left shares the cursor's instant, that walk is bounded by that instant's rows.)
  */
@@ -154,7 +167,7 @@ export function claimSelectSql(
   const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
   const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
   return format(
-    `SELECT id, available_at FROM cronq_jobs
+    `SELECT ${CLAIM_COLUMNS} FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
     WHERE status = 'ready' AND queue = ? AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
     ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     [queue, ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit],
@@ -168,7 +181,7 @@ export function claimSelectSql(
 export function claimByIdSql(ids: readonly number[], queues: readonly string[], limit: number, exclude: readonly number[]): string {
   const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
   return format(
-    `SELECT id, available_at FROM cronq_jobs FORCE INDEX (PRIMARY)
+    `SELECT ${CLAIM_COLUMNS} FROM cronq_jobs FORCE INDEX (PRIMARY)
     WHERE id IN (?) AND status = 'ready' AND queue IN (?) AND available_at <= UTC_TIMESTAMP(6) ${notExcluded}
     ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
     [ids, queues, ...(exclude.length === 0 ? [] : [exclude]), limit],
@@ -226,9 +239,10 @@ export class ClaimUpdateError extends Error {
   }
 }
 
-type Locked = { id: number; available_at: string };
-type ClaimRow = {
+/** A row as the locking read returns it, locked and still 'ready' (attempts not yet counted). */
+type Locked = {
   id: number;
+  available_at: string;
   queue: string;
   kind: string;
   job_key: string;
@@ -237,9 +251,12 @@ type ClaimRow = {
   max_attempts: number;
   period_key: string | null;
   scheduled_at: string | null;
-  lease_token: string;
   lease_expiries: number;
 };
+
+/** What a claim reads of each row it locks: all the worker needs, so nothing is read back after the UPDATE. */
+const CLAIM_COLUMNS = `id, available_at, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
+    period_key, scheduled_at, lease_expiries`;
 
 /** One claim transaction on one connection: statements go out in as few packets as the reads allow. */
 class ClaimTransaction {
@@ -362,8 +379,7 @@ function leaseMicros(leases: LeaseLengths): string {
 
 /**
  * Claims up to `limit` ready jobs, each queue's oldest `available_at` first, in one short
- * transaction (see the module comment), and returns them in id order (the read-back
- * walks the primary key; no sort). With several queues, each is read by its own
+ * transaction (see the module comment), and returns them in id order. With several queues, each is read by its own
  * index range, rotating which goes first, rather than one IN-list query that would sort.
  * A refusal of the reserving UPDATE that is not about the connection is ClaimUpdateError.
  */
@@ -372,12 +388,16 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const conn = await claims.getConnection();
   const tx = new ClaimTransaction(conn);
   const lockedIds: number[] = [];
+  const lockedRows: Locked[] = [];
   let heldLimit = false;
   try {
     if (request.ids) {
       // A claim by id: those rows alone, from the queues claimed without a limit.
       const queues = request.queues.filter((queue) => !request.limits?.has(queue));
-      for (const r of await tx.lockByIds(request.ids, queues, request.limit, [...(request.excludeIds ?? [])])) lockedIds.push(Number(r.id));
+      for (const r of await tx.lockByIds(request.ids, queues, request.limit, [...(request.excludeIds ?? [])])) {
+        lockedIds.push(Number(r.id));
+        lockedRows.push(r);
+      }
     }
     const byRange = request.ids ? [] : rotate(request.queues, rotation);
     for (const queue of byRange) {
@@ -400,7 +420,10 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         got = await tx.lockReady(queue, want, cursor, exclude);
         exhausted = got.length < want;
       }
-      for (const r of got) lockedIds.push(Number(r.id));
+      for (const r of got) {
+        lockedIds.push(Number(r.id));
+        lockedRows.push(r);
+      }
       const last = got.at(-1);
       if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id), drained: exhausted });
       else if (cursor && exhausted) markDrained(request.cursors, queue, cursor);
@@ -410,46 +433,40 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       tx.release();
       return [];
     }
-    // One random secret per claim; each row's token is MD5(secret:id): unpredictable,
-    // distinct per row, and one UPDATE for the whole claim. The rows are read back after
-    // it, in the same packet, tokens and attempts as written.
-    const secret = newLeaseToken();
-    let picked: ClaimRow[];
+    // One random secret per claim; each row's token is that secret followed by its id
+    // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
+    // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
+    // that lock. Should it fail, the server runs nothing after it: no COMMIT.
+    const secret = newClaimSecret();
     try {
-      const [, rows] = await tx.send([
+      await tx.send([
         format(
           `UPDATE cronq_jobs
-          SET status = 'reserved', attempts = attempts + 1, lease_token = MD5(CONCAT(?, ':', id)),
+          SET status = 'reserved', attempts = attempts + 1, lease_token = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
               lease_until = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
               locked_by = ?, updated_at = UTC_TIMESTAMP(6)
           WHERE id IN (?)`,
           [secret, request.lockedBy, lockedIds],
         ),
-        format(
-          `SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
-            period_key, scheduled_at, lease_token, lease_expiries
-          FROM cronq_jobs WHERE id IN (?) ORDER BY id`,
-          [lockedIds],
-        ),
         'COMMIT',
       ]);
-      picked = rows as ClaimRow[];
     } catch (error) {
       if (isConnectionError(error)) throw error;
       throw new ClaimUpdateError(lockedIds, error);
     }
     tx.release();
-    return picked.map((row) => ({
+    lockedRows.sort((a, b) => Number(a.id) - Number(b.id));
+    return lockedRows.map((row) => ({
       id: Number(row.id),
       queue: row.queue,
       kind: row.kind,
       key: row.job_key,
       payloadText: row.payload,
-      attempt: row.attempts,
+      attempt: row.attempts + 1,
       maxAttempts: row.max_attempts,
       periodKey: row.period_key,
       scheduledAt: parseDbTime(row.scheduled_at),
-      lease: { id: Number(row.id), token: row.lease_token },
+      lease: { id: Number(row.id), token: leaseTokenOf(secret, Number(row.id)) },
       leaseMs: leaseMsOf(request.leases, row.kind),
       leaseExpiries: Number(row.lease_expiries),
     }));
