@@ -176,6 +176,23 @@ describe('a job run on a fake store', () => {
     expect(r.events.named('job_completed')).toHaveLength(1);
   });
 
+  it("hands the handler a ctx whose effect works detached, whose signal is the run's and whose log names the job", async () => {
+    let seen: { aborted: boolean; logs: boolean; keys: string[] } | undefined;
+    const r = runOf({
+      handle: async (_job, ctx) => {
+        const { effect, signal, log } = ctx;
+        effect(async (tx) => void (tx as unknown as { effects: string[] }).effects.push('detached'));
+        seen = { aborted: signal.aborted, logs: typeof log.info === 'function', keys: Object.keys(log.bindings()) };
+        expect(ctx.signal).toBe(signal); // one signal per run
+        expect(() => effect('not a function' as never)).toThrow(/ctx.effect needs a function/);
+      },
+    });
+    await r.settled();
+    expect(seen).toEqual({ aborted: false, logs: true, keys: expect.arrayContaining(['job_id', 'kind']) });
+    expect(r.tx.effects).toEqual(['detached']);
+    expect(r.writes.map((w) => w.op)).toEqual(['complete']);
+  });
+
   it('fails an attempt that outruns its timeout with the timeout as its error', async () => {
     const r = runOf({ timeout: '30ms', handle: () => new Promise(() => undefined) });
     await r.settled();

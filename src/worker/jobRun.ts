@@ -3,7 +3,7 @@ import type { Observer } from '../observe.ts';
 import type { DbHealth } from '../runtime/dbHealth.ts';
 import type { Cancellation, ClaimedJob, Lease } from '../store/index.ts';
 import type { Task } from '../tasks/define.ts';
-import type { Effect, Job } from '../tasks/job.ts';
+import type { Effect, Job, JobContext } from '../tasks/job.ts';
 import type { Finisher, HandlerOutcome } from './finisher.ts';
 import { decodePayload } from './payload.ts';
 import { keepLeaseAlive, type RenewableRun } from './renewal.ts';
@@ -188,24 +188,11 @@ export class JobRun implements RenewableRun {
       periodKey: this.job.periodKey,
       scheduledAt: this.job.scheduledAt,
     };
-    const run = this;
-    const ctx = {
-      get signal() {
-        return run.abort.signal;
-      },
-      get log() {
-        return run.log;
-      },
-      effect: (fn: Effect) => {
-        if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
-        effects.push(fn);
-      },
-    };
+    const ctx = new RunContext(this, effects);
     this.inHandler = true;
     let result: unknown;
     try {
-      const task = this.task!;
-      result = runAsJob(job, () => task.handle(job, ctx));
+      result = runAsJob(job, this.task!, ctx);
     } catch (error) {
       this.inHandler = false;
       return { ok: false, error };
@@ -224,11 +211,51 @@ export class JobRun implements RenewableRun {
     }
     const stopRenewal = this.keepLeaseAlive();
     return Promise.resolve(result).then(
-      () => SUCCEEDED,
-      (error: unknown): HandlerOutcome => ({ ok: false, error }),
-    ).finally(() => {
-      stopRenewal();
-      this.inHandler = false;
-    });
+      () => {
+        stopRenewal();
+        this.inHandler = false;
+        return SUCCEEDED;
+      },
+      (error: unknown): HandlerOutcome => {
+        stopRenewal();
+        this.inHandler = false;
+        return { ok: false, error };
+      },
+    );
+  }
+
+  /** The abort signal the handler sees (ctx.signal), made on first read. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+}
+
+/**
+ * A handler's `ctx`: one small object per run, whose signal and logger are made only when
+ * the handler reads them. `effect` works detached too (`const { effect } = ctx`).
+ */
+class RunContext implements JobContext {
+  readonly #run: JobRun;
+  readonly #effects: Effect[];
+
+  constructor(run: JobRun, effects: Effect[]) {
+    this.#run = run;
+    this.#effects = effects;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal;
+  }
+
+  get log(): Logger {
+    return this.#run.log;
+  }
+
+  get effect(): (fn: Effect) => void {
+    const effects = this.#effects;
+    return (fn: Effect) => {
+      if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
+      effects.push(fn);
+    };
   }
 }

@@ -22,9 +22,13 @@ export function trackRunningJobs(on = true): void {
   tracking = on;
 }
 
-/** Runs `fn` (a handler call) as code of `job` when tracking is on; else just runs it, allocating nothing. */
-export function runAsJob<T>(job: { id: number; kind: string; key: string }, fn: () => T): T {
-  return tracking ? storage.run({ job_id: job.id, kind: job.kind, key: job.key }, fn) : fn();
+/** Calls `task.handle(job, ctx)` as code of `job` when tracking is on; else just calls it, allocating nothing. */
+export function runAsJob<J extends { id: number; kind: string; key: string }, C>(
+  job: J,
+  task: { handle: (job: J, ctx: C) => unknown },
+  ctx: C,
+): unknown {
+  return tracking ? storage.run({ job_id: job.id, kind: job.kind, key: job.key }, () => task.handle(job, ctx)) : task.handle(job, ctx);
 }
 
 /** The job whose handler started the code now running, if tracking is on and there is one. */
