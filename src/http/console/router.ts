@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
-import { UsageError } from '../../errors.ts';
+import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, SESSION_COOKIE, sameOrigin } from './auth.ts';
@@ -26,6 +26,8 @@ import { ticksPage } from './pages/ticks.ts';
 const MAX_FORM_BYTES = 16 * 1024;
 /** Longest notice carried back in `?done=`. */
 const MAX_NOTICE = 300;
+/** Seconds a page asks the browser to wait while the database does not answer. */
+const OUTAGE_RETRY_AFTER_S = 5;
 
 /** What the console serves from. */
 export interface ConsoleOptions {
@@ -38,6 +40,21 @@ export interface ConsoleOptions {
 export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
+  const serve = servePage(admin, auth, log);
+  return async (req, res) => {
+    try {
+      return await serve(req, res);
+    } catch (error) {
+      // The engine's DbHealth logs the outage once; the page says only that it is one
+      // (the error names the database's host, which a reader without the token need not learn).
+      if (!(error instanceof DatabaseUnreachableError) || res.headersSent) throw error;
+      res.setHeader('Retry-After', String(OUTAGE_RETRY_AFTER_S));
+      return refuse(res, 503, 'The database is not answering; this page will work again once it does.', 'Database unavailable');
+    }
+  };
+}
+
+function servePage(admin: CronqAdmin, auth: ConsoleAuth, log: Logger): ConsoleHandler {
   return async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
@@ -147,8 +164,8 @@ function sendHtml(res: ServerResponse, result: PageResult, head: boolean): void 
   res.end(head ? undefined : body);
 }
 
-function refuse(res: ServerResponse, status: number, line: string): true {
-  const body = page('Refused', { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`).text;
+function refuse(res: ServerResponse, status: number, line: string, title = 'Refused'): true {
+  const body = page(title, { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`).text;
   res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
   res.end(body);
   return true;

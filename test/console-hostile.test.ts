@@ -1,0 +1,72 @@
+/**
+ * The console and its HTTP server under hostile input, over plain HTTP (no browser):
+ * malformed URLs, out-of-range values, a database that does not answer, forged notices.
+ * Whatever arrives, the answer is a clear 4xx or 503, never a 500, a stack trace or SQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/index.ts';
+import { ConsoleAuth } from '../src/http/console/auth.ts';
+import { createConsole } from '../src/http/console/router.ts';
+import { startHttpServer, type HttpServer } from '../src/http/server.ts';
+import { silentLogger } from '../src/logger.ts';
+import { useTestDatabase } from './support/db.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_pauses'] });
+const TOKEN = 'ops:correct-horse-battery-staple';
+const auth = () => new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) });
+const report = defineSchedule({ name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Paris', period: 'day', handle() {} });
+const mail = defineTask({ name: 'send-mail', handle() {} });
+
+let cronq: Cronq;
+let server: HttpServer;
+let base: string;
+
+async function serve(admin: Cronq['admin']): Promise<HttpServer> {
+  return startHttpServer(
+    { host: '127.0.0.1', port: 0 },
+    {
+      health: async () => ({ status: 'ok' }) as any,
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      console: createConsole({ admin, auth: auth(), log: silentLogger() }),
+    },
+    silentLogger(),
+  );
+}
+
+beforeAll(async () => {
+  cronq = createCronq({ databaseUrl: t.url, tasks: [report, mail], workers: false, scheduler: false, logger: false });
+  server = await serve(cronq.admin);
+  base = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await cronq?.stop({ graceMs: 0 });
+});
+
+const bearer = { Authorization: `Bearer ${TOKEN}` };
+const form = { 'Content-Type': 'application/x-www-form-urlencoded', ...bearer };
+
+describe('the console while the database does not answer', () => {
+  it('answers 503 with Retry-After and a plain explanation, no address, SQL or stack', async () => {
+    // Port 1 refuses every connection: each admin call fails as in an outage.
+    const down = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/cronq_nowhere', tasks: [report, mail], workers: false, scheduler: false, logger: false });
+    const s = await serve(down.admin);
+    try {
+      for (const path of ['/', '/schedules', '/schedules/nightly-report', '/dead', '/dead/1', '/jobs/welcome%3A42']) {
+        const res = await fetch(`http://127.0.0.1:${s.port}${path}`);
+        const body = await res.text();
+        expect(res.status, path).toBe(503);
+        expect(res.headers.get('retry-after'), path).toBe('5');
+        expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+        expect(body).toContain('The database is not answering');
+        expect(body).not.toMatch(/127\.0\.0\.1|cronq_nowhere|ECONNREFUSED|SELECT|\bat \S+ \(/);
+      }
+      const post = await fetch(`http://127.0.0.1:${s.port}/schedules/nightly-report/pause`, { method: 'POST', headers: form, body: 'reason=x', redirect: 'manual' });
+      expect(post.status).toBe(503);
+    } finally {
+      await s.close();
+      await down.stop({ graceMs: 0 });
+    }
+  });
+});
