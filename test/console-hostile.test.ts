@@ -70,3 +70,15 @@ describe('the console while the database does not answer', () => {
     }
   });
 });
+
+describe('the console given values out of range', () => {
+  it.each([
+    ['a ledger page before year 9999', '/schedules/nightly-report?before=%2B275760-09-13T00:00:00.000Z', /before must be a Date from year 1 to 9999/],
+    ['a ledger page before year 1', '/schedules/nightly-report?before=0000-01-01', /before must be a Date from year 1 to 9999/],
+    ['dead letter 0', '/dead/0', /id must be a whole number from 1/],
+  ])('answers %s with 400 naming the bad value, not 500', async (_, path, line) => {
+    const res = await fetch(`${base}${path}`);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(line);
+  });
+});

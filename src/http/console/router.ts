@@ -69,7 +69,14 @@ function servePage(admin: CronqAdmin, auth: ConsoleAuth, log: Logger): ConsoleHa
     };
     if (req.method === 'POST') return post(req, res, path, ctx, operator, auth, admin, log);
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const result = await getPage(path, ctx);
+    let result: PageResult | null;
+    try {
+      result = await getPage(path, ctx);
+    } catch (error) {
+      // A value in the URL the admin API refuses (a ledger page before year 1, dead letter 0).
+      if (error instanceof UsageError) return refuse(res, 400, error.message, 'Bad request');
+      throw error;
+    }
     if (!result) return false;
     sendHtml(res, result, req.method === 'HEAD');
     return true;
