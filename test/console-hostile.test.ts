@@ -82,3 +82,13 @@ describe('the console given values out of range', () => {
     expect(await res.text()).toMatch(line);
   });
 });
+
+describe('the console given malformed URLs', () => {
+  it('answers an action on a schedule name with broken percent-encoding as on no such schedule, not 500', async () => {
+    const res = await fetch(`${base}/schedules/%E0%A4%A/pause`, { method: 'POST', headers: form, body: 'reason=x', redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(decodeURIComponent(res.headers.get('location')!)).toContain('no schedule %E0%A4%A');
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+
+});

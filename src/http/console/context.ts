@@ -33,3 +33,12 @@ export function actionForm(ctx: ConsoleContext, action: string, button: string, 
     : '';
   return html`<form class="inline" method="post" action="${action}"><input type="hidden" name="csrf" value="${ctx.csrf}">${hidden}${reason}<button type="submit">${button}</button></form>`;
 }
+
+/** A URL path segment decoded, or as it is when its percent-encoding is broken (`%E0%A4%A`): it then names nothing. */
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

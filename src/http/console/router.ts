@@ -11,7 +11,7 @@ import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, SESSION_COOKIE, sameOrigin } from './auth.ts';
-import type { ConsoleContext, PageResult } from './context.ts';
+import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { deadPage } from './pages/dead.ts';
@@ -95,9 +95,9 @@ async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | 
   let m = /^\/dead\/([0-9]{1,15})$/.exec(path);
   if (m) return deadLetterPage(ctx, Number(m[1]));
   m = /^\/jobs\/(.+)$/.exec(path);
-  if (m) return jobPage(ctx, safeDecode(m[1]));
+  if (m) return jobPage(ctx, decodeSegment(m[1]));
   m = /^\/schedules\/([^/]+)$/.exec(path);
-  if (m) return ticksPage(ctx, safeDecode(m[1]));
+  if (m) return ticksPage(ctx, decodeSegment(m[1]));
   return null;
 }
 
@@ -147,14 +147,6 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
     chunks.push(chunk as Buffer);
   }
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }
 
 function sendHtml(res: ServerResponse, result: PageResult, head: boolean): void {
