@@ -91,4 +91,17 @@ describe('the console given malformed URLs', () => {
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
   });
 
+  it('answers a request target that is no URL with 400, and keeps serving', async () => {
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: server.port, path: '//[', method: 'GET' }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
 });

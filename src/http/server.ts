@@ -35,7 +35,8 @@ export interface HttpServer {
  * Serves `GET /healthz` (200 with the HealthReport as JSON when its status is 'ok',
  * else 503 with the same shape) and `GET /metrics` (Prometheus text, the registry's
  * content type); HEAD too; 405 for other methods on those paths; the console, when
- * given, for other paths; 404 for paths nobody serves.
+ * given, for other paths; 404 for paths nobody serves; 400 for a request target that is
+ * no URL path.
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line UsageError naming --http (the address is in use, or not this host's)
  * when it cannot listen.
@@ -77,7 +78,11 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
 }
 
 async function respond(req: IncomingMessage, res: ServerResponse, endpoints: HttpEndpoints): Promise<void> {
-  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  const path = pathOf(req.url ?? '/');
+  if (path === null) {
+    send(res, 400, 'text/plain; charset=utf-8', 'bad request: the request target is not a URL path\n', req.method === 'HEAD');
+    return;
+  }
   if (endpoints.starting?.()) {
     res.setHeader('Retry-After', '1');
     if (path === '/healthz') send(res, 503, 'application/json; charset=utf-8', '{"status":"starting"}\n', req.method === 'HEAD');
@@ -101,6 +106,15 @@ async function respond(req: IncomingMessage, res: ServerResponse, endpoints: Htt
   } else {
     const scrape = await endpoints.metrics();
     send(res, 200, scrape.contentType, scrape.body, head);
+  }
+}
+
+/** The path of a request target, or null when it is no URL (`//[`: a host that does not parse). */
+function pathOf(target: string): string | null {
+  try {
+    return new URL(target, 'http://localhost').pathname;
+  } catch {
+    return null;
   }
 }
 
