@@ -105,3 +105,30 @@ describe('the console given malformed URLs', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 });
+
+describe('the HTTP server under many connections', () => {
+  it(`holds at most MAX_HTTP_CONNECTIONS open: one more is closed at once, and serving resumes as they go`, async () => {
+    const { connect } = await import('node:net');
+    const { MAX_HTTP_CONNECTIONS } = await import('../src/http/server.ts');
+    const open = (): Promise<import('node:net').Socket> =>
+      new Promise((resolve, reject) => {
+        const s = connect(server.port, '127.0.0.1', () => resolve(s));
+        s.on('error', reject);
+      });
+    const idle = [];
+    for (let i = 0; i < MAX_HTTP_CONNECTIONS; i += 1) idle.push(await open());
+    try {
+      const extra = await open();
+      const closed = await new Promise<boolean>((resolve) => {
+        extra.on('close', () => resolve(true));
+        extra.on('error', () => undefined);
+        setTimeout(() => resolve(false), 2_000);
+      });
+      extra.destroy();
+      expect(closed).toBe(true);
+    } finally {
+      for (const s of idle) s.destroy();
+    }
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});

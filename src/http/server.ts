@@ -8,6 +8,9 @@ import type { HealthReport } from './health.ts';
 import type { Scrape } from './metrics.ts';
 import type { ConsoleHandler } from './console/router.ts';
 
+/** Connections held open at once; one more is closed as it arrives (a peer cannot hold the daemon's sockets and memory). */
+export const MAX_HTTP_CONNECTIONS = 128;
+
 /** What the server serves: each called once per request. */
 export interface HttpEndpoints {
   health(): Promise<HealthReport>;
@@ -37,6 +40,7 @@ export interface HttpServer {
  * content type); HEAD too; 405 for other methods on those paths; the console, when
  * given, for other paths; 404 for paths nobody serves; 400 for a request target that is
  * no URL path.
+ * At most MAX_HTTP_CONNECTIONS connections are held at once.
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line UsageError naming --http (the address is in use, or not this host's)
  * when it cannot listen.
@@ -49,6 +53,7 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
       else res.destroy();
     });
   });
+  server.maxConnections = MAX_HTTP_CONNECTIONS;
   server.requestTimeout = 15_000;
   server.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
