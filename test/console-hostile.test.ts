@@ -132,3 +132,21 @@ describe('the HTTP server under many connections', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 });
+
+describe('the HTTP server and slow clients', () => {
+  it('closes a connection whose headers trickle in for longer than the 10 s headers timeout', async () => {
+    const { connect } = await import('node:net');
+    const started = Date.now();
+    const socket = connect(server.port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\n'));
+    socket.on('error', () => undefined);
+    const trickle = setInterval(() => socket.writable && socket.write('X-Slow: 1\r\n'), 500);
+    const closedAfterMs = await new Promise<number | null>((resolve) => {
+      socket.on('close', () => resolve(Date.now() - started));
+      setTimeout(() => resolve(null), 13_000);
+    });
+    clearInterval(trickle);
+    socket.destroy();
+    expect(closedAfterMs).not.toBeNull();
+    expect(closedAfterMs!).toBeGreaterThanOrEqual(10_000);
+  }, 20_000);
+});
