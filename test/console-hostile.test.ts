@@ -150,3 +150,21 @@ describe('the HTTP server and slow clients', () => {
     expect(closedAfterMs!).toBeGreaterThanOrEqual(10_000);
   }, 20_000);
 });
+
+describe('the console notice', () => {
+  it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
+    const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();
+    expect(forged).not.toContain('evil.example');
+    expect(forged).not.toContain('class="flash"');
+
+    const acted = await fetch(`${base}/schedules/nightly-report/pause`, { method: 'POST', headers: form, body: 'reason=quarter close', redirect: 'manual' });
+    expect(acted.status).toBe(303);
+    const back = await (await fetch(new URL(acted.headers.get('location')!, base))).text();
+    expect(back).toMatch(/<p class="flash" role="status">paused: [^<]*quarter close/);
+
+    // The real notice's words under another page's seal, or edited, are not shown either.
+    const edited = new URL(acted.headers.get('location')!, base);
+    edited.searchParams.set('done', 'paused: go to http://evil.example');
+    expect(await (await fetch(edited)).text()).not.toContain('evil.example');
+  });
+});

@@ -10,7 +10,7 @@ export interface ConsoleContext {
   viewer: Viewer;
   /** This session's CSRF token for forms; null when the viewer cannot act. */
   csrf: string | null;
-  /** A one-line outcome of the previous action (from `?done=`), shown above the page. */
+  /** A one-line outcome of the previous action (from `?done=`, only when sealed by this console: NoticeSeal), shown above the page. */
   notice: string | null;
 }
 

@@ -3,14 +3,15 @@
  * dead letters, one dead letter, a job, login) and POST actions. Every action needs the
  * token (403 otherwise, nothing changed); a browser's form post also needs this
  * session's CSRF field and, when Origin or Referer is sent, this host (403 otherwise).
- * Successful actions redirect (303) back to their page with the outcome as a notice.
+ * Successful actions redirect (303) back to their page with the outcome as a notice,
+ * sealed so that only the console's own words are shown as one.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
 import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { ActionRefused, runAction } from './actions.ts';
-import { ConsoleAuth, SESSION_COOKIE, sameOrigin } from './auth.ts';
+import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, sameOrigin } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
@@ -40,7 +41,7 @@ export interface ConsoleOptions {
 export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
-  const serve = servePage(admin, auth, log);
+  const serve = servePage(admin, auth, log, new NoticeSeal(auth.token));
   return async (req, res) => {
     try {
       return await serve(req, res);
@@ -54,7 +55,7 @@ export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHand
   };
 }
 
-function servePage(admin: CronqAdmin, auth: ConsoleAuth, log: Logger): ConsoleHandler {
+function servePage(admin: CronqAdmin, auth: ConsoleAuth, log: Logger, notices: NoticeSeal): ConsoleHandler {
   return async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
@@ -65,9 +66,9 @@ function servePage(admin: CronqAdmin, auth: ConsoleAuth, log: Logger): ConsoleHa
       query: url.searchParams,
       viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
       csrf: operator ? auth.csrf() : null,
-      notice: notice ? notice.slice(0, MAX_NOTICE) : null,
+      notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
     };
-    if (req.method === 'POST') return post(req, res, path, ctx, operator, auth, admin, log);
+    if (req.method === 'POST') return post(req, res, path, ctx, operator, auth, admin, log, notices);
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     let result: PageResult | null;
     try {
@@ -110,6 +111,7 @@ async function post(
   auth: ConsoleAuth,
   admin: CronqAdmin,
   log: Logger,
+  notices: NoticeSeal,
 ): Promise<boolean> {
   if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
   const fields = await readForm(req);
@@ -119,9 +121,9 @@ async function post(
       sendHtml(res, loginPage(ctx, true), false);
       return true;
     }
-    return redirect(res, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict`);
+    return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict`);
   }
-  if (path === '/logout') return redirect(res, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  if (path === '/logout') return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
   if (!auth.actionsEnabled) return refuse(res, 403, 'refused: the console is read-only (no console token is configured)');
   if (!operator) return refuse(res, 403, 'refused: sign in with the console token first');
   // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
@@ -130,7 +132,7 @@ async function post(
     const result = await runAction(admin, path, fields, operator.name);
     if (!result) return false;
     log.info({ event: 'console_action', path, by: `console:${operator.name}`, outcome: result.message }, 'console action');
-    return redirect(res, result.back, result.message);
+    return redirect(res, notices, result.back, result.message);
   } catch (error) {
     if (error instanceof ActionRefused || error instanceof UsageError) return refuse(res, 400, `refused: ${error.message}`);
     throw error;
@@ -170,8 +172,10 @@ function refuse(res: ServerResponse, status: number, line: string, title = 'Refu
   return true;
 }
 
-function redirect(res: ServerResponse, to: string, message: string, cookie?: string): true {
-  const location = `${to}?done=${encodeURIComponent(message.slice(0, MAX_NOTICE))}`;
+/** A 303 to `to` carrying `message` (cut to MAX_NOTICE) as a sealed notice. */
+function redirect(res: ServerResponse, notices: NoticeSeal, to: string, message: string, cookie?: string): true {
+  const notice = message.slice(0, MAX_NOTICE);
+  const location = `${to}?done=${encodeURIComponent(notice)}&seal=${notices.seal(notice)}`;
   res.writeHead(303, { Location: location, 'Cache-Control': 'no-store', ...(cookie ? { 'Set-Cookie': cookie } : {}) });
   res.end();
   return true;
