@@ -168,3 +168,18 @@ describe('the console notice', () => {
     expect(await (await fetch(edited)).text()).not.toContain('evil.example');
   });
 });
+
+describe('the console headers', () => {
+  it('sends the pages’ no-script, no-framing, no-sniffing headers on refusals and errors too', async () => {
+    const responses = [
+      await fetch(`${base}/dead/1/requeue`, { method: 'POST', body: 'reason=x' }), // 403: no token
+      await fetch(`${base}/dead/0`), // 400
+      await fetch(`${base}/dead/requeue`, { method: 'POST', headers: form, body: 'x'.repeat(20_000) }), // 413
+    ];
+    for (const res of responses) {
+      expect(res.headers.get('content-security-policy'), String(res.status)).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('referrer-policy')).toBe('same-origin');
+    }
+  });
+});

@@ -151,24 +151,25 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
+/** Every console page, refusals and errors included, is sent with these. */
+const PAGE_HEADERS = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Cache-Control': 'no-store',
+  // No script runs on these pages: anything injected despite the escaping stays inert.
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'same-origin',
+};
+
 function sendHtml(res: ServerResponse, result: PageResult, head: boolean): void {
   const body = result.body.text;
-  res.writeHead(result.status, {
-    'Content-Type': 'text/html; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    // No script runs on these pages: anything injected despite the escaping stays inert.
-    'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'same-origin',
-  });
+  res.writeHead(result.status, { ...PAGE_HEADERS, 'Content-Length': Buffer.byteLength(body) });
   res.end(head ? undefined : body);
 }
 
 function refuse(res: ServerResponse, status: number, line: string, title = 'Refused'): true {
-  const body = page(title, { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`).text;
-  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
-  res.end(body);
+  const body = page(title, { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`);
+  sendHtml(res, { status, body }, false);
   return true;
 }
 
