@@ -183,3 +183,26 @@ describe('the console headers', () => {
     }
   });
 });
+
+describe('the dead-letter page on many distinct reasons', () => {
+  it('lists only the largest groups, saying there are more, so the page stays small whatever the table holds', async () => {
+    // 3,000 reasons no normalisation merges (hex digests), and one group of 3 that must come first.
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      SELECT seq, 'mail', 'send-mail', CONCAT('k', seq), '{}', CONCAT('Error: ', SHA2(seq, 256)), CONCAT('Error: ', SHA2(seq, 256)), 5 FROM seq_1_to_3000`);
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      SELECT seq, 'mail', 'send-mail', CONCAT('big', seq), '{}', 'Error: SMTP down', 'Error: SMTP down', 5 FROM seq_3001_to_3003`);
+    try {
+      const res = await fetch(`${base}/dead`);
+      const body = await res.text();
+      expect(res.status).toBe(200);
+      const groups = body.slice(body.indexOf('<h2>Groups</h2>'), body.indexOf('<h2>Oldest awaiting review</h2>'));
+      const rows = groups.match(/<tr>/g)!.length - 1; // less the header row
+      expect(rows).toBe(100);
+      expect(groups).toMatch(/<tbody><tr><td><a [^>]*>send-mail<\/a><\/td><td>Error: SMTP down<\/td><td class="n">3<\/td>/);
+      expect(body).toContain('Only the 100 largest groups are listed');
+      expect(body.length).toBeLessThan(200_000);
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+});
