@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/index.ts';
 import { ConsoleAuth } from '../src/http/console/auth.ts';
+import { ConsoleGate } from '../src/http/console/gate.ts';
 import { createConsole } from '../src/http/console/router.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -204,5 +205,53 @@ describe('the dead-letter page on many distinct reasons', () => {
     } finally {
       await t.sql('DELETE FROM cronq_dead_letters');
     }
+  });
+});
+
+describe('the console under a flood of requests', () => {
+  it('renders a couple of pages at a time, answering the excess 503, so the engine’s statements on the shared pool are not kept waiting', async () => {
+    // Each /dead groups every dead letter: a slow page, as on a big table.
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      SELECT seq, 'mail', 'send-mail', CONCAT('k', seq), '{}', CONCAT('Error: ', SHA2(seq, 256)), CONCAT('Error: ', SHA2(seq, 256)), 5 FROM seq_1_to_30000`);
+    try {
+      await cronq.admin.ping();
+      const alone = Date.now();
+      await (await fetch(`${base}/dead`)).text();
+      const pageMs = Date.now() - alone;
+      const flood = Array.from({ length: 60 }, () => fetch(`${base}/dead`).then(async (r) => (await r.text(), r.status)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const started = Date.now();
+      await cronq.admin.ping(); // an engine statement on the same pool, as a completion would be
+      const pingMs = Date.now() - started;
+      const statuses = await Promise.all(flood);
+      expect(statuses).toContain(200);
+      expect(statuses).toContain(503);
+      expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+      // At most the pages already rendering are ahead of it, not the whole flood.
+      expect(pingMs).toBeLessThan(Math.max(3 * pageMs, 1_000));
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  }, 60_000);
+});
+
+describe('ConsoleGate', () => {
+  it('admits `running` at once, queues `waiting` in arrival order, turns the rest away, and hands a released slot to the next', async () => {
+    const gate = new ConsoleGate({ running: 1, waiting: 2 });
+    const first = await gate.enter();
+    const order: string[] = [];
+    const second = gate.enter().then((release) => (order.push('second'), release));
+    const third = gate.enter().then((release) => (order.push('third'), release));
+    expect(await gate.enter()).toBeNull();
+    first!();
+    first!(); // a second release of the same slot frees nothing more
+    const secondRelease = await second;
+    expect(order).toEqual(['second']);
+    secondRelease!();
+    (await third)!();
+    expect(order).toEqual(['second', 'third']);
+    // All slots free again: one runs at once, two may queue.
+    const again = await gate.enter();
+    expect(again).not.toBeNull();
   });
 });

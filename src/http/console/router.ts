@@ -13,6 +13,7 @@ import type { Logger } from '../../logger.ts';
 import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, sameOrigin } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
+import { ConsoleGate } from './gate.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { deadPage } from './pages/dead.ts';
@@ -29,6 +30,9 @@ const MAX_FORM_BYTES = 16 * 1024;
 const MAX_NOTICE = 300;
 /** Seconds a page asks the browser to wait while the database does not answer. */
 const OUTAGE_RETRY_AFTER_S = 5;
+/** Console requests reading the database at once, and more queued; the rest answer 503 (ConsoleGate). */
+const CONSOLE_RUNNING = 2;
+const CONSOLE_WAITING = 8;
 
 /** What the console serves from. */
 export interface ConsoleOptions {
@@ -40,12 +44,25 @@ export interface ConsoleOptions {
 /** Serves one console request; false when the path is not the console's (the caller answers 404). */
 export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
+/** What one console serves with: made once by createConsole. */
+interface Served {
+  admin: CronqAdmin;
+  auth: ConsoleAuth;
+  log: Logger;
+  notices: NoticeSeal;
+  gate: ConsoleGate;
+}
+
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
-  const serve = servePage(admin, auth, log, new NoticeSeal(auth.token));
+  const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING }) };
   return async (req, res) => {
     try {
-      return await serve(req, res);
+      return await serve(req, res, served);
     } catch (error) {
+      if (error instanceof ConsoleBusy && !res.headersSent) {
+        res.setHeader('Retry-After', '1');
+        return refuse(res, 503, 'The console is busy with other requests; try again in a moment.', 'Busy');
+      }
       // The engine's DbHealth logs the outage once; the page says only that it is one
       // (the error names the database's host, which a reader without the token need not learn).
       if (!(error instanceof DatabaseUnreachableError) || res.headersSent) throw error;
@@ -55,33 +72,52 @@ export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHand
   };
 }
 
-function servePage(admin: CronqAdmin, auth: ConsoleAuth, log: Logger, notices: NoticeSeal): ConsoleHandler {
-  return async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const path = url.pathname;
-    const operator = auth.operatorOf(req.headers);
-    const notice = url.searchParams.get('done');
-    const ctx: ConsoleContext = {
-      admin,
-      query: url.searchParams,
-      viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
-      csrf: operator ? auth.csrf() : null,
-      notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
-    };
-    if (req.method === 'POST') return post(req, res, path, ctx, operator, auth, admin, log, notices);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    let result: PageResult | null;
-    try {
-      result = await getPage(path, ctx);
-    } catch (error) {
-      // A value in the URL the admin API refuses (a ledger page before year 1, dead letter 0).
-      if (error instanceof UsageError) return refuse(res, 400, error.message, 'Bad request');
-      throw error;
-    }
-    if (!result) return false;
-    sendHtml(res, result, req.method === 'HEAD');
-    return true;
+/** Thrown when the gate turns a request away (answered 503). */
+class ConsoleBusy extends Error {}
+
+/**
+ * `read` (a page or an action: what reads the database) once the gate admits it;
+ * ConsoleBusy when it turns it away. Reading a form or checking a token needs no slot,
+ * so a client trickling its body holds none.
+ */
+async function admitted<T>(gate: ConsoleGate, req: IncomingMessage, read: () => Promise<T>): Promise<T> {
+  const release = await gate.enter();
+  if (!release) throw new ConsoleBusy();
+  try {
+    // A client that left while queued is not served: its page would take connections for no one.
+    if (req.socket.destroyed) throw new ConsoleBusy();
+    return await read();
+  } finally {
+    release();
+  }
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, served: Served): Promise<boolean> {
+  const { admin, auth, notices } = served;
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const path = url.pathname;
+  const operator = auth.operatorOf(req.headers);
+  const notice = url.searchParams.get('done');
+  const ctx: ConsoleContext = {
+    admin,
+    query: url.searchParams,
+    viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
+    csrf: operator ? auth.csrf() : null,
+    notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
   };
+  if (req.method === 'POST') return post(req, res, path, ctx, operator, served);
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  let result: PageResult | null;
+  try {
+    result = await admitted(served.gate, req, () => getPage(path, ctx));
+  } catch (error) {
+    // A value in the URL the admin API refuses (a ledger page before year 1, dead letter 0).
+    if (error instanceof UsageError) return refuse(res, 400, error.message, 'Bad request');
+    throw error;
+  }
+  if (!result) return false;
+  sendHtml(res, result, req.method === 'HEAD');
+  return true;
 }
 
 async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | null> {
@@ -108,10 +144,7 @@ async function post(
   path: string,
   ctx: ConsoleContext,
   operator: { name: string; via: 'bearer' | 'cookie' } | null,
-  auth: ConsoleAuth,
-  admin: CronqAdmin,
-  log: Logger,
-  notices: NoticeSeal,
+  { admin, auth, log, notices, gate }: Served,
 ): Promise<boolean> {
   if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
   const fields = await readForm(req);
@@ -129,7 +162,7 @@ async function post(
   // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
   if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'))) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
   try {
-    const result = await runAction(admin, path, fields, operator.name);
+    const result = await admitted(gate, req, () => runAction(admin, path, fields, operator.name));
     if (!result) return false;
     log.info({ event: 'console_action', path, by: `console:${operator.name}`, outcome: result.message }, 'console action');
     return redirect(res, notices, result.back, result.message);
