@@ -255,3 +255,12 @@ describe('ConsoleGate', () => {
     expect(again).not.toBeNull();
   });
 });
+
+describe('the console and other methods', () => {
+  it.each(['PUT', 'DELETE', 'PATCH', 'OPTIONS'])('answers %s with 405 naming the methods it serves, changing nothing', async (method) => {
+    const res = await fetch(`${base}/schedules/nightly-report/pause`, { method, headers: form, body: method === 'OPTIONS' ? undefined : 'reason=x' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD, POST');
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+});

@@ -5,6 +5,7 @@
  * session's CSRF field and, when Origin or Referer is sent, this host (403 otherwise).
  * Successful actions redirect (303) back to their page with the outcome as a notice,
  * sealed so that only the console's own words are shown as one.
+ * Other methods answer 405 with `Allow: GET, HEAD, POST`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
@@ -106,7 +107,10 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
     notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
   };
   if (req.method === 'POST') return post(req, res, path, ctx, operator, served);
-  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('Allow', 'GET, HEAD, POST');
+    return refuse(res, 405, `${req.method} is not served here: pages are GET, actions POST`, 'Method not allowed');
+  }
   let result: PageResult | null;
   try {
     result = await admitted(served.gate, req, () => getPage(path, ctx));
