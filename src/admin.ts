@@ -68,8 +68,8 @@ export type DeadLetterQuery = DeadLetterFilter & { includeReviewed?: boolean };
 export interface DeadLetterAdmin {
   /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (default 1000); `more` when others match. */
   list(query?: DeadLetterQuery & { limit?: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }>;
-  /** Counts by kind and failure reason (first line, numbers and ids normalised), largest first. */
-  groups(query?: DeadLetterQuery): Promise<DeadLetterGroup[]>;
+  /** Counts by kind and failure reason (first line, numbers and ids normalised), largest first; only the `limit` largest when given. */
+  groups(query?: DeadLetterQuery & { limit?: number }): Promise<DeadLetterGroup[]>;
   /** One dead letter in full with its job's row now, or null when no such id. */
   get(id: number): Promise<DeadLetterDetail | null>;
   /** Puts the job back to 'ready' (attempts 0, available now) unless it is no longer dead or died again since. */
@@ -282,7 +282,8 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     checkSchema: () => assertSchemaCurrent(database),
     deadLetters: {
       list: ({ limit = DEAD_LETTER_LIST_LIMIT, ...query } = {}) => store.listDeadLetters({ ...query, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }),
-      groups: (query = {}) => store.groupDeadLetters(query),
+      groups: ({ limit, ...query } = {}) =>
+        store.groupDeadLetters({ ...query, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }) }),
       get: async (id) => store.getDeadLetter(checkedId(id)),
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
       discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),

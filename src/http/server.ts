@@ -8,6 +8,9 @@ import type { HealthReport } from './health.ts';
 import type { Scrape } from './metrics.ts';
 import type { ConsoleHandler } from './console/router.ts';
 
+/** Connections held open at once; one more is closed as it arrives (a peer cannot hold the daemon's sockets and memory). */
+export const MAX_HTTP_CONNECTIONS = 128;
+
 /** What the server serves: each called once per request. */
 export interface HttpEndpoints {
   health(): Promise<HealthReport>;
@@ -35,19 +38,24 @@ export interface HttpServer {
  * Serves `GET /healthz` (200 with the HealthReport as JSON when its status is 'ok',
  * else 503 with the same shape) and `GET /metrics` (Prometheus text, the registry's
  * content type); HEAD too; 405 for other methods on those paths; the console, when
- * given, for other paths; 404 for paths nobody serves.
+ * given, for other paths; 404 for paths nobody serves; 400 for a request target that is
+ * no URL path.
+ * At most MAX_HTTP_CONNECTIONS connections are held at once.
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line UsageError naming --http (the address is in use, or not this host's)
  * when it cannot listen.
  */
 export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
-  const server = createServer((req, res) => {
+  // Node checks headersTimeout and requestTimeout only every connectionsCheckingInterval
+  // (30 s by default): a client trickling its headers was held three times as long.
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     void respond(req, res, endpoints).catch((error) => {
       log.warn({ event: 'http_error', path: req.url, error: errorText(error) }, 'http request failed');
       if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', req.method === 'HEAD');
       else res.destroy();
     });
   });
+  server.maxConnections = MAX_HTTP_CONNECTIONS;
   server.requestTimeout = 15_000;
   server.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
@@ -77,7 +85,11 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
 }
 
 async function respond(req: IncomingMessage, res: ServerResponse, endpoints: HttpEndpoints): Promise<void> {
-  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  const path = pathOf(req.url ?? '/');
+  if (path === null) {
+    send(res, 400, 'text/plain; charset=utf-8', 'bad request: the request target is not a URL path\n', req.method === 'HEAD');
+    return;
+  }
   if (endpoints.starting?.()) {
     res.setHeader('Retry-After', '1');
     if (path === '/healthz') send(res, 503, 'application/json; charset=utf-8', '{"status":"starting"}\n', req.method === 'HEAD');
@@ -101,6 +113,15 @@ async function respond(req: IncomingMessage, res: ServerResponse, endpoints: Htt
   } else {
     const scrape = await endpoints.metrics();
     send(res, 200, scrape.contentType, scrape.body, head);
+  }
+}
+
+/** The path of a request target, or null when it is no URL (`//[`: a host that does not parse). */
+function pathOf(target: string): string | null {
+  try {
+    return new URL(target, 'http://localhost').pathname;
+  } catch {
+    return null;
   }
 }
 

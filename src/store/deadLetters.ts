@@ -170,18 +170,22 @@ export async function listDeadLetters(
  * `reasonGroup`). The server groups on the `cronq_dead_letters_group` index, so the cost
  * follows the number of matching rows, not their text; rows written before migration
  * 0006 (reason_group NULL) are grouped by first line and normalised here, then merged.
- * Largest group first, then by kind and reason.
+ * Largest group first, then by kind and reason. With `limit`, only the `limit` largest:
+ * the server ranks and cuts its groups (so a table of many distinct reasons costs the
+ * caller `limit` rows, not one per reason), and the pre-0006 rows' groups are merged into
+ * those before the cut.
  */
 export async function groupDeadLetters(
   exec: Executor,
-  options: DeadLetterFilter & { includeReviewed?: boolean },
+  options: DeadLetterFilter & { includeReviewed?: boolean; limit?: number },
 ): Promise<DeadLetterGroup[]> {
   const where = sql`${unreviewedOnly(options.includeReviewed)} AND ${filterSql(options)}`;
   const grouped = await exec.execute(sql`SELECT kind, reason_group AS reason, COUNT(*) AS n,
       MIN(dead_at) AS first_dead_at, MAX(dead_at) AS last_dead_at, MIN(id) AS example_id
     FROM cronq_dead_letters
     WHERE ${where} AND reason_group IS NOT NULL
-    GROUP BY kind, reason_group`);
+    GROUP BY kind, reason_group
+    ${options.limit === undefined ? sql`` : sql`ORDER BY n DESC, kind, reason_group LIMIT ${options.limit}`}`);
   const legacy = await exec.execute(sql`SELECT kind, ${FIRST_LINE} AS reason, COUNT(*) AS n,
       MIN(dead_at) AS first_dead_at, MAX(dead_at) AS last_dead_at, MIN(id) AS example_id
     FROM cronq_dead_letters
@@ -205,9 +209,9 @@ export async function groupDeadLetters(
   };
   for (const r of rows<GroupRow>(grouped)) add(r, r.reason ?? '');
   for (const r of rows<GroupRow>(legacy)) add(r, reasonGroup(r.reason ?? ''));
-  return [...groups.values()].sort(
-    (a, b) => b.count - a.count || a.kind.localeCompare(b.kind) || a.reason.localeCompare(b.reason),
-  );
+  return [...groups.values()]
+    .sort((a, b) => b.count - a.count || a.kind.localeCompare(b.kind) || a.reason.localeCompare(b.reason))
+    .slice(0, options.limit);
 }
 
 /**

@@ -252,7 +252,7 @@ export class Store implements JobWriter {
   }
 
   /** Dead letters counted by kind and normalised first line (groupDeadLetters). */
-  groupDeadLetters(options: DeadLetterFilter & { includeReviewed?: boolean }): Promise<DeadLetterGroup[]> {
+  groupDeadLetters(options: DeadLetterFilter & { includeReviewed?: boolean; limit?: number }): Promise<DeadLetterGroup[]> {
     return groupDeadLetters(this.db, options);
   }
 

@@ -6,6 +6,7 @@
  * resolution (dead letters record no reviewer of their own).
  */
 import { describePause, MAX_REASON_LENGTH, type CronqAdmin } from '../../admin.ts';
+import { decodeSegment } from './context.ts';
 import { deadFilter } from './pages/dead.ts';
 
 /** What an action did: where to go back to, and a line saying what happened. */
@@ -44,7 +45,7 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
   }
   m = /^\/schedules\/([^/]+)\/(pause|resume|run)$/.exec(path);
   if (m) {
-    const name = decodeURIComponent(m[1]);
+    const name = decodeSegment(m[1]);
     const back = `/schedules/${encodeURIComponent(name)}`;
     if (m[2] === 'pause') {
       const outcome = await admin.pauses.pause('schedule', name, { reason: (fields.get('reason') ?? '').trim() || undefined, by: `console:${operator}` });

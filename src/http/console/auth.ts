@@ -6,7 +6,7 @@
  * A form post from a browser must also carry the form's CSRF token (an HMAC of the
  * session) and, when it sends Origin or Referer, come from this host.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { UsageError } from '../../errors.ts';
 
 /** The session cookie's name. */
@@ -78,6 +78,30 @@ export class ConsoleAuth {
   /** Whether a form's CSRF field is this session's. */
   csrfMatches(field: string | null): boolean {
     return this.token !== null && field !== null && same(field, this.csrf());
+  }
+}
+
+/**
+ * Seals the one-line outcome an action redirects back with (`?done=...&seal=...`), so a
+ * page shows it only when this console wrote it: a link from elsewhere cannot put its own
+ * words ("session expired, sign in at ...") in the console's notice. Keyed by the console
+ * token when there is one (every daemon sharing it opens the others' notices), else by a
+ * random key of this process.
+ */
+export class NoticeSeal {
+  private readonly key: string;
+
+  constructor(token: ConsoleToken | null) {
+    this.key = token ? hmac(token.secret, 'notice') : randomBytes(32).toString('base64url');
+  }
+
+  seal(message: string): string {
+    return hmac(this.key, `notice:${message}`);
+  }
+
+  /** Whether `seal` is this console's seal of `message`. */
+  opens(message: string, seal: string | null): boolean {
+    return seal !== null && same(seal, this.seal(message));
   }
 }
 

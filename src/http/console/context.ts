@@ -10,7 +10,7 @@ export interface ConsoleContext {
   viewer: Viewer;
   /** This session's CSRF token for forms; null when the viewer cannot act. */
   csrf: string | null;
-  /** A one-line outcome of the previous action (from `?done=`), shown above the page. */
+  /** A one-line outcome of the previous action (from `?done=`, only when sealed by this console: NoticeSeal), shown above the page. */
   notice: string | null;
 }
 
@@ -32,4 +32,13 @@ export function actionForm(ctx: ConsoleContext, action: string, button: string, 
     ? html`<label for="${id}">Reason</label><input id="${id}" type="text" name="reason" required maxlength="200">`
     : '';
   return html`<form class="inline" method="post" action="${action}"><input type="hidden" name="csrf" value="${ctx.csrf}">${hidden}${reason}<button type="submit">${button}</button></form>`;
+}
+
+/** A URL path segment decoded, or as it is when its percent-encoding is broken (`%E0%A4%A`): it then names nothing. */
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }

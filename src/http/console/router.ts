@@ -3,15 +3,18 @@
  * dead letters, one dead letter, a job, login) and POST actions. Every action needs the
  * token (403 otherwise, nothing changed); a browser's form post also needs this
  * session's CSRF field and, when Origin or Referer is sent, this host (403 otherwise).
- * Successful actions redirect (303) back to their page with the outcome as a notice.
+ * Successful actions redirect (303) back to their page with the outcome as a notice,
+ * sealed so that only the console's own words are shown as one.
+ * Other methods answer 405 with `Allow: GET, HEAD, POST`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
-import { UsageError } from '../../errors.ts';
+import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { ActionRefused, runAction } from './actions.ts';
-import { ConsoleAuth, SESSION_COOKIE, sameOrigin } from './auth.ts';
-import type { ConsoleContext, PageResult } from './context.ts';
+import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, sameOrigin } from './auth.ts';
+import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
+import { ConsoleGate } from './gate.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { deadPage } from './pages/dead.ts';
@@ -26,6 +29,11 @@ import { ticksPage } from './pages/ticks.ts';
 const MAX_FORM_BYTES = 16 * 1024;
 /** Longest notice carried back in `?done=`. */
 const MAX_NOTICE = 300;
+/** Seconds a page asks the browser to wait while the database does not answer. */
+const OUTAGE_RETRY_AFTER_S = 5;
+/** Console requests reading the database at once, and more queued; the rest answer 503 (ConsoleGate). */
+const CONSOLE_RUNNING = 2;
+const CONSOLE_WAITING = 8;
 
 /** What the console serves from. */
 export interface ConsoleOptions {
@@ -37,26 +45,83 @@ export interface ConsoleOptions {
 /** Serves one console request; false when the path is not the console's (the caller answers 404). */
 export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
+/** What one console serves with: made once by createConsole. */
+interface Served {
+  admin: CronqAdmin;
+  auth: ConsoleAuth;
+  log: Logger;
+  notices: NoticeSeal;
+  gate: ConsoleGate;
+}
+
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
+  const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING }) };
   return async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const path = url.pathname;
-    const operator = auth.operatorOf(req.headers);
-    const notice = url.searchParams.get('done');
-    const ctx: ConsoleContext = {
-      admin,
-      query: url.searchParams,
-      viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
-      csrf: operator ? auth.csrf() : null,
-      notice: notice ? notice.slice(0, MAX_NOTICE) : null,
-    };
-    if (req.method === 'POST') return post(req, res, path, ctx, operator, auth, admin, log);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const result = await getPage(path, ctx);
-    if (!result) return false;
-    sendHtml(res, result, req.method === 'HEAD');
-    return true;
+    try {
+      return await serve(req, res, served);
+    } catch (error) {
+      if (error instanceof ConsoleBusy && !res.headersSent) {
+        res.setHeader('Retry-After', '1');
+        return refuse(res, 503, 'The console is busy with other requests; try again in a moment.', 'Busy');
+      }
+      // The engine's DbHealth logs the outage once; the page says only that it is one
+      // (the error names the database's host, which a reader without the token need not learn).
+      if (!(error instanceof DatabaseUnreachableError) || res.headersSent) throw error;
+      res.setHeader('Retry-After', String(OUTAGE_RETRY_AFTER_S));
+      return refuse(res, 503, 'The database is not answering; this page will work again once it does.', 'Database unavailable');
+    }
   };
+}
+
+/** Thrown when the gate turns a request away (answered 503). */
+class ConsoleBusy extends Error {}
+
+/**
+ * `read` (a page or an action: what reads the database) once the gate admits it;
+ * ConsoleBusy when it turns it away. Reading a form or checking a token needs no slot,
+ * so a client trickling its body holds none.
+ */
+async function admitted<T>(gate: ConsoleGate, req: IncomingMessage, read: () => Promise<T>): Promise<T> {
+  const release = await gate.enter();
+  if (!release) throw new ConsoleBusy();
+  try {
+    // A client that left while queued is not served: its page would take connections for no one.
+    if (req.socket.destroyed) throw new ConsoleBusy();
+    return await read();
+  } finally {
+    release();
+  }
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, served: Served): Promise<boolean> {
+  const { admin, auth, notices } = served;
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const path = url.pathname;
+  const operator = auth.operatorOf(req.headers);
+  const notice = url.searchParams.get('done');
+  const ctx: ConsoleContext = {
+    admin,
+    query: url.searchParams,
+    viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
+    csrf: operator ? auth.csrf() : null,
+    notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
+  };
+  if (req.method === 'POST') return post(req, res, path, ctx, operator, served);
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('Allow', 'GET, HEAD, POST');
+    return refuse(res, 405, `${req.method} is not served here: pages are GET, actions POST`, 'Method not allowed');
+  }
+  let result: PageResult | null;
+  try {
+    result = await admitted(served.gate, req, () => getPage(path, ctx));
+  } catch (error) {
+    // A value in the URL the admin API refuses (a ledger page before year 1, dead letter 0).
+    if (error instanceof UsageError) return refuse(res, 400, error.message, 'Bad request');
+    throw error;
+  }
+  if (!result) return false;
+  sendHtml(res, result, req.method === 'HEAD');
+  return true;
 }
 
 async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | null> {
@@ -71,9 +136,9 @@ async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | 
   let m = /^\/dead\/([0-9]{1,15})$/.exec(path);
   if (m) return deadLetterPage(ctx, Number(m[1]));
   m = /^\/jobs\/(.+)$/.exec(path);
-  if (m) return jobPage(ctx, safeDecode(m[1]));
+  if (m) return jobPage(ctx, decodeSegment(m[1]));
   m = /^\/schedules\/([^/]+)$/.exec(path);
-  if (m) return ticksPage(ctx, safeDecode(m[1]));
+  if (m) return ticksPage(ctx, decodeSegment(m[1]));
   return null;
 }
 
@@ -83,9 +148,7 @@ async function post(
   path: string,
   ctx: ConsoleContext,
   operator: { name: string; via: 'bearer' | 'cookie' } | null,
-  auth: ConsoleAuth,
-  admin: CronqAdmin,
-  log: Logger,
+  { admin, auth, log, notices, gate }: Served,
 ): Promise<boolean> {
   if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
   const fields = await readForm(req);
@@ -95,18 +158,18 @@ async function post(
       sendHtml(res, loginPage(ctx, true), false);
       return true;
     }
-    return redirect(res, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict`);
+    return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict`);
   }
-  if (path === '/logout') return redirect(res, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  if (path === '/logout') return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
   if (!auth.actionsEnabled) return refuse(res, 403, 'refused: the console is read-only (no console token is configured)');
   if (!operator) return refuse(res, 403, 'refused: sign in with the console token first');
   // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
   if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'))) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
   try {
-    const result = await runAction(admin, path, fields, operator.name);
+    const result = await admitted(gate, req, () => runAction(admin, path, fields, operator.name));
     if (!result) return false;
     log.info({ event: 'console_action', path, by: `console:${operator.name}`, outcome: result.message }, 'console action');
-    return redirect(res, result.back, result.message);
+    return redirect(res, notices, result.back, result.message);
   } catch (error) {
     if (error instanceof ActionRefused || error instanceof UsageError) return refuse(res, 400, `refused: ${error.message}`);
     throw error;
@@ -125,37 +188,32 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
+/** Every console page, refusals and errors included, is sent with these. */
+const PAGE_HEADERS = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Cache-Control': 'no-store',
+  // No script runs on these pages: anything injected despite the escaping stays inert.
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'same-origin',
+};
 
 function sendHtml(res: ServerResponse, result: PageResult, head: boolean): void {
   const body = result.body.text;
-  res.writeHead(result.status, {
-    'Content-Type': 'text/html; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    // No script runs on these pages: anything injected despite the escaping stays inert.
-    'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'same-origin',
-  });
+  res.writeHead(result.status, { ...PAGE_HEADERS, 'Content-Length': Buffer.byteLength(body) });
   res.end(head ? undefined : body);
 }
 
-function refuse(res: ServerResponse, status: number, line: string): true {
-  const body = page('Refused', { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`).text;
-  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
-  res.end(body);
+function refuse(res: ServerResponse, status: number, line: string, title = 'Refused'): true {
+  const body = page(title, { operator: null, actionsEnabled: true }, html`<p class="bad" role="alert">${line}</p><p><a href="/">Back to the overview</a></p>`);
+  sendHtml(res, { status, body }, false);
   return true;
 }
 
-function redirect(res: ServerResponse, to: string, message: string, cookie?: string): true {
-  const location = `${to}?done=${encodeURIComponent(message.slice(0, MAX_NOTICE))}`;
+/** A 303 to `to` carrying `message` (cut to MAX_NOTICE) as a sealed notice. */
+function redirect(res: ServerResponse, notices: NoticeSeal, to: string, message: string, cookie?: string): true {
+  const notice = message.slice(0, MAX_NOTICE);
+  const location = `${to}?done=${encodeURIComponent(notice)}&seal=${notices.seal(notice)}`;
   res.writeHead(303, { Location: location, 'Cache-Control': 'no-store', ...(cookie ? { 'Set-Cookie': cookie } : {}) });
   res.end();
   return true;

@@ -4,8 +4,10 @@ import { when } from '../format.ts';
 import { html } from '../html.ts';
 import { page, table } from '../layout.ts';
 
-/** Dead letters listed on the page (the groups cover all of them). */
+/** Dead letters listed on the page. */
 const LISTED = 100;
+/** Groups listed on the page, the largest: distinct reasons are unbounded, the page is not. */
+const LISTED_GROUPS = 100;
 
 /** The filter a /dead URL carries (`?kind=&queue=`); empty values mean "any". */
 export function deadFilter(query: URLSearchParams): { kind?: string; queue?: string } {
@@ -16,7 +18,11 @@ export function deadFilter(query: URLSearchParams): { kind?: string; queue?: str
 
 export async function deadPage(ctx: ConsoleContext): Promise<PageResult> {
   const filter = deadFilter(ctx.query);
-  const [groups, { letters, more }] = await Promise.all([ctx.admin.deadLetters.groups(filter), ctx.admin.deadLetters.list({ ...filter, limit: LISTED })]);
+  const [groupsRead, { letters, more }] = await Promise.all([
+    ctx.admin.deadLetters.groups({ ...filter, limit: LISTED_GROUPS + 1 }),
+    ctx.admin.deadLetters.list({ ...filter, limit: LISTED }),
+  ]);
+  const groups = groupsRead.slice(0, LISTED_GROUPS);
   const groupRows = groups.map((g) => [
     html`<a href="/dead?kind=${encodeURIComponent(g.kind)}">${g.kind}</a>`,
     html`${g.reason}`,
@@ -43,7 +49,7 @@ export async function deadPage(ctx: ConsoleContext): Promise<PageResult> {
   const body = html`<form method="get" action="/dead" class="inline"><label for="kind">Kind</label><input id="kind" type="text" name="kind" value="${filter.kind ?? ''}">
 <label for="queue">Queue</label><input id="queue" type="text" name="queue" value="${filter.queue ?? ''}"><button type="submit">Filter</button></form>
 <h2>Groups</h2>${table(['Kind', 'Reason (normalised)', '#Count', 'First', 'Last', 'Example'], groupRows, 'No dead letters awaiting review.')}
-<h2>Oldest awaiting review</h2>${table(['Dead letter', 'Queue', 'Kind', 'Job key', '#Attempts', 'Died', 'Reason'], letterRows, 'None.')}
+${groupsRead.length > LISTED_GROUPS ? html`<p class="note">Only the ${LISTED_GROUPS} largest groups are listed.</p>` : ''}<h2>Oldest awaiting review</h2>${table(['Dead letter', 'Queue', 'Kind', 'Job key', '#Attempts', 'Died', 'Reason'], letterRows, 'None.')}
 ${more ? html`<p class="note">Only the oldest ${LISTED} are listed.</p>` : ''}${bulk}`;
   return { status: 200, body: page('Dead letters', ctx.viewer, body, ctx.notice) };
 }

@@ -1,0 +1,266 @@
+/**
+ * The console and its HTTP server under hostile input, over plain HTTP (no browser):
+ * malformed URLs, out-of-range values, a database that does not answer, forged notices.
+ * Whatever arrives, the answer is a clear 4xx or 503, never a 500, a stack trace or SQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/index.ts';
+import { ConsoleAuth } from '../src/http/console/auth.ts';
+import { ConsoleGate } from '../src/http/console/gate.ts';
+import { createConsole } from '../src/http/console/router.ts';
+import { startHttpServer, type HttpServer } from '../src/http/server.ts';
+import { silentLogger } from '../src/logger.ts';
+import { useTestDatabase } from './support/db.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_pauses'] });
+const TOKEN = 'ops:correct-horse-battery-staple';
+const auth = () => new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) });
+const report = defineSchedule({ name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Paris', period: 'day', handle() {} });
+const mail = defineTask({ name: 'send-mail', handle() {} });
+
+let cronq: Cronq;
+let server: HttpServer;
+let base: string;
+
+async function serve(admin: Cronq['admin']): Promise<HttpServer> {
+  return startHttpServer(
+    { host: '127.0.0.1', port: 0 },
+    {
+      health: async () => ({ status: 'ok' }) as any,
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      console: createConsole({ admin, auth: auth(), log: silentLogger() }),
+    },
+    silentLogger(),
+  );
+}
+
+beforeAll(async () => {
+  cronq = createCronq({ databaseUrl: t.url, tasks: [report, mail], workers: false, scheduler: false, logger: false });
+  server = await serve(cronq.admin);
+  base = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await cronq?.stop({ graceMs: 0 });
+});
+
+const bearer = { Authorization: `Bearer ${TOKEN}` };
+const form = { 'Content-Type': 'application/x-www-form-urlencoded', ...bearer };
+
+describe('the console while the database does not answer', () => {
+  it('answers 503 with Retry-After and a plain explanation, no address, SQL or stack', async () => {
+    // Port 1 refuses every connection: each admin call fails as in an outage.
+    const down = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/cronq_nowhere', tasks: [report, mail], workers: false, scheduler: false, logger: false });
+    const s = await serve(down.admin);
+    try {
+      for (const path of ['/', '/schedules', '/schedules/nightly-report', '/dead', '/dead/1', '/jobs/welcome%3A42']) {
+        const res = await fetch(`http://127.0.0.1:${s.port}${path}`);
+        const body = await res.text();
+        expect(res.status, path).toBe(503);
+        expect(res.headers.get('retry-after'), path).toBe('5');
+        expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+        expect(body).toContain('The database is not answering');
+        expect(body).not.toMatch(/127\.0\.0\.1|cronq_nowhere|ECONNREFUSED|SELECT|\bat \S+ \(/);
+      }
+      const post = await fetch(`http://127.0.0.1:${s.port}/schedules/nightly-report/pause`, { method: 'POST', headers: form, body: 'reason=x', redirect: 'manual' });
+      expect(post.status).toBe(503);
+    } finally {
+      await s.close();
+      await down.stop({ graceMs: 0 });
+    }
+  });
+});
+
+describe('the console given values out of range', () => {
+  it.each([
+    ['a ledger page before year 9999', '/schedules/nightly-report?before=%2B275760-09-13T00:00:00.000Z', /before must be a Date from year 1 to 9999/],
+    ['a ledger page before year 1', '/schedules/nightly-report?before=0000-01-01', /before must be a Date from year 1 to 9999/],
+    ['dead letter 0', '/dead/0', /id must be a whole number from 1/],
+  ])('answers %s with 400 naming the bad value, not 500', async (_, path, line) => {
+    const res = await fetch(`${base}${path}`);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(line);
+  });
+});
+
+describe('the console given malformed URLs', () => {
+  it('answers an action on a schedule name with broken percent-encoding as on no such schedule, not 500', async () => {
+    const res = await fetch(`${base}/schedules/%E0%A4%A/pause`, { method: 'POST', headers: form, body: 'reason=x', redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(decodeURIComponent(res.headers.get('location')!)).toContain('no schedule %E0%A4%A');
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+
+  it('answers a request target that is no URL with 400, and keeps serving', async () => {
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: server.port, path: '//[', method: 'GET' }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('the HTTP server under many connections', () => {
+  it(`holds at most MAX_HTTP_CONNECTIONS open: one more is closed at once, and serving resumes as they go`, async () => {
+    const { connect } = await import('node:net');
+    const { MAX_HTTP_CONNECTIONS } = await import('../src/http/server.ts');
+    const open = (): Promise<import('node:net').Socket> =>
+      new Promise((resolve, reject) => {
+        const s = connect(server.port, '127.0.0.1', () => resolve(s));
+        s.on('error', reject);
+      });
+    const idle = [];
+    for (let i = 0; i < MAX_HTTP_CONNECTIONS; i += 1) idle.push(await open());
+    try {
+      const extra = await open();
+      const closed = await new Promise<boolean>((resolve) => {
+        extra.on('close', () => resolve(true));
+        extra.on('error', () => undefined);
+        setTimeout(() => resolve(false), 2_000);
+      });
+      extra.destroy();
+      expect(closed).toBe(true);
+    } finally {
+      for (const s of idle) s.destroy();
+    }
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('the HTTP server and slow clients', () => {
+  it('closes a connection whose headers trickle in for longer than the 10 s headers timeout', async () => {
+    const { connect } = await import('node:net');
+    const started = Date.now();
+    const socket = connect(server.port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\n'));
+    socket.on('error', () => undefined);
+    const trickle = setInterval(() => socket.writable && socket.write('X-Slow: 1\r\n'), 500);
+    const closedAfterMs = await new Promise<number | null>((resolve) => {
+      socket.on('close', () => resolve(Date.now() - started));
+      setTimeout(() => resolve(null), 13_000);
+    });
+    clearInterval(trickle);
+    socket.destroy();
+    expect(closedAfterMs).not.toBeNull();
+    expect(closedAfterMs!).toBeGreaterThanOrEqual(10_000);
+  }, 20_000);
+});
+
+describe('the console notice', () => {
+  it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
+    const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();
+    expect(forged).not.toContain('evil.example');
+    expect(forged).not.toContain('class="flash"');
+
+    const acted = await fetch(`${base}/schedules/nightly-report/pause`, { method: 'POST', headers: form, body: 'reason=quarter close', redirect: 'manual' });
+    expect(acted.status).toBe(303);
+    const back = await (await fetch(new URL(acted.headers.get('location')!, base))).text();
+    expect(back).toMatch(/<p class="flash" role="status">paused: [^<]*quarter close/);
+
+    // The real notice's words under another page's seal, or edited, are not shown either.
+    const edited = new URL(acted.headers.get('location')!, base);
+    edited.searchParams.set('done', 'paused: go to http://evil.example');
+    expect(await (await fetch(edited)).text()).not.toContain('evil.example');
+  });
+});
+
+describe('the console headers', () => {
+  it('sends the pages’ no-script, no-framing, no-sniffing headers on refusals and errors too', async () => {
+    const responses = [
+      await fetch(`${base}/dead/1/requeue`, { method: 'POST', body: 'reason=x' }), // 403: no token
+      await fetch(`${base}/dead/0`), // 400
+      await fetch(`${base}/dead/requeue`, { method: 'POST', headers: form, body: 'x'.repeat(20_000) }), // 413
+    ];
+    for (const res of responses) {
+      expect(res.headers.get('content-security-policy'), String(res.status)).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('referrer-policy')).toBe('same-origin');
+    }
+  });
+});
+
+describe('the dead-letter page on many distinct reasons', () => {
+  it('lists only the largest groups, saying there are more, so the page stays small whatever the table holds', async () => {
+    // 3,000 reasons no normalisation merges (hex digests), and one group of 3 that must come first.
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      SELECT seq, 'mail', 'send-mail', CONCAT('k', seq), '{}', CONCAT('Error: ', SHA2(seq, 256)), CONCAT('Error: ', SHA2(seq, 256)), 5 FROM seq_1_to_3000`);
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      SELECT seq, 'mail', 'send-mail', CONCAT('big', seq), '{}', 'Error: SMTP down', 'Error: SMTP down', 5 FROM seq_3001_to_3003`);
+    try {
+      const res = await fetch(`${base}/dead`);
+      const body = await res.text();
+      expect(res.status).toBe(200);
+      const groups = body.slice(body.indexOf('<h2>Groups</h2>'), body.indexOf('<h2>Oldest awaiting review</h2>'));
+      const rows = groups.match(/<tr>/g)!.length - 1; // less the header row
+      expect(rows).toBe(100);
+      expect(groups).toMatch(/<tbody><tr><td><a [^>]*>send-mail<\/a><\/td><td>Error: SMTP down<\/td><td class="n">3<\/td>/);
+      expect(body).toContain('Only the 100 largest groups are listed');
+      expect(body.length).toBeLessThan(200_000);
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+});
+
+describe('the console under a flood of requests', () => {
+  it('renders a couple of pages at a time, answering the excess 503, so the engine’s statements on the shared pool are not kept waiting', async () => {
+    // Each /dead groups every dead letter: a slow page, as on a big table.
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      SELECT seq, 'mail', 'send-mail', CONCAT('k', seq), '{}', CONCAT('Error: ', SHA2(seq, 256)), CONCAT('Error: ', SHA2(seq, 256)), 5 FROM seq_1_to_30000`);
+    try {
+      await cronq.admin.ping();
+      const alone = Date.now();
+      await (await fetch(`${base}/dead`)).text();
+      const pageMs = Date.now() - alone;
+      const flood = Array.from({ length: 60 }, () => fetch(`${base}/dead`).then(async (r) => (await r.text(), r.status)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const started = Date.now();
+      await cronq.admin.ping(); // an engine statement on the same pool, as a completion would be
+      const pingMs = Date.now() - started;
+      const statuses = await Promise.all(flood);
+      expect(statuses).toContain(200);
+      expect(statuses).toContain(503);
+      expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+      // At most the pages already rendering are ahead of it, not the whole flood.
+      expect(pingMs).toBeLessThan(Math.max(3 * pageMs, 1_000));
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  }, 60_000);
+});
+
+describe('ConsoleGate', () => {
+  it('admits `running` at once, queues `waiting` in arrival order, turns the rest away, and hands a released slot to the next', async () => {
+    const gate = new ConsoleGate({ running: 1, waiting: 2 });
+    const first = await gate.enter();
+    const order: string[] = [];
+    const second = gate.enter().then((release) => (order.push('second'), release));
+    const third = gate.enter().then((release) => (order.push('third'), release));
+    expect(await gate.enter()).toBeNull();
+    first!();
+    first!(); // a second release of the same slot frees nothing more
+    const secondRelease = await second;
+    expect(order).toEqual(['second']);
+    secondRelease!();
+    (await third)!();
+    expect(order).toEqual(['second', 'third']);
+    // All slots free again: one runs at once, two may queue.
+    const again = await gate.enter();
+    expect(again).not.toBeNull();
+  });
+});
+
+describe('the console and other methods', () => {
+  it.each(['PUT', 'DELETE', 'PATCH', 'OPTIONS'])('answers %s with 405 naming the methods it serves, changing nothing', async (method) => {
+    const res = await fetch(`${base}/schedules/nightly-report/pause`, { method, headers: form, body: method === 'OPTIONS' ? undefined : 'reason=x' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD, POST');
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+});
