@@ -102,6 +102,15 @@ export class JobTimeoutError extends Error {
 }
 
 /**
+ * A job's effects (`ctx.effect`) did not finish within their bound (the task's `timeout`,
+ * and in any case well before the lease ends): their transaction was abandoned, rolled
+ * back by the server, and the attempt fails with this (retryable, like any handler error).
+ */
+export class EffectTimeoutError extends JobTimeoutError {
+  override name = 'EffectTimeoutError';
+}
+
+/**
  * The reason a handler's `ctx.signal` aborts when renewal finds its lease gone: another
  * worker or lease recovery owns the job now, and this attempt's outcome will not be written.
  */
