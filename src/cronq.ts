@@ -5,7 +5,7 @@ import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
 import { formatDuration, parseDuration, shownDuration, type Duration } from './duration.ts';
-import { EnqueueRefusedError, UsageError } from './errors.ts';
+import { EnqueueRefusedError, usedAfterStop, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
 import { libraryLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
@@ -152,7 +152,7 @@ export interface Cronq {
    * with the loader's error. Later calls share the first.
    */
   ready(): Promise<LoadedTasks>;
-  /** Creates the database if missing and applies pending migrations (needs DDL rights). After stop(): a UsageError. */
+  /** Creates the database if missing and applies pending migrations (needs DDL rights). After stop(): a UsageError (as every call that needs the database). */
   migrate(): Promise<void>;
   /**
    * Enqueues one job unless its key exists; returns the row's id either way.
@@ -163,6 +163,7 @@ export interface Cronq {
    * With `tx`, the row commits or rolls back with the caller's transaction.
    * A job the database refuses throws EnqueueRefusedError (its key and what is wrong);
    * any other failure EnqueueError (its key and the server's reason). Never the payload.
+   * After stop(): a UsageError, at once (as enqueueMany, start, migrate and admin calls).
    */
   enqueue<P>(task: Task<P>, job: TaskJob<P>, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
   enqueue(job: EnqueueJob, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
@@ -355,7 +356,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     migrate() {
       // The pool is closed: a migration could only fail (after creating the database).
-      if (stopped) return Promise.reject(new UsageError('migrate() after stop(): a stopped cronq has no connections; create another with createCronq'));
+      if (stopped) return Promise.reject(usedAfterStop('migrate'));
       migrating = (async () => {
         await ensureDatabase(database.target);
         await applyMigrations(database);
@@ -364,6 +365,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     async enqueue(...args: unknown[]) {
+      if (stopped) throw usedAfterStop('enqueue');
       const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
       const registry = await loadTasks();
       const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
@@ -375,6 +377,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     async enqueueMany(...args: unknown[]) {
+      if (stopped) throw usedAfterStop('enqueueMany');
       const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
       const { tx } = call;
       const rows = rowsOf(jobs, await loadTasks(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
@@ -392,7 +395,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     start() {
-      if (stopped) return Promise.reject(new UsageError('start() after stop(): a stopped cronq cannot start again; create another with createCronq'));
+      if (stopped) return Promise.reject(usedAfterStop('start'));
       starting ??= startEngine().catch((error: unknown) => {
         starting = null; // a failed start may be tried again
         throw error;

@@ -8,6 +8,15 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/**
+ * What every public call that needs the database (`what`, as the caller named it:
+ * `enqueue`, `cronq.admin.stats`...) fails with after stop(): at once, before touching
+ * anything. One wording for all of them.
+ */
+export function usedAfterStop(what: string): UsageError {
+  return new UsageError(`${what}() after stop(): a stopped cronq cannot be used again (its database pool is closed); create another with createCronq`);
+}
+
 /** A schedule or task file that cannot be used; the message names the file and the problem. */
 export class ScheduleFileError extends UsageError {
   override name = 'ScheduleFileError';
