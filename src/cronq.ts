@@ -193,7 +193,9 @@ export interface Cronq {
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
    * and meanwhile stops a fan-out, writing what it gathered (its tick is left for the next
    * scheduler to resume); waits for a migrate() in progress to finish; then closes the pool.
-   * A start() still running is waited for and what it started is stopped too. Later calls
+   * A start() still running is waited for and what it started is stopped too, except that
+   * one still importing schedule files is not: it rejects at once (UsageError) and starts
+   * nothing (the import itself cannot be cancelled and finishes in the background). Later calls
    * return the first call's promise. `graceMs` (default 10 s) is a whole number from 0 to
    * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops.
    */
@@ -291,6 +293,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let starting: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
   let migrating: Promise<void> | null = null;
+  /** Aborted as stop() is called: a start still waiting for schedule files gives up. */
+  const stopRequested = new AbortController();
 
   let registryPromise: Promise<TaskRegistry> | null = null;
   /** The registry, loaded once; complete (never added to) once this resolves. */
@@ -301,6 +305,22 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       return registry;
     })();
     return registryPromise;
+  };
+  /**
+   * The registry, or, with schedule files to import, a UsageError as soon as stop() is
+   * called: an import in progress cannot be cancelled (Node has no way to), but nothing
+   * need wait for it, and nothing starts.
+   */
+  const loadTasksUnlessStopped = (): Promise<TaskRegistry> => {
+    if (!options.schedulesDir) return loadTasks();
+    return new Promise((resolve, reject) => {
+      const interrupted = () => reject(new UsageError('start() interrupted by stop() while schedule files were still importing: nothing was started'));
+      if (stopRequested.signal.aborted) return interrupted();
+      stopRequested.signal.addEventListener('abort', interrupted, { once: true });
+      loadTasks()
+        .then(resolve, reject)
+        .finally(() => stopRequested.signal.removeEventListener('abort', interrupted));
+    });
   };
   let loadedPromise: Promise<LoadedTasks> | null = null;
   const ready = () => {
@@ -410,6 +430,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         return Promise.reject(error);
       }
       stopped ??= (async () => {
+        stopRequested.abort(); // a start still loading schedule files gives up at once
         await starting?.catch(() => undefined); // what a start in flight starts, this stops
         // Together: claiming stops at once, and a fan-out writes what it gathered.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
@@ -441,7 +462,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
   async function startEngine(): Promise<void> {
-    const registry = await loadTasks();
+    const registry = await loadTasksUnlessStopped();
     const schedules = schedulesOf(registry);
     if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
     await store.ping();
