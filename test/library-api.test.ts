@@ -192,6 +192,19 @@ describe('createCronq options', () => {
     }
   });
 
+  it('with no logger given, refuses an unknown LOG_LEVEL for its own logger (UsageError naming it); a given logger or false ignores it', () => {
+    const saved = process.env.LOG_LEVEL;
+    process.env.LOG_LEVEL = 'verbose';
+    try {
+      expect(() => createCronq({ databaseUrl: t.url })).toThrow(UsageError);
+      expect(() => createCronq({ databaseUrl: t.url })).toThrow(/^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got 'verbose'\)$/);
+      expect(() => createCronq({ databaseUrl: t.url, logger: false })).not.toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.LOG_LEVEL;
+      else process.env.LOG_LEVEL = saved;
+    }
+  });
+
   it('quotes a long duration option it refuses in at most 64 characters, as parseDuration does', () => {
     const long = `${'0'.repeat(100_000)}5ms`;
     expect(() => createCronq({ databaseUrl: t.url, logger: false, pollInterval: long })).toThrow(/^pollInterval must be a duration from 10ms to 1m \(got '0{64}…'\)$/);
