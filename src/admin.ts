@@ -10,7 +10,7 @@ import { driverFailure, isConnectionError, type Database } from './db/client.ts'
 import type { DatabaseTarget } from './db/url.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
-import { DatabaseUnreachableError, UsageError, type RefusedJobInfo } from './errors.ts';
+import { DatabaseUnreachableError, usedAfterStop, UsageError, type RefusedJobInfo } from './errors.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
 import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
@@ -242,7 +242,7 @@ function withFailures<T extends object>(api: T, path: string, deps: AdminDeps): 
     const what = `${path}.${name}`;
     if (typeof value === 'function') {
       wrapped[name] = async (...args: unknown[]) => {
-        if (deps.stopped()) throw new UsageError(`${what}() after stop(): a stopped cronq's database pool is closed; create another with createCronq`);
+        if (deps.stopped()) throw usedAfterStop(what);
         try {
           return await value(...args);
         } catch (error) {

@@ -2,6 +2,7 @@ import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
 import { printable } from './cli/printable.ts';
+import { parseLogLevel } from './logger.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
 import { startCommand } from './cli/commands/start.ts';
@@ -51,6 +52,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       out(command.help);
       return 0;
     }
+    parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
     const { values, positionals } = parseCommandArgs(command, rest);
     return await command.run({ values, positionals, env, out });
   } catch (error) {
@@ -59,7 +61,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 }
 
 function report(error: unknown, env: NodeJS.ProcessEnv): number {
-  const debug = env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace';
+  const level = env.LOG_LEVEL?.toLowerCase();
+  const debug = level === 'debug' || level === 'trace';
   // Drizzle wraps driver errors in a message carrying the SQL and its parameters
   // (payloads included): show the driver's own error instead.
   const shown = shownError(error);

@@ -5,6 +5,7 @@ import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
 import { parseConsoleToken, type ConsoleToken } from './http/console/auth.ts';
+import { parseLogLevel } from './logger.ts';
 import { DEFAULT_IMPORT_TIMEOUT_MS, MAX_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
 import { validateQueue } from './tasks/define.ts';
@@ -55,7 +56,7 @@ export function baseConfig(env: NodeJS.ProcessEnv, flags: { schedules?: string }
     databaseUrl,
     schedulesDir: flags.schedules ?? (env.CRONQ_SCHEDULES || (existsSync('./schedules') ? './schedules' : null)),
     importTimeoutMs: loadsSchedules && env.CRONQ_IMPORT_TIMEOUT ? parseImportTimeout(env.CRONQ_IMPORT_TIMEOUT) : DEFAULT_IMPORT_TIMEOUT_MS,
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: parseLogLevel(env.LOG_LEVEL),
   };
 }
 

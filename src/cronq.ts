@@ -5,7 +5,7 @@ import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
 import { formatDuration, parseDuration, shownDuration, type Duration } from './duration.ts';
-import { EnqueueRefusedError, UsageError } from './errors.ts';
+import { EnqueueRefusedError, usedAfterStop, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
 import { libraryLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
@@ -152,7 +152,7 @@ export interface Cronq {
    * with the loader's error. Later calls share the first.
    */
   ready(): Promise<LoadedTasks>;
-  /** Creates the database if missing and applies pending migrations (needs DDL rights). After stop(): a UsageError. */
+  /** Creates the database if missing and applies pending migrations (needs DDL rights). After stop(): a UsageError (as every call that needs the database). */
   migrate(): Promise<void>;
   /**
    * Enqueues one job unless its key exists; returns the row's id either way.
@@ -163,6 +163,7 @@ export interface Cronq {
    * With `tx`, the row commits or rolls back with the caller's transaction.
    * A job the database refuses throws EnqueueRefusedError (its key and what is wrong);
    * any other failure EnqueueError (its key and the server's reason). Never the payload.
+   * After stop(): a UsageError, at once (as enqueueMany, start, migrate and admin calls).
    */
   enqueue<P>(task: Task<P>, job: TaskJob<P>, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
   enqueue(job: EnqueueJob, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
@@ -192,7 +193,9 @@ export interface Cronq {
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
    * and meanwhile stops a fan-out, writing what it gathered (its tick is left for the next
    * scheduler to resume); waits for a migrate() in progress to finish; then closes the pool.
-   * A start() still running is waited for and what it started is stopped too. Later calls
+   * A start() still running is waited for and what it started is stopped too, except that
+   * one still importing schedule files is not: it rejects at once (UsageError) and starts
+   * nothing (the import itself cannot be cancelled and finishes in the background). Later calls
    * return the first call's promise. `graceMs` (default 10 s) is a whole number from 0 to
    * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops.
    */
@@ -290,6 +293,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let starting: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
   let migrating: Promise<void> | null = null;
+  /** Aborted as stop() is called: a start still waiting for schedule files gives up. */
+  const stopRequested = new AbortController();
 
   let registryPromise: Promise<TaskRegistry> | null = null;
   /** The registry, loaded once; complete (never added to) once this resolves. */
@@ -300,6 +305,22 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       return registry;
     })();
     return registryPromise;
+  };
+  /**
+   * The registry, or, with schedule files to import, a UsageError as soon as stop() is
+   * called: an import in progress cannot be cancelled (Node has no way to), but nothing
+   * need wait for it, and nothing starts.
+   */
+  const loadTasksUnlessStopped = (): Promise<TaskRegistry> => {
+    if (!options.schedulesDir) return loadTasks();
+    return new Promise((resolve, reject) => {
+      const interrupted = () => reject(new UsageError('start() interrupted by stop() while schedule files were still importing: nothing was started'));
+      if (stopRequested.signal.aborted) return interrupted();
+      stopRequested.signal.addEventListener('abort', interrupted, { once: true });
+      loadTasks()
+        .then(resolve, reject)
+        .finally(() => stopRequested.signal.removeEventListener('abort', interrupted));
+    });
   };
   let loadedPromise: Promise<LoadedTasks> | null = null;
   const ready = () => {
@@ -355,7 +376,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     migrate() {
       // The pool is closed: a migration could only fail (after creating the database).
-      if (stopped) return Promise.reject(new UsageError('migrate() after stop(): a stopped cronq has no connections; create another with createCronq'));
+      if (stopped) return Promise.reject(usedAfterStop('migrate'));
       migrating = (async () => {
         await ensureDatabase(database.target);
         await applyMigrations(database);
@@ -364,6 +385,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     async enqueue(...args: unknown[]) {
+      if (stopped) throw usedAfterStop('enqueue');
       const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
       const registry = await loadTasks();
       const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
@@ -375,6 +397,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     async enqueueMany(...args: unknown[]) {
+      if (stopped) throw usedAfterStop('enqueueMany');
       const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
       const { tx } = call;
       const rows = rowsOf(jobs, await loadTasks(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
@@ -392,7 +415,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     },
 
     start() {
-      if (stopped) return Promise.reject(new UsageError('start() after stop(): a stopped cronq cannot start again; create another with createCronq'));
+      if (stopped) return Promise.reject(usedAfterStop('start'));
       starting ??= startEngine().catch((error: unknown) => {
         starting = null; // a failed start may be tried again
         throw error;
@@ -407,6 +430,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         return Promise.reject(error);
       }
       stopped ??= (async () => {
+        stopRequested.abort(); // a start still loading schedule files gives up at once
         await starting?.catch(() => undefined); // what a start in flight starts, this stops
         // Together: claiming stops at once, and a fan-out writes what it gathered.
         const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
@@ -438,7 +462,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
   async function startEngine(): Promise<void> {
-    const registry = await loadTasks();
+    const registry = await loadTasksUnlessStopped();
     const schedules = schedulesOf(registry);
     if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
     await store.ping();

@@ -11,8 +11,9 @@ import type { Logger } from './logger.ts';
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
  * SIGTERM or SIGINT. The first signal stops claiming, releases claimed-but-unstarted
  * jobs, gives running handlers the grace period and resolves with exit code 0; a
- * second signal exits at once with 1. A first signal before the engine has started (loading
- * schedules, migrating) lets a migration in progress finish, then resolves with 0.
+ * second signal exits at once with 1. A first signal before the engine has started lets a
+ * migration in progress finish, then resolves with 0; one while schedule files are still
+ * importing resolves with 0 at once, not waiting for the import.
  *
  * With `config.http`, the address is bound first, before schedules load or anything
  * starts: one it cannot bind is refused at once (UsageError: exit 64), nothing started.
@@ -78,7 +79,10 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
         log,
       );
     }
-    const registry = await cronq.ready();
+    // A signal while schedule files import stops at once: an import cannot be cancelled, but
+    // the daemon need not wait for it (the process exits; bin/cronq.js leaves lingering work).
+    const registry = await Promise.race([cronq.ready(), untilSignal.then(() => null)]);
+    if (registry === null) return await stoppedBeforeStart(stopping!);
     if (config.pruneDoneOlderThanMs !== null) await cronq.admin.checkRetention(config.pruneDoneOlderThanMs, '--prune-done-older-than');
     // A signal before the engine starts: stop (a migration in progress finishes first), start nothing.
     if (stopping) return await stoppedBeforeStart(stopping);

@@ -8,6 +8,15 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/**
+ * What every public call that needs the database (`what`, as the caller named it:
+ * `enqueue`, `cronq.admin.stats`...) fails with after stop(): at once, before touching
+ * anything. One wording for all of them.
+ */
+export function usedAfterStop(what: string): UsageError {
+  return new UsageError(`${what}() after stop(): a stopped cronq cannot be used again (its database pool is closed); create another with createCronq`);
+}
+
 /** A schedule or task file that cannot be used; the message names the file and the problem. */
 export class ScheduleFileError extends UsageError {
   override name = 'ScheduleFileError';
@@ -99,6 +108,15 @@ export class EnqueueError extends Error {
  */
 export class JobTimeoutError extends Error {
   override name = 'JobTimeoutError';
+}
+
+/**
+ * A job's effects (`ctx.effect`) did not finish within their bound (the task's `timeout`,
+ * and in any case well before the lease ends): their transaction was abandoned, rolled
+ * back by the server, and the attempt fails with this (retryable, like any handler error).
+ */
+export class EffectTimeoutError extends JobTimeoutError {
+  override name = 'EffectTimeoutError';
 }
 
 /**

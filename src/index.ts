@@ -60,6 +60,7 @@ export {
   DatabaseUnreachableError,
   EnqueueError,
   EnqueueRefusedError,
+  EffectTimeoutError,
   JobTimeoutError,
   LeaseLostError,
   JobCancelledError,

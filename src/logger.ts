@@ -3,17 +3,33 @@ import { UsageError } from './errors.ts';
 
 export type { Logger };
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The levels LOG_LEVEL accepts (pino's), most severe first. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * LOG_LEVEL's value as a level: one of LOG_LEVELS in any case, 'info' when unset or
+ * empty; anything else a UsageError naming LOG_LEVEL and the accepted values (a typo must
+ * not quietly log at another level).
+ */
+export function parseLogLevel(value: string | undefined): string {
+  if (value === undefined || value === '') return 'info';
+  const level = value.toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw new UsageError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${value}')`);
+  }
+  return level;
+}
 
 /**
  * The root logger: pino JSON lines, one per event, each with an `event` field.
  * Payloads, tokens and passwords are never logged (they are not passed in).
  * `destination` 1 is stdout (the daemon), 2 is stderr (commands whose stdout is their result).
+ * `level` defaults to LOG_LEVEL; an unknown one is a UsageError (parseLogLevel).
  */
-export function createLogger(level = process.env.LOG_LEVEL ?? 'info', destination: 1 | 2 = 1): Logger {
+export function createLogger(level = process.env.LOG_LEVEL, destination: 1 | 2 = 1): Logger {
   return pino(
     {
-      level: LEVELS.includes(level) ? level : 'info',
+      level: parseLogLevel(level),
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
@@ -35,7 +51,8 @@ const REQUIRED_METHODS = ['child', 'debug', 'info', 'warn', 'error', 'isLevelEna
 /**
  * The logger createCronq uses for its `logger` option: none given, one like the daemon's
  * (pino JSON lines on stdout, level from LOG_LEVEL, default info), so a failing job is
- * never silent; `false`, nothing; else the given logger, which must be pino-compatible.
+ * never silent (an unknown LOG_LEVEL: UsageError); `false`, nothing; else the given
+ * logger, which must be pino-compatible.
  * Throws UsageError naming the missing methods (a `console` has no `child` or
  * `isLevelEnabled`), rather than failing at the first job.
  */

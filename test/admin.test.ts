@@ -178,7 +178,7 @@ describe('admin calls without a database', () => {
     for (const [what, call] of [...calls(stopped.admin), ['ping', () => stopped.admin.ping()] as [string, () => Promise<unknown>]]) {
       const error = await call().then(() => null, (e: unknown) => e);
       expect(error, what).toBeInstanceOf(UsageError);
-      expect((error as Error).message, what).toBe(`cronq.admin.${what}() after stop(): a stopped cronq's database pool is closed; create another with createCronq`);
+      expect((error as Error).message, what).toBe(`cronq.admin.${what}() after stop(): a stopped cronq cannot be used again (its database pool is closed); create another with createCronq`);
     }
   });
 

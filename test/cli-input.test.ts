@@ -98,3 +98,20 @@ describe('--help tells the truth', () => {
     },
   );
 });
+
+describe('LOG_LEVEL', () => {
+  const refusal = "cronq: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got 'verbose')";
+
+  it('an unknown level is refused on one line naming LOG_LEVEL and the accepted values, exit 64, whatever the command', async () => {
+    for (const args of [['start'], ['stats'], ['migrate'], ['schedules'], ['dead', 'list']]) {
+      expect(await refused(args, { LOG_LEVEL: 'verbose' }), args.join(' ')).toBe(refusal);
+    }
+  });
+
+  it('accepts every level in any case, and an empty value as unset', async () => {
+    for (const level of ['fatal', 'ERROR', 'Warn', 'info', 'debug', 'trace', 'silent', '']) {
+      const r = await runMain(['schedules', '--json'], { ...env, LOG_LEVEL: level });
+      expect(r.code, `${level}: ${r.stderr}`).toBe(0);
+    }
+  });
+});

@@ -107,7 +107,7 @@ describe('start and stop in any order', () => {
     expect(log.named('worker_stopped')).toHaveLength(1);
     expect(cronq.health().workers).toBe(false);
     await expect(cronq.start()).rejects.toThrow(UsageError);
-    await expect(cronq.start()).rejects.toThrow(/^start\(\) after stop\(\): a stopped cronq cannot start again; create another with createCronq$/);
+    await expect(cronq.start()).rejects.toThrow(/^start\(\) after stop\(\): a stopped cronq cannot be used again \(its database pool is closed\); create another with createCronq$/);
     expect(log.named('worker_started')).toHaveLength(1);
   });
 
@@ -115,8 +115,31 @@ describe('start and stop in any order', () => {
     const never = `${t.name}_after_stop`;
     const cronq = createCronq({ databaseUrl: t.url.replace(/[^/]+$/, never), logger: false, workers: false, scheduler: false });
     await cronq.stop();
-    await expect(cronq.migrate()).rejects.toThrow(/^migrate\(\) after stop\(\): a stopped cronq has no connections; create another with createCronq$/);
+    await expect(cronq.migrate()).rejects.toThrow(/^migrate\(\) after stop\(\): a stopped cronq cannot be used again \(its database pool is closed\); create another with createCronq$/);
     expect(await t.sql('SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?', [never])).toEqual([]);
+  });
+});
+
+describe('after stop()', () => {
+  it('every public call that would use the database rejects with the same one-line UsageError naming it', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice], workers: false, scheduler: false });
+    await cronq.enqueue(sendInvoice, { key: 'before-stop', payload: { invoiceId: 1 } });
+    await cronq.stop();
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ['enqueue', () => cronq.enqueue(sendInvoice, { key: 'after-stop', payload: { invoiceId: 2 } })],
+      ['enqueue', () => cronq.enqueue({ kind: 'send-invoice', key: 'after-stop', payload: { invoiceId: 2 } })],
+      ['enqueueMany', () => cronq.enqueueMany(sendInvoice, [{ key: 'after-stop', payload: { invoiceId: 2 } }])],
+      ['enqueueMany', () => cronq.enqueueMany([{ kind: 'send-invoice', key: 'after-stop' }])],
+      ['start', () => cronq.start()],
+      ['migrate', () => cronq.migrate()],
+      ['cronq.admin.stats', () => cronq.admin.stats()],
+    ];
+    for (const [what, call] of calls) {
+      const error = await call().then(() => null, (e: unknown) => e);
+      expect(error, what).toBeInstanceOf(UsageError);
+      expect((error as Error).message, what).toBe(`${what}() after stop(): a stopped cronq cannot be used again (its database pool is closed); create another with createCronq`);
+    }
+    expect(await t.sql("SELECT job_key FROM cronq_jobs WHERE job_key LIKE '%-stop'")).toEqual([{ job_key: 'before-stop' }]);
   });
 });
 
@@ -166,6 +189,19 @@ describe('createCronq options', () => {
       }
       expect(thrown, JSON.stringify(options)).toBeInstanceOf(UsageError);
       expect((thrown as Error).message, JSON.stringify(options)).toMatch(message);
+    }
+  });
+
+  it('with no logger given, refuses an unknown LOG_LEVEL for its own logger (UsageError naming it); a given logger or false ignores it', () => {
+    const saved = process.env.LOG_LEVEL;
+    process.env.LOG_LEVEL = 'verbose';
+    try {
+      expect(() => createCronq({ databaseUrl: t.url })).toThrow(UsageError);
+      expect(() => createCronq({ databaseUrl: t.url })).toThrow(/^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got 'verbose'\)$/);
+      expect(() => createCronq({ databaseUrl: t.url, logger: false })).not.toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.LOG_LEVEL;
+      else process.env.LOG_LEVEL = saved;
     }
   });
 

@@ -1,11 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
 import { schedulesOf } from '../src/schedule/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { thrownText } from '../src/runtime/errorText.ts';
-import { runCli, REPO_ROOT } from './support/cli.ts';
+import { DaemonProcess, runCli, REPO_ROOT } from './support/cli.ts';
+import { createCronq, UsageError } from '../src/index.ts';
 
 // Inside the repo, so `import ... from 'cronq'` resolves for the CLI as it does for users.
 const root = join(REPO_ROOT, 'test', '.tmp');
@@ -126,6 +127,50 @@ describe.concurrent('schedule files that cannot be imported (cronq start)', () =
     expect(r.code).toBe(64);
     expect(r.stderr).toBe(`cronq: ${r.dir}/weird.ts: threw a non-Error value: {"weird":true}\n`);
   });
+});
+
+describe('a stop while schedule files are still importing', () => {
+  // Marks that its import began, then never settles; its interval would keep a process alive.
+  const stuck = (mark: string, keepAlive = '') =>
+    `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(mark)}, 'x');\n${keepAlive}await new Promise(() => {});\n`;
+
+  it('SIGTERM stops the daemon at once, not after CRONQ_IMPORT_TIMEOUT: exit 0, nothing started', async () => {
+    const mark = join(mkdtempSync(join(root, 'mark-')), 'began');
+    dirs.push(mark.slice(0, -'/began'.length));
+    const dir = folder({ 'stuck.ts': stuck(mark, 'setInterval(() => undefined, 1_000);\n') });
+    const d = new DaemonProcess(['--schedules', dir], { DATABASE_URL: 'mysql://root@127.0.0.1:1/unused', CRONQ_IMPORT_TIMEOUT: '2m', LOG_LEVEL: 'info' });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!existsSync(mark) && Date.now() < deadline && d.child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(mark)).toBe(true);
+      const began = Date.now();
+      d.signal('SIGTERM');
+      expect(await d.exited).toBe(0);
+      expect(Date.now() - began).toBeLessThan(10_000);
+      expect(d.events('shutdown_requested')).toHaveLength(1);
+      expect(d.events('daemon_started')).toEqual([]);
+      expect(d.stderr).toBe('');
+    } finally {
+      await d.kill();
+    }
+  }, 60_000);
+
+  it('stop() does not wait for the import; the start in flight rejects with a UsageError saying so, and nothing starts', async () => {
+    const mark = join(mkdtempSync(join(root, 'mark-')), 'began');
+    dirs.push(mark.slice(0, -'/began'.length));
+    const dir = folder({ 'stuck.ts': stuck(mark) });
+    const cronq = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/unused', schedulesDir: dir, importTimeoutMs: 120_000, logger: false });
+    const starting = cronq.start().then(() => null, (e: unknown) => e);
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(mark) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const began = Date.now();
+    await cronq.stop({ graceMs: 0 });
+    expect(Date.now() - began).toBeLessThan(5_000);
+    const error = await starting;
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toBe('start() interrupted by stop() while schedule files were still importing: nothing was started');
+    expect(cronq.health().workers).toBe(null);
+  }, 60_000);
 });
 
 describe('thrownText', () => {

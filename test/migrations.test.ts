@@ -4,8 +4,8 @@ import mysql from 'mysql2/promise';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
-import { applyMigrations, MIGRATIONS_FOLDER, MigrationIncompleteError, pendingMigrations } from '../src/db/migrate.ts';
-import { CRONQ_BIN, DaemonProcess, REPO_ROOT } from './support/cli.ts';
+import { applyMigrations, MIGRATIONS_FOLDER, MigrationHalfAppliedError, MigrationIncompleteError, pendingMigrations } from '../src/db/migrate.ts';
+import { CRONQ_BIN, DaemonProcess, REPO_ROOT, runCli } from './support/cli.ts';
 
 /**
  * cronq keeps its own migration ledger (cronq_migrations), so an app's drizzle-kit
@@ -105,6 +105,30 @@ describe('cronq migrations beside an app', () => {
     const error = await applyMigrations(db.database).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationIncompleteError);
     expect((error as Error).message).toMatch(/cronq_daemons does not exist/);
+  });
+});
+
+describe('a migration an earlier run applied only in part', () => {
+  it('is refused in one line naming the migration and what to do, not the raw duplicate-column error', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations(db.database);
+    // As after a kill -9 between 0006_big_tables' second and third statements: the column
+    // exists, the index after it does not, and the migration is not recorded.
+    const last = committed[committed.length - 1];
+    await db.sql('DROP INDEX cronq_dead_letters_group ON cronq_dead_letters');
+    await db.sql('DELETE FROM cronq_migrations WHERE created_at = ?', [last.folderMillis]);
+    const error = await applyMigrations(db.database).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MigrationHalfAppliedError);
+    const message = (error as Error).message;
+    expect(message.split('\n')).toHaveLength(1);
+    expect(message).toBe(
+      "migration 0006_big_tables looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 2 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'reason_group' (the statements before it ran again). " +
+        "Apply its remaining statements by hand (drizzle/0006_big_tables.sql in the cronq package, from statement 2) or undo the ones applied, then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
+    );
+    expect(await pendingMigrations(db.database)).toBe(1);
+    const cli = await runCli(['migrate'], { DATABASE_URL: `${serverUrl}/${db.name}` });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toBe(`cronq: ${message}\n`);
   });
 });
 

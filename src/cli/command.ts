@@ -52,7 +52,7 @@ export const COMMON_OPTIONS = {
 } as const satisfies Options;
 
 const DATABASE_URL_HELP = `  DATABASE_URL      mysql://user:pass@host:port/db (default mysql://root@127.0.0.1:3306/cronq)`;
-const LOG_LEVEL_HELP = `  LOG_LEVEL         fatal|error|warn|info|debug (default info; debug also prints stack traces)`;
+const LOG_LEVEL_HELP = `  LOG_LEVEL         fatal|error|warn|info|debug|trace|silent (default info; debug also prints stack traces; anything else exits 64)`;
 
 /** The environment of a command that loads the schedules folder (it takes COMMON_OPTIONS). */
 export const COMMON_HELP = `Environment:

@@ -91,6 +91,43 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
   };
 }
 
+/** One connection of a pool held for a transaction that may have to be abandoned (dedicatedConnection). */
+export interface DedicatedConnection {
+  /** Runs statements on this connection only (each with the pool's statement timeout). */
+  tx: Executor;
+  /** Gives the connection back to its pool. */
+  release(): void;
+  /**
+   * Closes the connection at once, whatever it is doing, and drops it from its pool: the
+   * server rolls back its open transaction and frees its locks. Statements sent on it
+   * afterwards fail. Not released afterwards.
+   */
+  destroy(): void;
+}
+
+/**
+ * Takes one connection from `db`'s pool for a transaction the caller runs itself, so it
+ * can abandon it (destroy) when something inside never ends: drizzle's `transaction()`
+ * offers no way to.
+ */
+export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> {
+  const conn = await ((db as unknown as { $client: Pool }).$client).getConnection();
+  let gone = false;
+  return {
+    tx: drizzle({ client: conn, schema, mode: 'default' }),
+    release: () => {
+      if (gone) return;
+      gone = true;
+      conn.release();
+    },
+    destroy: () => {
+      if (gone) return;
+      gone = true;
+      conn.destroy();
+    },
+  };
+}
+
 /**
  * The `sql_mode` of every session cronq opens, whatever the server's default.
  *

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getTableName } from 'drizzle-orm';
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
@@ -10,6 +12,7 @@ import {
   LEDGER_TABLE,
   ledgerRows,
   missingTables,
+  MigrationStatementError,
   recordMigration,
   runMigration,
   type LedgerRow,
@@ -65,6 +68,47 @@ export class MigrationIncompleteError extends Error {
 }
 
 /**
+ * An unrecorded migration whose DDL an earlier run already applied, in whole or in part (a
+ * run cut off midway: MySQL commits DDL statement by statement, so nothing rolled it back).
+ * Not repaired automatically: whether to finish or undo it is the operator's call.
+ */
+export class MigrationHalfAppliedError extends Error {
+  override name = 'MigrationHalfAppliedError';
+}
+
+/** What a DDL statement fails with when what it makes already exists, or what it removes is gone. */
+const ALREADY_APPLIED = new Set([
+  'ER_TABLE_EXISTS_ERROR',
+  'ER_DUP_FIELDNAME',
+  'ER_DUP_KEYNAME',
+  'ER_MULTIPLE_PRI_KEY',
+  'ER_CANT_DROP_FIELD_OR_KEY',
+  'ER_BAD_TABLE_ERROR',
+  'ER_FK_DUP_NAME',
+]);
+
+/** A migration's name (its file name without .sql) by its journal timestamp. */
+function migrationTags(): Map<number, string> {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ when: number; tag: string }> };
+  return new Map(journal.entries.map((entry) => [entry.when, entry.tag]));
+}
+
+/** `error` from running `tag`: one line naming it and the fix when its DDL was applied before; otherwise the driver's error as it was. */
+function migrationFailure(error: unknown, tag: string): unknown {
+  if (!(error instanceof MigrationStatementError)) return error;
+  const cause = error.cause as { code?: string; message?: string } | null;
+  if (!ALREADY_APPLIED.has(cause?.code ?? '')) return error.cause;
+  const reason = `${cause!.code}: ${String(cause!.message ?? '').split('\n', 1)[0]}`;
+  return new MigrationHalfAppliedError(
+    `migration ${tag} looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): ` +
+      `its statement ${error.statement} of ${error.statements} failed with ${reason}${error.statement > 1 ? ' (the statements before it ran again)' : ''}. ` +
+      `Apply its remaining statements by hand (drizzle/${tag}.sql in the cronq package, from statement ${error.statement}) or undo the ones applied, ` +
+      `then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')`,
+    { cause: error.cause },
+  );
+}
+
+/**
  * Applies every committed migration not yet recorded in `cronq_migrations`, each on the one
  * connection holding the `cronq_migrate` named lock, so several daemons starting at once
  * apply each migration once. An installation whose migrations were recorded in drizzle's
@@ -72,7 +116,9 @@ export class MigrationIncompleteError extends Error {
  * recognised by hash and timestamp, and is not migrated again; drizzle's table, and any
  * rows an app's own drizzle-kit migrations wrote there, are left as they are. Throws
  * MigrationDeniedError (naming --no-migrate and MIGRATION_DATABASE_URL) for a user without
- * DDL rights, and MigrationIncompleteError when a cronq table is missing at the end.
+ * DDL rights, MigrationHalfAppliedError (naming the migration and the fix) when an earlier
+ * run cut off midway left a migration's DDL applied but unrecorded, and
+ * MigrationIncompleteError when a cronq table is missing at the end.
  */
 export async function applyMigrations(database: Database): Promise<void> {
   const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
@@ -89,7 +135,11 @@ export async function applyMigrations(database: Database): Promise<void> {
         applied = await ledgerRows(conn, LEDGER_TABLE);
       }
       for (const migration of unapplied(migrations, applied)) {
-        await runMigration(conn, migration.sql, { hash: migration.hash, createdAt: migration.folderMillis });
+        try {
+          await runMigration(conn, migration.sql, { hash: migration.hash, createdAt: migration.folderMillis });
+        } catch (error) {
+          throw migrationFailure(error, migrationTags().get(migration.folderMillis) ?? `of ${migration.folderMillis}`);
+        }
       }
       const missing = await missingTables(conn, CRONQ_TABLES);
       if (missing.length > 0) {

@@ -49,16 +49,36 @@ export async function recordMigration(conn: mysql.PoolConnection, row: LedgerRow
  * prepared statement from one statement to the next (0004_faults.sql does). MySQL commits
  * DDL statement by statement, so a failure leaves the migration unrecorded and the
  * statements before it applied: the next run fails loudly on them rather than skipping.
+ * A failed statement throws MigrationStatementError (which one, and the driver's error).
  */
 export async function runMigration(conn: mysql.PoolConnection, statements: string[], row: LedgerRow): Promise<void> {
+  const sent = statements.filter((statement) => statement.trim());
   await conn.beginTransaction();
   try {
-    for (const statement of statements) if (statement.trim()) await conn.query(statement);
+    for (const [i, statement] of sent.entries()) {
+      try {
+        await conn.query(statement);
+      } catch (error) {
+        throw new MigrationStatementError(i + 1, sent.length, error);
+      }
+    }
     await recordMigration(conn, row);
     await conn.commit();
   } catch (error) {
     await conn.rollback().catch(() => undefined);
     throw error;
+  }
+}
+
+/** One statement of a migration failed: which (from 1) of how many; `cause` is the driver's error. */
+export class MigrationStatementError extends Error {
+  override name = 'MigrationStatementError';
+  constructor(
+    readonly statement: number,
+    readonly statements: number,
+    override readonly cause: unknown,
+  ) {
+    super(`statement ${statement} of ${statements} failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
   }
 }
 

@@ -1,6 +1,6 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
-import { TASK_BRAND, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
+import { refuseUnknownOptions, TASK_BRAND, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
 import type { Handler } from '../tasks/job.ts';
 import { commandHandler } from '../shell/handler.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
@@ -99,12 +99,39 @@ export interface Schedule extends Task {
 export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_400_000, max: 1000 };
 const CATCH_UP_MAX_LIMIT = 100_000;
 
+/** Every option defineSchedule takes (the compiler keeps this in step with ScheduleOptions). */
+const SCHEDULE_OPTION_KEYS = Object.keys({
+  name: true,
+  cron: true,
+  timezone: true,
+  period: true,
+  catchUp: true,
+  overlap: true,
+  jobs: true,
+  handle: true,
+  command: true,
+  env: true,
+  stdin: true,
+  cwd: true,
+  expect: true,
+  queue: true,
+  maxAttempts: true,
+  backoff: true,
+  lease: true,
+  timeout: true,
+  concurrency: true,
+  parse: true,
+} satisfies Record<keyof ScheduleOptions, true>);
+const CATCH_UP_KEYS = Object.keys({ window: true, mode: true, max: true } satisfies Record<keyof CatchUpOptions, true>);
+const EXPECT_KEYS = ['within'];
+
 /**
  * Declares a recurring job. Validates everything at once and throws a UsageError naming
- * the schedule and the bad option, so the loader refuses the file at start.
+ * the schedule and the bad option (an unknown one too), so the loader refuses the file at start.
  */
 export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
   if (typeof options !== 'object' || options === null) throw new UsageError('defineSchedule needs an options object');
+  refuseUnknownOptions(options, SCHEDULE_OPTION_KEYS, typeof options.name === 'string' ? `schedule '${options.name}'` : 'defineSchedule');
   const name = validateName(options.name, 'schedule name');
   const what = `schedule '${name}'`;
   const timezone = options.timezone ?? 'UTC';
@@ -165,6 +192,7 @@ function resolveExpect(value: { within: Duration } | undefined, what: string): {
   if (typeof value !== 'object' || value === null || value.within === undefined) {
     throw new UsageError(`${what}: expect must be an object such as { within: '2h' }`);
   }
+  refuseUnknownOptions(value, EXPECT_KEYS, what, 'expect.');
   const withinMs = parseDuration(value.within, `${what}: expect.within`);
   if (withinMs < EXPECT_WITHIN_MIN_MS) throw new UsageError(`${what}: expect.within must be at least 1m (got ${JSON.stringify(value.within)})`);
   return { withinMs };
@@ -174,6 +202,7 @@ function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string)
   if (value === false) return { mode: 'off', windowMs: 0, max: 0 };
   if (value === undefined) return CATCH_UP_DEFAULTS;
   if (typeof value !== 'object' || value === null) throw new UsageError(`${what}: catchUp must be an object or false`);
+  refuseUnknownOptions(value, CATCH_UP_KEYS, what, 'catchUp.');
   const mode = value.mode ?? CATCH_UP_DEFAULTS.mode;
   if (mode !== 'all' && mode !== 'latest') throw new UsageError(`${what}: catchUp.mode must be 'all' or 'latest' (got ${JSON.stringify(mode)})`);
   const windowMs = value.window === undefined ? CATCH_UP_DEFAULTS.windowMs : parseDuration(value.window, `${what}: catchUp.window`);

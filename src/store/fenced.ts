@@ -11,7 +11,7 @@
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Db, Executor } from '../db/client.ts';
+import { dedicatedConnection, type Db, type Executor } from '../db/client.ts';
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
@@ -61,26 +61,95 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
   return new Set(rows<{ id: number }>(done).map((r) => Number(r.id)));
 }
 
+/** How long a completion's effect may run, and what ends it sooner (completeIfLeased). */
+export interface EffectBound {
+  /** Most milliseconds the effect may take, counted from when it starts. */
+  limitMs: number;
+  /** What the effect fails with when `limitMs` passes. */
+  timedOut: () => Error;
+  /** Aborting it abandons the effect at once; it fails with the signal's reason. */
+  signal?: AbortSignal;
+}
+
 /**
  * Marks one job done inside a transaction that first locks the row and re-checks the
  * lease, then runs `effect(tx)` so the business effect and "done" commit together.
  * Returns false, having run nothing, when the lease was lost. An error thrown by the
  * effect rolls everything back and propagates.
+ *
+ * An effect still running when its `bound` ends (or its signal aborts) is abandoned:
+ * the transaction's connection is destroyed, so the server rolls it back and frees the
+ * row lock, and this rejects with the bound's error at once. The effect's code may go on
+ * in the background, but every statement it sends fails and "done" is never written.
  */
 export async function completeIfLeased(
   db: Db,
   lease: Lease,
   effect?: (tx: Executor) => Promise<void>,
+  bound?: EffectBound,
 ): Promise<boolean> {
-  return db.transaction(async (tx) => {
+  if (!effect) return db.transaction(async (tx) => markDoneIfHeld(tx, lease));
+  const conn = await dedicatedConnection(db);
+  let abandonedWith: Error | null = null;
+  try {
+    const { tx } = conn;
+    await tx.execute(sql`BEGIN`);
     const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
-    if (held.length === 0) return false;
-    if (effect) await effect(tx);
-    await tx.execute(sql`UPDATE cronq_jobs
-      SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
-      WHERE id = ${lease.id}`);
+    if (held.length === 0) {
+      await tx.execute(sql`ROLLBACK`);
+      return false;
+    }
+    await withinBound(effect(tx), bound, (error) => {
+      abandonedWith = error;
+      conn.destroy();
+    });
+    await markDone(tx, lease);
+    await tx.execute(sql`COMMIT`);
     return true;
+  } catch (error) {
+    if (abandonedWith) throw abandonedWith;
+    // As drizzle's transaction() does: roll back, and a failed rollback's error wins (the connection is gone).
+    await conn.tx.execute(sql`ROLLBACK`);
+    throw error;
+  } finally {
+    conn.release(); // a no-op once destroyed
+  }
+}
+
+/** Settles as `work` does, or rejects sooner when `bound` ends, calling `abandon` with the error first. */
+function withinBound(work: Promise<void>, bound: EffectBound | undefined, abandon: (error: Error) => void): Promise<void> {
+  if (!bound) return work;
+  const { signal } = bound;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const ended = new Promise<never>((_, reject) => {
+    const end = (error: Error) => {
+      abandon(error);
+      reject(error);
+    };
+    if (signal?.aborted) return end(signal.reason as Error);
+    timer = setTimeout(() => end(bound.timedOut()), Math.max(0, bound.limitMs));
+    onAbort = () => end(signal!.reason as Error);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
+  ended.catch(() => undefined); // an abort landing as `work` settles must not go unhandled
+  return Promise.race([work, ended]).finally(() => {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  });
+}
+
+async function markDoneIfHeld(tx: Executor, lease: Lease): Promise<boolean> {
+  const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
+  if (held.length === 0) return false;
+  await markDone(tx, lease);
+  return true;
+}
+
+async function markDone(tx: Executor, lease: Lease): Promise<void> {
+  await tx.execute(sql`UPDATE cronq_jobs
+    SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+    WHERE id = ${lease.id}`);
 }
 
 export interface Failure {

@@ -30,6 +30,7 @@ import {
   failIfLeased,
   releaseIfLeased,
   renewIfLeased,
+  type EffectBound,
   type Failure,
   type FailOutcome,
   type Lease,
@@ -102,9 +103,12 @@ export class Store implements JobWriter {
     return completeManyIfLeased(this.db, leases);
   }
 
-  /** Marks one job done, running `effect` in the same transaction; false when the lease was lost (completeIfLeased). */
-  complete(lease: Lease, effect?: (tx: Executor) => Promise<void>): Promise<boolean> {
-    return completeIfLeased(this.db, lease, effect);
+  /**
+   * Marks one job done, running `effect` in the same transaction, abandoned (rolled back)
+   * once `bound` ends; false when the lease was lost (completeIfLeased).
+   */
+  complete(lease: Lease, effect?: (tx: Executor) => Promise<void>, bound?: EffectBound): Promise<boolean> {
+    return completeIfLeased(this.db, lease, effect, bound);
   }
 
   /** Records a failure: retry later or dead with a dead letter (failIfLeased). */
@@ -418,7 +422,7 @@ export class Store implements JobWriter {
 
 export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
 export { ClaimUpdateError } from './claims.ts';
-export type { Failure, FailOutcome, Lease } from './fenced.ts';
+export type { EffectBound, Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { OverlapLock } from './overlap.ts';

@@ -71,12 +71,69 @@ export interface Task<P = any> {
   concurrency: number | null;
 }
 
+/** Every option defineTask takes (the compiler keeps this in step with TaskOptions). */
+const TASK_OPTION_KEYS = Object.keys({
+  name: true,
+  handle: true,
+  queue: true,
+  maxAttempts: true,
+  backoff: true,
+  lease: true,
+  timeout: true,
+  concurrency: true,
+  parse: true,
+} satisfies Record<keyof TaskOptions, true>);
+
+const BACKOFF_KEYS = Object.keys({ base: true, max: true } satisfies Record<keyof NonNullable<TaskOptions['backoff']>, true>);
+
+/**
+ * Refuses (UsageError) an own key of `options` not in `known`: a typo (`maxAttempt`,
+ * `timout`) would otherwise do nothing at all. Names the key, prefixed by `path` (for a
+ * nested option), and the known key it most likely meant, else every known key.
+ */
+export function refuseUnknownOptions(options: object, known: readonly string[], what: string, path = ''): void {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const meant = closestKey(key, known);
+    const hint = meant !== null ? `did you mean '${path}${meant}'?` : `known: ${known.join(', ')}`;
+    throw new UsageError(`${what}: unknown option '${path}${key}' (${hint})`);
+  }
+}
+
+/** The key of `known` within two edits of `key` (case ignored), nearest first; null when none is. */
+function closestKey(key: string, known: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = 3;
+  for (const candidate of known) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance (option names are short). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
 /**
  * Declares how jobs of one kind are handled. Validates at once and throws a
- * UsageError naming the bad option, so a bad task file is refused at start.
+ * UsageError naming the bad option (an unknown one too), so a bad task file is refused at start.
  */
 export function defineTask<P = any>(options: TaskOptions<P>): Task<P> {
   if (typeof options !== 'object' || options === null) throw new UsageError('defineTask needs an options object');
+  refuseUnknownOptions(options, TASK_OPTION_KEYS, typeof options.name === 'string' ? `task '${options.name}'` : 'defineTask');
   const name = validateName(options.name, 'name');
   if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
   const base = validateJobOptions(options, `task '${name}'`, name);
@@ -134,6 +191,7 @@ export function validateJobOptions(
     options.queue !== undefined ? validateQueue(options.queue, `${what}: queue`) : concurrency !== null ? validateQueue(name) : TASK_DEFAULTS.queue;
   const maxAttempts =
     options.maxAttempts === undefined ? TASK_DEFAULTS.maxAttempts : validateMaxAttempts(options.maxAttempts, `${what}: maxAttempts`);
+  if (typeof options.backoff === 'object' && options.backoff !== null) refuseUnknownOptions(options.backoff, BACKOFF_KEYS, what, 'backoff.');
   const backoff = parseBackoff(options.backoff, `${what}: backoff`);
   const leaseMs = options.lease === undefined ? TASK_DEFAULTS.leaseMs : parseDuration(options.lease, `${what}: lease`);
   if (leaseMs < LEASE_MIN_MS || leaseMs > LEASE_MAX_MS) {

@@ -28,7 +28,9 @@ export interface JobContext {
   /**
    * Registers `fn(tx)` to run inside the fenced transaction that marks the job done.
    * Effects run in registration order; if any throws, nothing commits and the job
-   * fails like a handler error. They never run when the lease was lost.
+   * fails like a handler error. They never run when the lease was lost. Together they may
+   * run for the task's `timeout` and at most until a third of the lease before it ends;
+   * past that their transaction is rolled back and the attempt fails with EffectTimeoutError.
    */
   effect(fn: Effect): void;
 }

@@ -1,10 +1,11 @@
-import { PermanentError } from '../errors.ts';
+import { formatDuration } from '../duration.ts';
+import { EffectTimeoutError, PermanentError, ShutdownAbortError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { isDatabaseTrouble, isOutage, type DbHealth } from '../runtime/dbHealth.ts';
 import { errorText } from '../runtime/errorText.ts';
 import { sleep } from '../runtime/wakeup.ts';
-import type { ClaimedJob } from '../store/index.ts';
+import type { ClaimedJob, EffectBound } from '../store/index.ts';
 import type { Effect } from '../tasks/job.ts';
 import type { JobRun } from './jobRun.ts';
 import { failureOf } from './retryPolicy.ts';
@@ -253,14 +254,26 @@ export class Finisher {
   }
 
   private async completeWithEffects(run: JobRun, effects: Effect[]): Promise<void> {
-    const done = await this.writeWithRetry(run, 'complete', () =>
-      this.deps.store.complete(run.lease, async (tx) => {
-        for (const effect of effects) await effect(tx);
-      }),
-    );
+    run.effectsAbort = new AbortController();
+    let done;
+    try {
+      done = await this.writeWithRetry(run, 'complete', () =>
+        this.deps.store.complete(
+          run.lease,
+          async (tx) => {
+            for (const effect of effects) await effect(tx);
+          },
+          effectBound(run),
+        ),
+      );
+    } finally {
+      run.effectsAbort = null;
+    }
     if (done === undefined) return;
     if (done.ok === false) {
-      // An effect threw (not the database going away): a handler failure like any other.
+      // Shutdown's grace ran out during the effects: rolled back; the drain hands the job back.
+      if (done.error instanceof ShutdownAbortError) return;
+      // An effect threw or timed out (not the database going away): a handler failure like any other.
       await this.recordFailure(run, done.error);
       return;
     }
@@ -366,6 +379,24 @@ export class Finisher {
       stopRenewal?.();
     }
   }
+}
+
+/**
+ * How long `run`'s effects may hold their transaction (the row lock and a connection):
+ * the task's `timeout` if it has one, and in any case no later than a third of a lease
+ * before the lease ends, so that their failure can still be recorded under the lease.
+ * Computed as the write is sent (a retry after database trouble gets what is left).
+ */
+function effectBound(run: JobRun): EffectBound {
+  const byTimeout = run.task?.timeoutMs ?? Infinity;
+  const byLease = run.leaseDeadline - Math.ceil(run.leaseMs / 3) - Date.now();
+  const limitMs = Math.max(0, Math.min(byTimeout, byLease));
+  const why = byTimeout <= byLease ? "the task's timeout" : 'ended early enough to record the failure within the lease';
+  return {
+    limitMs,
+    timedOut: () => new EffectTimeoutError(`effect timed out after ${formatDuration(limitMs)} (${why}); its transaction was rolled back`),
+    signal: run.effectsAbort?.signal,
+  };
 }
 
 function elapsed(startedAt: number): number {

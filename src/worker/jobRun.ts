@@ -58,6 +58,8 @@ export class JobRun implements RenewableRun {
   leaseLost = false;
   /** True while the handler itself runs (not its final write). */
   inHandler = false;
+  /** Set while the run's effects run in their transaction: aborting it abandons them (rolled back). */
+  effectsAbort: AbortController | null = null;
   /** The shutdown grace ran out while the handler ran: its signal was aborted. */
   shutdownAborted = false;
   /** The final write is done, failed or given up (set by the Finisher). */
@@ -125,10 +127,12 @@ export class JobRun implements RenewableRun {
     }
   }
 
-  /** Shutdown grace ran out: abort the handler's signal. */
+  /** Shutdown grace ran out: abort the handler's signal, or abandon its effects' transaction if they are running. */
   abortForShutdown(): void {
     this.shutdownAborted = true;
-    this.abort.abort(new ShutdownAbortError('shutdown grace period ran out'));
+    const reason = new ShutdownAbortError('shutdown grace period ran out');
+    if (this.inHandler) this.abort.abort(reason);
+    this.effectsAbort?.abort(reason);
   }
 
   /**

@@ -81,9 +81,9 @@ export class RunSlots {
     return undefined;
   }
 
-  /** Runs whose handler is still running (not their final write). */
+  /** Runs whose handler is still running, or whose effects are (not a plain final write): what shutdown interrupts. */
   inHandler(): JobRun[] {
-    return [...this.holding].filter((run) => run.inHandler);
+    return [...this.holding].filter((run) => run.inHandler || run.effectsAbort !== null);
   }
 
   /** Resolves once no run is unsettled (at once when none is). */

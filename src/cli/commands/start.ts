@@ -59,7 +59,8 @@ enqueued once and each job runs once at a time.
 
 Durations read as 100ms, 2s, 5m, 1h, 40d.
 On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
-their attempt restored; running handlers get the grace period; exit 0. A second
+their attempt restored; running handlers get the grace period; exit 0. While
+schedule files are still importing: exit 0 at once, nothing started. A second
 signal exits at once.
 
   CRONQ_FAULT_POST_CLAIM_PAUSE_MS   test hook: pause 0-10000 ms after each claim commits

@@ -1,0 +1,81 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defineSchedule, defineTask, UsageError } from '../src/index.ts';
+import { loadSchedulesDir } from '../src/schedule/loader.ts';
+import { TaskRegistry } from '../src/tasks/registry.ts';
+import { REPO_ROOT } from './support/cli.ts';
+
+const handle = () => undefined;
+
+function refusal(define: () => unknown): string {
+  try {
+    define();
+  } catch (error) {
+    expect(error).toBeInstanceOf(UsageError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a UsageError');
+}
+
+describe('options defineTask and defineSchedule do not know', () => {
+  it('defineTask refuses a misspelt option naming it and the option meant', () => {
+    expect(refusal(() => defineTask({ name: 'a', handle, maxAttempt: 3 } as never))).toBe("task 'a': unknown option 'maxAttempt' (did you mean 'maxAttempts'?)");
+    expect(refusal(() => defineTask({ name: 'a', handle, timout: '1s' } as never))).toBe("task 'a': unknown option 'timout' (did you mean 'timeout'?)");
+    expect(refusal(() => defineTask({ name: 'a', handle, retries: 3 } as never))).toBe(
+      "task 'a': unknown option 'retries' (known: name, handle, queue, maxAttempts, backoff, lease, timeout, concurrency, parse)",
+    );
+  });
+
+  it('defineSchedule refuses a misspelt option, also inside catchUp, backoff and expect', () => {
+    const base = { name: 's', cron: '0 2 * * *', handle };
+    expect(refusal(() => defineSchedule({ ...base, timeZone: 'Europe/Paris' } as never))).toBe("schedule 's': unknown option 'timeZone' (did you mean 'timezone'?)");
+    expect(refusal(() => defineSchedule({ ...base, catchup: false } as never))).toBe("schedule 's': unknown option 'catchup' (did you mean 'catchUp'?)");
+    expect(refusal(() => defineSchedule({ ...base, catchUp: { windw: '1h' } } as never))).toBe("schedule 's': unknown option 'catchUp.windw' (did you mean 'catchUp.window'?)");
+    expect(refusal(() => defineSchedule({ ...base, backoff: { bas: '1s' } } as never))).toBe("schedule 's': unknown option 'backoff.bas' (did you mean 'backoff.base'?)");
+    expect(refusal(() => defineSchedule({ ...base, expect: { within: '2h', every: '1h' } } as never))).toBe(
+      "schedule 's': unknown option 'expect.every' (known: within)",
+    );
+  });
+
+  it('accepts every documented option', () => {
+    expect(() =>
+      defineTask({ name: 't', handle, queue: 'q', maxAttempts: 2, backoff: { base: '1s', max: '1m' }, lease: '30s', timeout: '10s', concurrency: 2, parse: (p) => p }),
+    ).not.toThrow();
+    expect(() =>
+      defineSchedule({
+        name: 's',
+        cron: '0 2 * * *',
+        timezone: 'UTC',
+        period: 'day',
+        catchUp: { window: '1d', mode: 'all', max: 10 },
+        overlap: 'skip',
+        jobs: function* () {},
+        command: 'true',
+        env: { A: 'b' },
+        stdin: '',
+        cwd: '/',
+        expect: { within: '2h' },
+        queue: 'q',
+        maxAttempts: 2,
+        backoff: { base: '1s' },
+        lease: '30s',
+        timeout: '10s',
+        concurrency: 1,
+        parse: (p) => p,
+      }),
+    ).not.toThrow();
+  });
+
+  it('the example schedules and the test fixtures still load', async () => {
+    for (const dir of ['schedules', ...readdirSync(join(REPO_ROOT, 'test/fixtures')).filter((d) => d.startsWith('schedules')).map((d) => `test/fixtures/${d}`)]) {
+      const files = readdirSync(join(REPO_ROOT, dir));
+      if (!files.some((f) => /\.(ts|js|mjs|mts)$/.test(f))) continue;
+      // Fixtures meant to be refused say so in their folder's name.
+      if (/bad|broken|refus|invalid/.test(dir)) continue;
+      const registry = new TaskRegistry();
+      await loadSchedulesDir(join(REPO_ROOT, dir), registry);
+      expect(registry.size, dir).toBeGreaterThan(0);
+    }
+  });
+});
