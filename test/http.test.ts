@@ -1,5 +1,6 @@
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CronqHealth } from '../src/cronq.ts';
 import { UsageError } from '../src/errors.ts';
@@ -289,6 +290,31 @@ describe('the HTTP server', () => {
     starting = false;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${base}/metrics`)).text()).toBe('m 1\n');
+  });
+
+  it('on loopback, answers only requests naming a loopback host: a page that rebinds its own name to 127.0.0.1 reads nothing', async () => {
+    const endpoints = { health: async () => report(), metrics: async () => ({ contentType: 'text/plain', body: 'cronq_up 1\n' }) };
+    const local = await startHttpServer({ host: '127.0.0.1', port: 0 }, endpoints, silentLogger());
+    const everywhere = await startHttpServer({ host: '0.0.0.0', port: 0 }, endpoints, silentLogger());
+    servers.push(local, everywhere);
+    const status = (port: number, path: string, host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const path of ['/healthz', '/metrics', '/']) {
+      for (const foreign of ['evil.example', `evil.example:${local.port}`, 'localhost.evil.example', '127.0.0.1.evil.example', '[::2]']) {
+        expect(await status(local.port, path, foreign), `${path} ${foreign}`).toBe(403);
+      }
+    }
+    for (const own of [`127.0.0.1:${local.port}`, 'localhost', `LOCALHOST:${local.port}`, 'app.localhost', `[::1]:${local.port}`, '127.1.2.3']) {
+      expect(await status(local.port, '/healthz', own), own).toBe(200);
+    }
+    expect(await status(everywhere.port, '/healthz', 'evil.example')).toBe(200); // reachable from the network anyway
   });
 
   it('refuses an address in use with one line naming it', async () => {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { UsageError } from '../errors.ts';
 import { errorText } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
@@ -48,7 +48,12 @@ export interface HttpServer {
 export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
   // Node checks headersTimeout and requestTimeout only every connectionsCheckingInterval
   // (30 s by default): a client trickling its headers was held three times as long.
+  let loopback = false; // set once bound: whether the address bound is the loopback interface
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
+    if (loopback && !namesLoopback(req.headers.host)) {
+      send(res, 403, 'text/plain; charset=utf-8', 'forbidden: this server listens on loopback and answers only requests for localhost, 127.0.0.1 or [::1]\n', req.method === 'HEAD');
+      return;
+    }
     void respond(req, res, endpoints).catch((error) => {
       log.warn({ event: 'http_error', path: req.url, error: errorText(error) }, 'http request failed');
       if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', req.method === 'HEAD');
@@ -69,6 +74,7 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
   });
   // The address bound, not the one asked for: `0:9464` listens on 0.0.0.0, `localhost` on 127.0.0.1 or ::1.
   const { address: host, port } = server.address() as AddressInfo;
+  loopback = isLoopbackIp(host);
   log.info({ event: 'http_listening', host, port, paths: endpoints.console ? ['/healthz', '/metrics', '/'] : ['/healthz', '/metrics'] }, 'health and metrics served');
   let closed: Promise<void> | null = null;
   return {
@@ -114,6 +120,26 @@ async function respond(req: IncomingMessage, res: ServerResponse, endpoints: Htt
     const scrape = await endpoints.metrics();
     send(res, 200, scrape.contentType, scrape.body, head);
   }
+}
+
+/** Whether `ip` is a loopback address: 127.0.0.0/8 or ::1 (IPv4-mapped included). */
+function isLoopbackIp(ip: string): boolean {
+  const v4 = ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+  return ip === '::1' || (isIP(v4) === 4 && v4.startsWith('127.'));
+}
+
+/**
+ * Whether a Host header names this machine's loopback: `localhost` (or a name under
+ * `.localhost`, which browsers resolve to loopback themselves) or a loopback IP, with any
+ * port; a request without one (HTTP/1.0) too. A page on another site that points its own
+ * name at 127.0.0.1 (DNS rebinding) sends that name, so a loopback-bound server refuses
+ * it and the page cannot read the console, the metrics or the health report.
+ */
+export function namesLoopback(hostHeader: string | undefined): boolean {
+  if (hostHeader === undefined) return true;
+  const header = hostHeader.trim().toLowerCase();
+  const name = header.startsWith('[') ? header.slice(1, header.indexOf(']')) : header.replace(/:\d*$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || isLoopbackIp(name);
 }
 
 /** The path of a request target, or null when it is no URL (`//[`: a host that does not parse). */
