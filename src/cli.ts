@@ -31,7 +31,7 @@ retried with backoff, dead-lettered when they cannot succeed.
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
 
-Run 'cronq COMMAND --help' for a command's flags.`;
+Run 'cronq COMMAND --help' for a command's flags; each flag is given at most once.`;
 }
 
 /**

@@ -7,6 +7,7 @@ import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LE
 import { formatDuration, parseDuration, shownDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, usedAfterStop, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
+import { charLength, longerThanChars } from './runtime/chars.ts';
 import { libraryLogger, type Logger } from './logger.ts';
 import { guardObserver, type Observer } from './observe.ts';
 import { toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
@@ -272,8 +273,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const importTimeoutMs = wholeNumberWithin(options.importTimeoutMs ?? IMPORT_TIMEOUT_MS.default, 'importTimeoutMs', IMPORT_TIMEOUT_MS);
   const postClaimPauseMs = wholeNumberWithin(options.postClaimPauseMs ?? POST_CLAIM_PAUSE_MS.default, 'postClaimPauseMs', POST_CLAIM_PAUSE_MS);
   const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
-  if (typeof lockedBy !== 'string' || lockedBy.length < 1 || lockedBy.length > 255) {
-    throw new UsageError(`lockedBy must be a string of 1 to 255 characters (got ${typeof lockedBy === 'string' ? `${lockedBy.length} characters` : typeof lockedBy})`);
+  if (typeof lockedBy !== 'string' || lockedBy.length < 1 || longerThanChars(lockedBy, 255)) {
+    throw new UsageError(`lockedBy must be a string of 1 to 255 characters (got ${typeof lockedBy === 'string' ? `${charLength(lockedBy)} characters` : typeof lockedBy})`);
   }
   if (options.queues !== undefined && !Array.isArray(options.queues)) throw new UsageError(`queues must be an array of queue names (got ${typeof options.queues})`);
   const queues = (options.queues ?? []).map((queue) => validateQueue(queue, 'queues entry'));

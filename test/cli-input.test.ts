@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseIsoInstant } from '../src/cli/instant.ts';
 import { parseDatabaseUrl } from '../src/db/url.ts';
+import { parseCommandArgs, type Command } from '../src/cli/command.ts';
+import { startCommand } from '../src/cli/commands/start.ts';
 import { runMain } from './support/runMain.ts';
 
 // Usage errors end before the database is opened: no server is needed for these.
@@ -21,6 +23,32 @@ describe('flags the parser refuses', () => {
       "cronq schedules: Option '--count' argument is ambiguous: did you forget to specify the option argument for '--count'? To specify an option argument starting with a dash use '--count=-XYZ' (see cronq schedules --help)",
     );
     expect(await refused(['start', '--prefetch', '-1'])).toMatch(/^cronq start: Option '--prefetch' argument is ambiguous: .*'--prefetch=-XYZ'/);
+  });
+});
+
+describe('a flag given twice', () => {
+  it('is refused on one line naming it, whatever its form, instead of the last one silently winning', async () => {
+    const cases: Array<[string[], string]> = [
+      [['start', '--concurrency', '4', '--concurrency', '8'], 'start: --concurrency'],
+      [['start', '--concurrency=4', '--concurrency', '4'], 'start: --concurrency'],
+      [['start', '--no-migrate', '--queues', 'a', '--no-migrate'], 'start: --no-migrate'],
+      [['enqueue', 'report', '--key', 'a', '--key', 'b'], 'enqueue: --key'],
+      [['dead', 'list', '--kind', 'a', '--kind=b'], 'dead: --kind'],
+      [['cancel', '--all-matching', '--reason', 'x', '--reason', 'y'], 'cancel: --reason'],
+      [['pause', 'nightly', '--by', 'ann', '--by', 'bob'], 'pause: --by'],
+      [['stats', '--json', '--json'], 'stats: --json'],
+      [['schedules', '--schedules', 'a', '--schedules', 'b'], 'schedules: --schedules'],
+    ];
+    for (const [args, named] of cases) {
+      const [command, flag] = named.split(': ');
+      // No server there: were the flag taken, the command would fail to connect rather than run.
+      expect(await refused(args, { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe(`cronq ${command}: ${flag} is given more than once; give it once (see cronq ${command} --help)`);
+    }
+  });
+
+  it('is taken when the flag is declared to repeat, and each flag still once', () => {
+    const command = { ...startCommand, options: { ...startCommand.options, tag: { type: 'string', multiple: true } } } as Command;
+    expect(parseCommandArgs(command, ['--tag', 'a', '--concurrency', '2', '--tag', 'b']).values).toMatchObject({ tag: ['a', 'b'], concurrency: '2' });
   });
 });
 

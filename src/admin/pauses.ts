@@ -5,6 +5,7 @@
  * obeys at its next read (see store/pauses.ts).
  */
 import { defaultOperator } from '../runtime/operator.ts';
+import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { UsageError } from '../errors.ts';
 import type { PauseTarget } from '../db/schema.ts';
 import type { Schedule } from '../schedule/define.ts';
@@ -59,7 +60,7 @@ export interface PauseAdmin {
 
 function checkedText(value: string, what: string, max: number): string {
   if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${what} must not be empty`);
-  if (value.length > max) throw new UsageError(`${what} is longer than ${max} characters (${value.length})`);
+  if (longerThanChars(value, max)) throw new UsageError(`${what} is longer than ${max} characters (${charLength(value)})`);
   return value;
 }
 

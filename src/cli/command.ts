@@ -23,11 +23,15 @@ export interface ParsedArgs {
   out: (line: string) => void;
 }
 
-/** Parses argv for `command` strictly: an unknown flag or a missing value is a UsageError. */
+/**
+ * Parses argv for `command` strictly: an unknown flag, a missing value, or a flag given
+ * twice (parseArgs would keep the last silently: `--concurrency 4 --concurrency 8`) is a
+ * UsageError. Only a flag declared `multiple: true` may repeat.
+ */
 export function parseCommandArgs(command: Command, argv: string[]): { values: ParsedArgs['values']; positionals: string[] } {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     const message = (error as Error).message
       .replace(/\. To specify a positional argument.*$/s, '')
@@ -36,6 +40,12 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
       .replace(/\.\n(\w)/, (_, first: string) => `: ${first.toLowerCase()}`)
       .replace(/\s*\n\s*/g, ' ');
     throw new UsageError(`cronq ${command.name}: ${message} (see cronq ${command.name} --help)`);
+  }
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option' || command.options[token.name]?.multiple) continue;
+    if (seen.has(token.name)) throw new UsageError(`cronq ${command.name}: --${token.name} is given more than once; give it once (see cronq ${command.name} --help)`);
+    seen.add(token.name);
   }
   const { min, max, names } = command.positionals;
   if (parsed.positionals.length < min) throw new UsageError(`cronq ${command.name}: missing ${names} (see cronq ${command.name} --help)`);

@@ -5,9 +5,13 @@
 import { MAX_KEY_LENGTH } from '../store/index.ts';
 import { UsageError } from '../errors.ts';
 import type { NewJobRow } from '../store/index.ts';
+import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { errorText, firstLine } from '../runtime/errorText.ts';
-import { TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
+import { shownName, TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
+
+/** Longest job kind: cronq_jobs.kind is VARCHAR(128). */
+const MAX_KIND_LENGTH = 128;
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
@@ -37,7 +41,7 @@ export type JobContent = { payloadJson: string } | { problem: string; field: 'ke
  * payload.
  */
 export function checkJobContent(key: string, payload: unknown): JobContent {
-  if (key.length > MAX_KEY_LENGTH) return { field: 'key', problem: `job key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed` };
+  if (longerThanChars(key, MAX_KEY_LENGTH)) return { field: 'key', problem: `job key is ${charLength(key)} characters long; at most ${MAX_KEY_LENGTH} are allowed` };
   const cut = loneSurrogateProblem(key, 'job key');
   if (cut) return { field: 'key', problem: cut };
   let payloadJson: string | undefined;
@@ -68,9 +72,10 @@ function loneSurrogateProblem(text: string, what: string): string | null {
  */
 export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if (typeof job !== 'object' || job === null) throw new UsageError('a job must be an object');
-  if (typeof job.kind !== 'string' || job.kind.length === 0 || job.kind.length > 128) {
-    throw new UsageError(`job kind must be a non-empty string of at most 128 characters (got ${JSON.stringify(job.kind)})`);
+  if (typeof job.kind !== 'string' || job.kind.length === 0) {
+    throw new UsageError(`job kind must be a non-empty string of at most ${MAX_KIND_LENGTH} characters (got ${typeof job.kind === 'string' ? 'an empty string' : typeof job.kind})`);
   }
+  if (longerThanChars(job.kind, MAX_KIND_LENGTH)) throw new UsageError(`job kind is ${charLength(job.kind)} characters long; at most ${MAX_KIND_LENGTH} are allowed`);
   const cutKind = loneSurrogateProblem(job.kind, 'job kind');
   if (cutKind) throw new UsageError(cutKind);
   if (typeof job.key !== 'string' || job.key.length === 0) throw new UsageError('job key is missing');
@@ -87,7 +92,7 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   }
   if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
     // Its limit holds per queue: in another queue the kind's jobs would run unlimited.
-    throw new UsageError(`job ${JSON.stringify(job.key)}: kind '${task.name}' has a concurrency limit and runs only in its own queue '${task.queue}' (got queue ${JSON.stringify(job.queue)})`);
+    throw new UsageError(`job ${JSON.stringify(job.key)}: kind '${task.name}' has a concurrency limit and runs only in its own queue '${task.queue}' (got queue ${shownName(job.queue)})`);
   }
   return {
     queue: job.queue === undefined ? (task?.queue ?? TASK_DEFAULTS.queue) : validateQueue(job.queue),

@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
@@ -159,6 +160,9 @@ export class ScheduleTicker {
       const page = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, now, SKIP_PAGE);
       if (page.length === 0) break;
       await this.recordSkipped(planner.add(page));
+      // A page with nothing to skip (all within the window and the cap) awaits no
+      // statement: without this the pages would run back to back in microtasks.
+      await setImmediate();
       from = page[page.length - 1];
       if (signal?.aborted) return;
     }
@@ -166,7 +170,12 @@ export class ScheduleTicker {
     // One read per pass: a pause made after it applies from the next pass (the next tick).
     const paused = enqueue.length > 0 ? await this.pausedNote() : null;
     if (paused !== null) {
-      await this.recordSkipped(enqueue.map((tick) => ({ at: tick.at, note: paused })));
+      // Up to catchUp.max ticks (100,000): their period keys and rows a page at a time,
+      // as above, so the event loop is free between pages.
+      for (let i = 0; i < enqueue.length; i += SKIP_PAGE) {
+        await this.recordSkipped(enqueue.slice(i, i + SKIP_PAGE).map((tick) => ({ at: tick.at, note: paused })));
+        if (signal?.aborted) return;
+      }
       return;
     }
     for (const tick of enqueue) {

@@ -21,6 +21,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
+import { charLength, longerThanChars } from '../runtime/chars.ts';
 import type { Lease } from './fenced.ts';
 import { NOW, rows } from './sql.ts';
 
@@ -69,7 +70,7 @@ function checkText(value: string, what: string): string {
   if (typeof value !== 'string') throw new UsageError(`a ${what} is required`);
   const trimmed = value.trim();
   if (trimmed === '') throw new UsageError(`a ${what} is required`);
-  if (trimmed.length > MAX_CANCEL_TEXT_LENGTH) throw new UsageError(`the ${what} is ${trimmed.length} characters long; at most ${MAX_CANCEL_TEXT_LENGTH}`);
+  if (longerThanChars(trimmed, MAX_CANCEL_TEXT_LENGTH)) throw new UsageError(`the ${what} is ${charLength(trimmed)} characters long; at most ${MAX_CANCEL_TEXT_LENGTH}`);
   return trimmed;
 }
 

@@ -18,6 +18,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
+import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { firstLine } from '../runtime/errorText.ts';
 import { reasonGroup } from './failureReason.ts';
 import { NOW, parseDbTime, rows, toDbTime } from './sql.ts';
@@ -283,7 +284,7 @@ function checkReason(reason: string): string {
   if (typeof reason !== 'string') throw new UsageError('a reason is required');
   const trimmed = reason.trim();
   if (trimmed === '') throw new UsageError('a reason is required');
-  if (trimmed.length > MAX_REASON_LENGTH) throw new UsageError(`the reason is ${trimmed.length} characters long; at most ${MAX_REASON_LENGTH}`);
+  if (longerThanChars(trimmed, MAX_REASON_LENGTH)) throw new UsageError(`the reason is ${charLength(trimmed)} characters long; at most ${MAX_REASON_LENGTH}`);
   return trimmed;
 }
 

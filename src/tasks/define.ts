@@ -1,6 +1,7 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { parseBackoff, type Backoff } from '../runtime/backoff.ts';
+import { sliceChars } from '../runtime/errorText.ts';
 import type { Handler } from './job.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -153,10 +154,20 @@ export function validateParse(parse: unknown, what: string): ((payload: unknown)
   return parse as (payload: unknown) => unknown;
 }
 
+/**
+ * A refused name or queue as a message quotes it: text in double quotes, cut to 64
+ * UTF-16 units without splitting a pair (never a whole megabyte someone passed);
+ * anything else by its value or, for an object, its type.
+ */
+export function shownName(value: unknown): string {
+  if (typeof value === 'string') return value.length > 64 ? `${JSON.stringify(sliceChars(value, 64)).slice(0, -1)}…"` : JSON.stringify(value);
+  return typeof value === 'object' && value !== null ? typeof value : String(value);
+}
+
 /** Validates a task or schedule name. */
 export function validateName(name: unknown, what: string): string {
   if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name)})`);
+    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${shownName(name)})`);
   }
   return name;
 }
@@ -164,7 +175,7 @@ export function validateName(name: unknown, what: string): string {
 /** Validates a queue name (CLI, enqueue and task options share it). */
 export function validateQueue(queue: unknown, what = 'queue'): string {
   if (typeof queue !== 'string' || !QUEUE.test(queue)) {
-    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${JSON.stringify(queue)})`);
+    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${shownName(queue)})`);
   }
   return queue;
 }

@@ -1,5 +1,6 @@
 import { CANCEL_BATCH_SIZE, MAX_CANCEL_TEXT_LENGTH, type CancelFilter, type CancelOutcome, type CancelTarget } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
+import { longerThanChars } from '../../runtime/chars.ts';
 import { DATABASE_ONLY_HELP, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
@@ -99,7 +100,7 @@ function nonEmpty(value: string, flag: string): string {
 
 function checkedText(value: string | undefined, flag: string, why: string): string {
   if (value === undefined || value.trim() === '') throw new UsageError(`${NAME}: ${flag} is required (${why})`);
-  if (value.trim().length > MAX_CANCEL_TEXT_LENGTH) throw new UsageError(`${NAME}: ${flag.split(' ')[0]} is longer than ${MAX_CANCEL_TEXT_LENGTH} characters`);
+  if (longerThanChars(value.trim(), MAX_CANCEL_TEXT_LENGTH)) throw new UsageError(`${NAME}: ${flag.split(' ')[0]} is longer than ${MAX_CANCEL_TEXT_LENGTH} characters`);
   return value.trim();
 }
 

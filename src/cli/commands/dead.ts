@@ -9,6 +9,7 @@ import {
   type ReviewOutcome,
 } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
+import { longerThanChars } from '../../runtime/chars.ts';
 import type { Command, ParsedArgs } from '../command.ts';
 import { DATABASE_ONLY_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
@@ -196,7 +197,7 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
   if (!bulk && hasFilter) throw new UsageError(`${name}: --kind, --queue and --since select dead letters only with --all-matching`);
   const reason = values.reason as string | undefined;
   if (reason === undefined || reason.trim() === '') throw new UsageError(`${name}: --reason R is required (it is recorded in the resolution)`);
-  if (reason.trim().length > MAX_REASON_LENGTH) throw new UsageError(`${name}: --reason is longer than ${MAX_REASON_LENGTH} characters`);
+  if (longerThanChars(reason.trim(), MAX_REASON_LENGTH)) throw new UsageError(`${name}: --reason is longer than ${MAX_REASON_LENGTH} characters`);
   const past = action === 'requeue' ? 'requeued' : 'discarded';
 
   if (bulk) {

@@ -6,6 +6,7 @@
  * resolution (dead letters record no reviewer of their own).
  */
 import { describePause, MAX_REASON_LENGTH, type CronqAdmin } from '../../admin.ts';
+import { sliceChars } from '../../runtime/errorText.ts';
 import { decodeSegment } from './context.ts';
 import { deadFilter } from './pages/dead.ts';
 
@@ -15,9 +16,9 @@ export interface ActionResult {
   message: string;
 }
 
-/** The reason as recorded: who acted, then why, cut to MAX_REASON_LENGTH. */
+/** The reason as recorded: who acted, then why, cut to MAX_REASON_LENGTH (UTF-16 units, never splitting a pair). */
 function recorded(operator: string, reason: string): string {
-  return `[console:${operator}] ${reason}`.slice(0, MAX_REASON_LENGTH);
+  return sliceChars(`[console:${operator}] ${reason}`, MAX_REASON_LENGTH);
 }
 
 /**
