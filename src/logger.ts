@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { UsageError } from './errors.ts';
+import { boundedText } from './runtime/errorText.ts';
 
 export type { Logger };
 
@@ -40,6 +41,26 @@ export function createLogger(level = process.env.LOG_LEVEL, destination: 1 | 2 =
   );
 }
 
+/**
+ * createCronq's own logger when the app gives none: at LOG_LEVEL, or at info when LOG_LEVEL
+ * holds a level cronq does not know. An app's process may use LOG_LEVEL for its own
+ * logger, in that logger's words ('verbose', 'warning'): that must not stop the app, so it
+ * is said once, as the logger's first line (`log_level_unknown`), not thrown. The daemon
+ * (`cronq`), whose variable it is, refuses it (parseLogLevel).
+ */
+function defaultLibraryLogger(value: string | undefined): Logger {
+  try {
+    return createLogger(value);
+  } catch {
+    const log = createLogger('info');
+    log.warn(
+      { event: 'log_level_unknown', log_level: boundedText(value ?? '', 64) },
+      `LOG_LEVEL is not one of ${LOG_LEVELS.join(', ')}; cronq logs at info (pass a logger to createCronq to choose)`,
+    );
+    return log;
+  }
+}
+
 /** A logger that drops everything (library default when the caller passes none). */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
@@ -51,13 +72,13 @@ const REQUIRED_METHODS = ['child', 'debug', 'info', 'warn', 'error', 'isLevelEna
 /**
  * The logger createCronq uses for its `logger` option: none given, one like the daemon's
  * (pino JSON lines on stdout, level from LOG_LEVEL, default info), so a failing job is
- * never silent (an unknown LOG_LEVEL: UsageError); `false`, nothing; else the given
+ * never silent (an unknown LOG_LEVEL: info, said once); `false`, nothing; else the given
  * logger, which must be pino-compatible.
  * Throws UsageError naming the missing methods (a `console` has no `child` or
  * `isLevelEnabled`), rather than failing at the first job.
  */
 export function libraryLogger(option: Logger | false | undefined): Logger {
-  if (option === undefined) return createLogger();
+  if (option === undefined) return defaultLibraryLogger(process.env.LOG_LEVEL);
   if (option === false) return silentLogger();
   const missing = REQUIRED_METHODS.filter((m) => typeof (option as unknown as Record<string, unknown> | null)?.[m] !== 'function');
   if (missing.length > 0) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord } from '../src/index.ts';
+import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -192,17 +193,26 @@ describe('createCronq options', () => {
     }
   });
 
-  it('with no logger given, refuses an unknown LOG_LEVEL for its own logger (UsageError naming it); a given logger or false ignores it', () => {
-    const saved = process.env.LOG_LEVEL;
-    process.env.LOG_LEVEL = 'verbose';
-    try {
-      expect(() => createCronq({ databaseUrl: t.url })).toThrow(UsageError);
-      expect(() => createCronq({ databaseUrl: t.url })).toThrow(/^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got 'verbose'\)$/);
-      expect(() => createCronq({ databaseUrl: t.url, logger: false })).not.toThrow();
-    } finally {
-      if (saved === undefined) delete process.env.LOG_LEVEL;
-      else process.env.LOG_LEVEL = saved;
-    }
+  it("with no logger given, logs at info when LOG_LEVEL holds a level it does not know (the app's own logger may use it), saying so once", async () => {
+    // An app process: createCronq with its default logger, which writes JSON lines to stdout.
+    const app = `import { createCronq } from './src/index.ts';
+      const cronq = createCronq({ databaseUrl: ${JSON.stringify(t.url)} });
+      await cronq.stop();
+      console.log('app ran');`;
+    const run = await runProcess(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', app], {
+      cwd: REPO_ROOT,
+      env: { LOG_LEVEL: `verbose${'x'.repeat(1_000)}` },
+      timeoutMs: 30_000,
+    });
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines.at(-1)).toBe('app ran');
+    const warned = lines.filter((l) => l.includes('log_level_unknown')).map((l) => JSON.parse(l));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ level: 'warn', event: 'log_level_unknown' });
+    expect(warned[0].log_level.length).toBeLessThanOrEqual(64);
+    expect(warned[0].log_level).toMatch(/^verbosex+/);
+    expect(() => createCronq({ databaseUrl: t.url, logger: false })).not.toThrow();
   });
 
   it('quotes a long duration option it refuses in at most 64 characters, as parseDuration does', () => {
