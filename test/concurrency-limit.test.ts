@@ -150,6 +150,48 @@ describe('claiming a limited queue', () => {
     }
   });
 
+  it('reads the payloads of only the rows it keeps: a queue at its limit costs no payload transfer', async () => {
+    await t.sql('DELETE FROM cronq_jobs');
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('capped', 2)");
+    const big = (i: number) => JSON.stringify({ i, pad: 'p'.repeat(200_000) });
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 6 }, (_, i) => jobRow(`big-${i}`, { kind: 'capped', queue: 'capped', payloadJson: big(i) })));
+    // Every payload character the claim's statements bring back, whatever statement it is in.
+    let received = 0;
+    const tally = (value: unknown): void => {
+      if (Array.isArray(value)) value.forEach(tally);
+      else if (value !== null && typeof value === 'object' && typeof (value as { payload?: unknown }).payload === 'string') received += (value as { payload: string }).payload.length;
+    };
+    const pool = t.database.claims;
+    const counted = new Proxy(pool, {
+      get(target, property) {
+        if (property !== 'getConnection') return Reflect.get(target, property, target);
+        return async () => {
+          const conn = await target.getConnection();
+          return new Proxy(conn, {
+            get(c, p) {
+              const value = Reflect.get(c, p, c);
+              if (p !== 'query') return typeof value === 'function' ? value.bind(c) : value;
+              return async (...args: unknown[]) => {
+                const result = await (value as (...a: unknown[]) => Promise<[unknown, unknown]>).apply(c, args);
+                tally(result[0]);
+                return result;
+              };
+            },
+          });
+        };
+      },
+    });
+    const claimCapped = (n: number) =>
+      claimReady(counted, { queues: ['capped'], limit: n, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:1', limits: new Map([['capped', { kind: 'capped', maxRunning: 2 }]]) });
+
+    const first = await claimCapped(10); // room for 2 of the 6 it could lock
+    expect(first.map((j) => JSON.parse(j.payloadText).i)).toEqual([0, 1]);
+    expect(received).toBe(2 * big(0).length);
+    received = 0;
+    expect(await claimCapped(10)).toEqual([]); // at its limit: the rows it locks are all let go
+    expect(received).toBe(0);
+  });
+
   it('reads one limited queue per claim, so no two claims ever wait on each other for limit rows', async () => {
     await t.sql('DELETE FROM cronq_jobs');
     await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('one', 5), ('two', 5)");

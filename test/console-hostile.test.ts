@@ -168,6 +168,18 @@ describe('the console notice', () => {
     edited.searchParams.set('done', 'paused: go to http://evil.example');
     expect(await (await fetch(edited)).text()).not.toContain('evil.example');
   });
+
+  it('cuts a long outcome between characters, never inside an emoji, and still redirects with it', async () => {
+    // One of the two reasons puts an emoji across the notice's cut, whatever the prefix's length.
+    for (const reason of ['😀'.repeat(200), `x${'😀'.repeat(200)}`]) {
+      await t.sql('DELETE FROM cronq_pauses');
+      const acted = await fetch(`${base}/schedules/nightly-report/pause`, { method: 'POST', headers: form, body: `reason=${encodeURIComponent(reason)}`, redirect: 'manual' });
+      expect(acted.status).toBe(303);
+      const back = await (await fetch(new URL(acted.headers.get('location')!, base))).text();
+      expect(back).toMatch(/<p class="flash" role="status">paused: [^<]*😀/);
+      expect(back).not.toContain('\uFFFD');
+    }
+  });
 });
 
 describe('the console headers', () => {

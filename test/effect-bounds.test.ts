@@ -129,4 +129,33 @@ describe('an effect that never settles', () => {
     expect(await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'stuck:3'")).toEqual([{ status: 'ready', attempts: 0 }]);
     expect(await t.sql('SELECT job_key FROM effect_marks')).toEqual([]);
   });
+
+  it('stuck in a statement the server is still running: that statement is ended too, so the row lock is freed and the failure recorded at once', async () => {
+    let attempts = 0;
+    const c = await start([
+      defineTask({
+        name: 'sleepy',
+        timeout: '300ms',
+        maxAttempts: 2,
+        backoff: { base: '10ms', max: '10ms' },
+        handle: (job, ctx) => {
+          attempts += 1;
+          const first = attempts === 1;
+          ctx.effect(async (tx) => {
+            await tx.execute(sql`INSERT INTO effect_marks (job_key) VALUES (${job.key})`);
+            // MariaDB checks a SLEEP's client only every 5 s; a slow UPDATE would not check at all.
+            if (first) await tx.execute(sql`SELECT SLEEP(60)`);
+          });
+        },
+      }),
+    ]);
+    const began = Date.now();
+    await c.enqueue({ kind: 'sleepy', key: 'sleepy:1' });
+    const [failed] = await log.waitFor('job_failed', 1, 15_000);
+    expect(failed.error).toMatch(/effect timed out after 300ms/);
+    expect(Date.now() - began).toBeLessThan(4_000); // not held until the server looked at the socket again
+    await log.waitFor('job_completed', 1, 10_000);
+    expect(await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'sleepy:1'")).toEqual([{ status: 'done', attempts: 2 }]);
+    expect(await t.sql('SELECT job_key FROM effect_marks')).toEqual([{ job_key: 'sleepy:1' }]);
+  });
 });

@@ -193,6 +193,40 @@ describe('a job run on a fake store', () => {
     expect(r.writes.map((w) => w.op)).toEqual(['complete']);
   });
 
+  it('ignores, with a warning naming the job, an effect registered after its handler returned, rather than dropping it silently', async () => {
+    let late!: () => void;
+    const registered = new Promise<void>((resolve) => (late = resolve));
+    const r = runOf({
+      handle: (_job, ctx) => {
+        setTimeout(() => {
+          ctx.effect(async (tx) => void (tx as unknown as { effects: string[] }).effects.push('late'));
+          late();
+        }, 20);
+      },
+    });
+    await r.settled();
+    await registered;
+    expect(r.writes.map((w) => w.op)).toEqual(['completeMany']);
+    expect(r.tx.effects).toEqual([]);
+    const [ignored] = r.events.named('job_effect_ignored');
+    expect(ignored).toMatchObject({ level: 40, job_id: 7, kind: 'k' });
+    expect(ignored.msg).toMatch(/after its handler returned/);
+  });
+
+  it('still runs an effect one of its effects registers while they run', async () => {
+    const r = runOf({
+      handle: (_job, ctx) => {
+        ctx.effect(async (tx) => {
+          (tx as unknown as { effects: string[] }).effects.push('first');
+          ctx.effect(async (inner) => void (inner as unknown as { effects: string[] }).effects.push('second'));
+        });
+      },
+    });
+    await r.settled();
+    expect(r.tx.effects).toEqual(['first', 'second']);
+    expect(r.events.named('job_effect_ignored')).toEqual([]);
+  });
+
   it('fails an attempt that outruns its timeout with the timeout as its error', async () => {
     const r = runOf({ timeout: '30ms', handle: () => new Promise(() => undefined) });
     await r.settled();

@@ -98,9 +98,11 @@ export interface DedicatedConnection {
   /** Gives the connection back to its pool. */
   release(): void;
   /**
-   * Closes the connection at once, whatever it is doing, and drops it from its pool: the
-   * server rolls back its open transaction and frees its locks. Statements sent on it
-   * afterwards fail. Not released afterwards.
+   * Closes the connection at once, whatever it is doing, and drops it from its pool; then
+   * ends its session on the server (KILL, from another connection of the pool), so the
+   * server rolls back its open transaction and frees its locks even while it is still
+   * running one of its statements. Statements sent on it afterwards fail. Not released
+   * afterwards.
    */
   destroy(): void;
 }
@@ -111,7 +113,8 @@ export interface DedicatedConnection {
  * offers no way to.
  */
 export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> {
-  const conn = await ((db as unknown as { $client: Pool }).$client).getConnection();
+  const pool = (db as unknown as { $client: Pool }).$client;
+  const conn = await pool.getConnection();
   let gone = false;
   return {
     tx: drizzle({ client: conn, schema, mode: 'default' }),
@@ -123,7 +126,13 @@ export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> 
     destroy: () => {
       if (gone) return;
       gone = true;
+      const thread = Number(conn.threadId);
       conn.destroy();
+      // The server notices a closed socket only when it next reads or writes it: a statement
+      // still running there (a slow UPDATE, a SLEEP) would go on holding the transaction's
+      // row locks until it ends. Ending one's own session needs no privilege; a session
+      // already gone answers 'unknown thread', ignored like any other failure here.
+      if (Number.isSafeInteger(thread) && thread > 0) pool.query(`KILL ${thread}`).catch(() => undefined);
     },
   };
 }

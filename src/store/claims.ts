@@ -13,7 +13,10 @@
  * locking read opening the transaction, then the UPDATE and the COMMIT together. The
  * locking read returns every column the worker needs (it visits each row to lock it
  * anyway), and the claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so
- * no row is read a second time.
+ * no row is read a second time. A limited queue's locking read is the exception: it may
+ * lock more rows than the limit leaves room for (see below), so it reads ids alone, and
+ * the rows kept are read, locked, in the packet of the UPDATE (no round trip more); a
+ * queue at its limit costs no payload transfer.
  *
  * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
  * two round trips: its first packet also locks the kind's `cronq_kind_limits` row
@@ -162,12 +165,13 @@ export function claimSelectSql(
   after: 'same-instant' | 'later' | null,
   cursor: ClaimCursor | undefined,
   exclude: readonly number[],
+  columns: string = CLAIM_COLUMNS,
 ): string {
   const notExcluded = exclude.length === 0 ? '' : 'AND id NOT IN (?) ';
   const from = after === 'same-instant' ? 'available_at = ? AND id > ? AND ' : after === 'later' ? 'available_at > ? AND ' : '';
   const fromValues = after === 'same-instant' ? [cursor!.availableAt, cursor!.id] : after === 'later' ? [cursor!.availableAt] : [];
   return format(
-    `SELECT ${CLAIM_COLUMNS} FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+    `SELECT ${columns} FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
     WHERE status = 'ready' AND queue = ? AND ${from}available_at <= UTC_TIMESTAMP(6) ${notExcluded}
     ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     [queue, ...fromValues, ...(exclude.length === 0 ? [] : [exclude]), limit],
@@ -258,6 +262,12 @@ type Locked = {
 const CLAIM_COLUMNS = `id, available_at, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
     period_key, scheduled_at, lease_expiries`;
 
+/** What a limited queue's locking read reads: it may lock rows it then lets go, whose payloads it need not fetch. */
+const LOCK_COLUMNS = 'id, available_at';
+
+/** A row as a limited queue's locking read returns it (LOCK_COLUMNS). */
+type LockedId = Pick<Locked, 'id' | 'available_at'>;
+
 /** One claim transaction on one connection: statements go out in as few packets as the reads allow. */
 class ClaimTransaction {
   private open = false;
@@ -323,7 +333,8 @@ class ClaimTransaction {
 
   /**
    * lockReady for a limited queue: locks the limit row and counts first (same packet),
-   * keeps at most the room left; `full` when the queue is at its limit with these rows.
+   * keeps at most the room left, reading ids alone (LOCK_COLUMNS: the caller reads the rows
+   * it keeps); `full` when the queue is at its limit with these rows.
    * (Rows it locks beyond that room are unlocked at COMMIT; claims of the kind take turns
    * on the limit row, so none of them skips such a row meanwhile.) `exhausted` only when
    * the reads themselves came back short: the queue has no ready row past the rows
@@ -335,20 +346,20 @@ class ClaimTransaction {
     want: number,
     cursor: ClaimCursor | undefined,
     exclude: readonly number[],
-  ): Promise<{ rows: Locked[]; full: boolean; exhausted: boolean }> {
+  ): Promise<{ rows: LockedId[]; full: boolean; exhausted: boolean }> {
     const ask = Math.min(want, limit.maxRunning);
     const from = !cursor ? null : cursor.drained ? 'later' : 'same-instant';
-    const [maxRows, countRows, first] = await this.send([...limitSql(queue, limit), claimSelectSql(queue, ask, from, cursor, exclude)]);
+    const [maxRows, countRows, first] = await this.send([...limitSql(queue, limit), claimSelectSql(queue, ask, from, cursor, exclude, LOCK_COLUMNS)]);
     const max = Number((maxRows as Array<{ max_running: number }>)[0]?.max_running ?? 0);
     const running = Number((countRows as Array<{ running: number }>)[0].running);
     const take = Math.min(ask, Math.max(0, max - running));
-    const found = first as Locked[];
+    const found = first as LockedId[];
     const rows = found.slice(0, take);
     // Read to the end of what exists only when every row found was kept and fewer came than asked.
     let exhausted = found.length < ask && rows.length === found.length && from !== 'same-instant';
     if (from === 'same-instant' && rows.length < take && found.length < ask) {
       const wanted = take - rows.length;
-      const later = (await this.send([claimSelectSql(queue, wanted, 'later', cursor, exclude)]))[0] as Locked[];
+      const later = (await this.send([claimSelectSql(queue, wanted, 'later', cursor, exclude, LOCK_COLUMNS)]))[0] as LockedId[];
       rows.push(...later);
       exhausted = later.length < wanted;
     }
@@ -389,6 +400,8 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const tx = new ClaimTransaction(conn);
   const lockedIds: number[] = [];
   const lockedRows: Locked[] = [];
+  /** Rows of a limited queue: locked and kept, their columns read with the UPDATE. */
+  const keptIds: number[] = [];
   let heldLimit = false;
   try {
     if (request.ids) {
@@ -406,7 +419,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       const cursor = request.cursors?.get(queue);
       const exclude = [...(request.excludeIds ?? [])];
       const limit = request.limits?.get(queue);
-      let got: Locked[];
+      let got: LockedId[];
       // Whether the queue's ready rows ran out: only then may the cursor be marked drained.
       let exhausted: boolean;
       if (limit) {
@@ -416,14 +429,14 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         got = within.rows;
         exhausted = within.exhausted;
         if (within.full) request.atLimit?.add(queue);
+        for (const r of got) keptIds.push(Number(r.id));
       } else {
-        got = await tx.lockReady(queue, want, cursor, exclude);
-        exhausted = got.length < want;
+        const rows = await tx.lockReady(queue, want, cursor, exclude);
+        got = rows;
+        exhausted = rows.length < want;
+        lockedRows.push(...rows);
       }
-      for (const r of got) {
-        lockedIds.push(Number(r.id));
-        lockedRows.push(r);
-      }
+      for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
       if (last) advanceCursor(request.cursors, queue, { availableAt: last.available_at, id: Number(last.id), drained: exhausted });
       else if (cursor && exhausted) markDrained(request.cursors, queue, cursor);
@@ -436,10 +449,13 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
     // One random secret per claim; each row's token is that secret followed by its id
     // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
     // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
-    // that lock. Should it fail, the server runs nothing after it: no COMMIT.
+    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT.
+    // A limited queue's rows kept are read first in the same packet, as they are before it.
     const secret = newClaimSecret();
     try {
-      await tx.send([
+      const kept = keptIds.length === 0 ? [] : [format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE id IN (?)`, [keptIds])];
+      const results = await tx.send([
+        ...kept,
         format(
           `UPDATE cronq_jobs
           SET status = 'reserved', attempts = attempts + 1, lease_token = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
@@ -450,6 +466,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         ),
         'COMMIT',
       ]);
+      if (kept.length > 0) lockedRows.push(...(results[0] as Locked[]));
     } catch (error) {
       if (isConnectionError(error)) throw error;
       throw new ClaimUpdateError(lockedIds, error);

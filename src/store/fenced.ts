@@ -78,9 +78,10 @@ export interface EffectBound {
  * effect rolls everything back and propagates.
  *
  * An effect still running when its `bound` ends (or its signal aborts) is abandoned:
- * the transaction's connection is destroyed, so the server rolls it back and frees the
- * row lock, and this rejects with the bound's error at once. The effect's code may go on
- * in the background, but every statement it sends fails and "done" is never written.
+ * the transaction's connection is destroyed and its session ended (a statement still
+ * running on the server too), so the server rolls it back and frees the row lock, and
+ * this rejects with the bound's error at once. The effect's code may go on in the
+ * background, but every statement it sends fails and "done" is never written.
  */
 export async function completeIfLeased(
   db: Db,

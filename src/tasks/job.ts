@@ -31,6 +31,8 @@ export interface JobContext {
    * fails like a handler error. They never run when the lease was lost. Together they may
    * run for the task's `timeout` and at most until a third of the lease before it ends;
    * past that their transaction is rolled back and the attempt fails with EffectTimeoutError.
+   * Called after the handler returned (outside a running effect), it registers nothing
+   * and logs `job_effect_ignored`.
    */
   effect(fn: Effect): void;
 }

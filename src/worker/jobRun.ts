@@ -236,7 +236,9 @@ export class JobRun implements RenewableRun {
 
 /**
  * A handler's `ctx`: one small object per run, whose signal and logger are made only when
- * the handler reads them. `effect` works detached too (`const { effect } = ctx`).
+ * the handler reads them. `effect` works detached too (`const { effect } = ctx`); called
+ * once the handler has returned (outside its effects), it registers nothing and logs
+ * `job_effect_ignored`.
  */
 class RunContext implements JobContext {
   readonly #run: JobRun;
@@ -257,8 +259,15 @@ class RunContext implements JobContext {
 
   get effect(): (fn: Effect) => void {
     const effects = this.#effects;
+    const run = this.#run;
     return (fn: Effect) => {
       if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
+      // Once the handler's outcome is in (and its effects are not running), the outcome is
+      // being written without this one: say so rather than drop it silently.
+      if (!run.inHandler && run.effectsAbort === null) {
+        run.log.warn({ event: 'job_effect_ignored' }, 'ctx.effect called after its handler returned: not run (await the work that registers it)');
+        return;
+      }
       effects.push(fn);
     };
   }

@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
 import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
+import { sliceChars } from '../../runtime/errorText.ts';
 import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, sameOrigin } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
@@ -210,9 +211,9 @@ function refuse(res: ServerResponse, status: number, line: string, title = 'Refu
   return true;
 }
 
-/** A 303 to `to` carrying `message` (cut to MAX_NOTICE) as a sealed notice. */
+/** A 303 to `to` carrying `message` (cut to MAX_NOTICE units, never inside a surrogate pair: encodeURIComponent throws on half of one) as a sealed notice. */
 function redirect(res: ServerResponse, notices: NoticeSeal, to: string, message: string, cookie?: string): true {
-  const notice = message.slice(0, MAX_NOTICE);
+  const notice = sliceChars(message, MAX_NOTICE);
   const location = `${to}?done=${encodeURIComponent(notice)}&seal=${notices.seal(notice)}`;
   res.writeHead(303, { Location: location, 'Cache-Control': 'no-store', ...(cookie ? { 'Set-Cookie': cookie } : {}) });
   res.end();
