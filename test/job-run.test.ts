@@ -184,6 +184,10 @@ describe('a job run on a fake store', () => {
         effect(async (tx) => void (tx as unknown as { effects: string[] }).effects.push('detached'));
         seen = { aborted: signal.aborted, logs: typeof log.info === 'function', keys: Object.keys(log.bindings()) };
         expect(ctx.signal).toBe(signal); // one signal per run
+        // A spread copies all three, as it would from a plain object: helper(job, { ...ctx, log: child }).
+        const copy = { ...ctx, log: 'replaced' };
+        expect(Object.keys(ctx)).toEqual(['signal', 'log', 'effect']);
+        expect([copy.signal, copy.log, typeof copy.effect]).toEqual([signal, 'replaced', 'function']);
         expect(() => effect('not a function' as never)).toThrow(/ctx.effect needs a function/);
       },
     });

@@ -192,7 +192,7 @@ export class JobRun implements RenewableRun {
       periodKey: this.job.periodKey,
       scheduledAt: this.job.scheduledAt,
     };
-    const ctx = new RunContext(this, effects);
+    const ctx = runContext(this, effects);
     this.inHandler = true;
     let result: unknown;
     try {
@@ -234,41 +234,56 @@ export class JobRun implements RenewableRun {
   }
 }
 
+/** Where a RunContext keeps its run and effects (a symbol: not a property a handler sees or spreads). */
+const CONTEXT = Symbol('cronq.runContext');
+
+/**
+ * The accessors every RunContext has as its own enumerable properties, so `{ ...ctx }`
+ * copies signal, log and effect as a plain object literal's getters would be copied;
+ * shared, so a context costs one small object, and its signal and logger are made only
+ * when the handler reads them.
+ */
+const CONTEXT_PROPERTIES: PropertyDescriptorMap = {
+  signal: {
+    enumerable: true,
+    get(this: RunContext): AbortSignal {
+      return this[CONTEXT].run.signal;
+    },
+  },
+  log: {
+    enumerable: true,
+    get(this: RunContext): Logger {
+      return this[CONTEXT].run.log;
+    },
+  },
+  effect: {
+    enumerable: true,
+    get(this: RunContext): (fn: Effect) => void {
+      const { run, effects } = this[CONTEXT];
+      return (fn: Effect) => {
+        if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
+        // Once the handler's outcome is in (and its effects are not running), the outcome is
+        // being written without this one: say so rather than drop it silently.
+        if (!run.inHandler && run.effectsAbort === null) {
+          run.log.warn({ event: 'job_effect_ignored' }, 'ctx.effect called after its handler returned: not run (await the work that registers it)');
+          return;
+        }
+        effects.push(fn);
+      };
+    },
+  },
+};
+
 /**
  * A handler's `ctx`: one small object per run, whose signal and logger are made only when
- * the handler reads them. `effect` works detached too (`const { effect } = ctx`); called
- * once the handler has returned (outside its effects), it registers nothing and logs
- * `job_effect_ignored`.
+ * the handler reads them. `effect` works detached too (`const { effect } = ctx`), and a
+ * spread (`{ ...ctx, log: child }`) copies all three.
  */
-class RunContext implements JobContext {
-  readonly #run: JobRun;
-  readonly #effects: Effect[];
+interface RunContext extends JobContext {
+  readonly [CONTEXT]: { run: JobRun; effects: Effect[] };
+}
 
-  constructor(run: JobRun, effects: Effect[]) {
-    this.#run = run;
-    this.#effects = effects;
-  }
-
-  get signal(): AbortSignal {
-    return this.#run.signal;
-  }
-
-  get log(): Logger {
-    return this.#run.log;
-  }
-
-  get effect(): (fn: Effect) => void {
-    const effects = this.#effects;
-    const run = this.#run;
-    return (fn: Effect) => {
-      if (typeof fn !== 'function') throw new TypeError('ctx.effect needs a function (tx) => Promise');
-      // Once the handler's outcome is in (and its effects are not running), the outcome is
-      // being written without this one: say so rather than drop it silently.
-      if (!run.inHandler && run.effectsAbort === null) {
-        run.log.warn({ event: 'job_effect_ignored' }, 'ctx.effect called after its handler returned: not run (await the work that registers it)');
-        return;
-      }
-      effects.push(fn);
-    };
-  }
+function runContext(run: JobRun, effects: Effect[]): RunContext {
+  const ctx = Object.defineProperty({}, CONTEXT, { value: { run, effects } });
+  return Object.defineProperties(ctx, CONTEXT_PROPERTIES) as RunContext;
 }
