@@ -210,7 +210,7 @@ describe('createCronq options', () => {
     const warned = lines.filter((l) => l.includes('log_level_unknown')).map((l) => JSON.parse(l));
     expect(warned).toHaveLength(1);
     expect(warned[0]).toMatchObject({ level: 'warn', event: 'log_level_unknown' });
-    expect(warned[0].log_level.length).toBeLessThanOrEqual(64);
+    expect(warned[0].log_level.length).toBeLessThanOrEqual(65);
     expect(warned[0].log_level).toMatch(/^verbosex+/);
     expect(() => createCronq({ databaseUrl: t.url, logger: false })).not.toThrow();
   });
