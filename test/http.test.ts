@@ -307,7 +307,7 @@ describe('the HTTP server', () => {
         req.end();
       });
     for (const path of ['/healthz', '/metrics', '/']) {
-      for (const foreign of ['evil.example', `evil.example:${local.port}`, 'localhost.evil.example', '127.0.0.1.evil.example', '[::2]']) {
+      for (const foreign of ['evil.example', `evil.example:${local.port}`, 'localhost.evil.example', '127.0.0.1.evil.example', '[::2]', '[::1]evil.example', '[::1]:80, evil.example', 'localhost:80:80']) {
         expect(await status(local.port, path, foreign), `${path} ${foreign}`).toBe(403);
       }
     }

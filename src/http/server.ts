@@ -137,8 +137,10 @@ function isLoopbackIp(ip: string): boolean {
  */
 export function namesLoopback(hostHeader: string | undefined): boolean {
   if (hostHeader === undefined) return true;
-  const header = hostHeader.trim().toLowerCase();
-  const name = header.startsWith('[') ? header.slice(1, header.indexOf(']')) : header.replace(/:\d*$/, '');
+  // `[IPv6]` or a name or IPv4, then at most a port: anything else names no host of ours.
+  const match = /^(?:\[([0-9a-f:.]+)\]|([a-z0-9.-]+))(?::\d{1,5})?$/.exec(hostHeader.trim().toLowerCase());
+  if (!match) return false;
+  const name = match[1] ?? match[2];
   return name === 'localhost' || name.endsWith('.localhost') || isLoopbackIp(name);
 }
 
