@@ -193,7 +193,9 @@ export interface Cronq {
   /**
    * Stops claiming at once, releases unstarted claims, gives running handlers `graceMs`,
    * and meanwhile stops a fan-out, writing what it gathered (its tick is left for the next
-   * scheduler to resume); waits for a migrate() in progress to finish; then closes the pool.
+   * scheduler to resume); waits for a migrate() in progress to finish, and for enqueues
+   * under way within the grace (past it, an enqueueMany still reading its rows writes what
+   * it gathered and rejects with a UsageError saying how many it wrote); then closes the pool.
    * A start() still running is waited for and what it started is stopped too, except that
    * one still importing schedule files is not: it rejects at once (UsageError) and starts
    * nothing (the import itself cannot be cancelled and finishes in the background). Later calls
@@ -296,6 +298,21 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let migrating: Promise<void> | null = null;
   /** Aborted as stop() is called: a start still waiting for schedule files gives up. */
   const stopRequested = new AbortController();
+  /** enqueue/enqueueMany calls under way: stop() lets them finish within its grace before the pool closes. */
+  const enqueuing = new Set<Promise<unknown>>();
+  /** Aborted once stop()'s grace has run out: an enqueueMany still reading its rows stops reading (enqueueRows' signal). */
+  const enqueuesCut = new AbortController();
+  /** Runs `work` as an enqueue stop() waits for. */
+  const asEnqueue = <T>(work: () => Promise<T>): Promise<T> => {
+    const running = work();
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    enqueuing.add(settled);
+    void settled.then(() => enqueuing.delete(settled));
+    return running;
+  };
 
   let registryPromise: Promise<TaskRegistry> | null = null;
   /** The registry, loaded once; complete (never added to) once this resolves. */
@@ -387,32 +404,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
     async enqueue(...args: unknown[]) {
       if (stopped) throw usedAfterStop('enqueue');
-      const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
-      const registry = await loadTasks();
-      const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
-      const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
-      const { tx } = call;
-      const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(), { ownTransaction: !tx });
-      if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });
-      return result;
+      return asEnqueue(() => enqueueCall(args));
     },
 
     async enqueueMany(...args: unknown[]) {
       if (stopped) throw usedAfterStop('enqueueMany');
-      const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
-      const { tx } = call;
-      const rows = rowsOf(jobs, await loadTasks(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
-      const maxStatementBytes = await byteLimit();
-      let result: EnqueueOutcome;
-      try {
-        result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes });
-      } catch (error) {
-        throw enqueueFailure(error, 'enqueueMany');
-      }
-      if (result.inserted > 0 && !tx) pool?.wake();
-      const written = { inserted: result.inserted, existing: result.existing };
-      if (result.refusedCount > 0) throw new EnqueueRefusedError(result.refused, result.refusedCount, written);
-      return written;
+      return asEnqueue(() => enqueueManyCall(args));
     },
 
     start() {
@@ -430,6 +427,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       } catch (error) {
         return Promise.reject(error);
       }
+      const deadline = Date.now() + graceMs;
       stopped ??= (async () => {
         stopRequested.abort(); // a start still loading schedule files gives up at once
         await starting?.catch(() => undefined); // what a start in flight starts, this stops
@@ -442,6 +440,11 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
         // statement by statement), and every later run failing on it: let it finish.
         await migrating?.catch(() => undefined);
+        // Enqueues under way finish within what is left of the grace; past it, an
+        // enqueueMany still reading its rows writes what it gathered and stops reading.
+        await settledWithin([...enqueuing], deadline - Date.now());
+        enqueuesCut.abort();
+        await Promise.all([...enqueuing]);
         await database.close();
         uncaughtGuard?.();
         return result;
@@ -460,6 +463,41 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       };
     },
   };
+
+  /** enqueue()'s work (the call is checked and tracked by `cronq.enqueue`). */
+  async function enqueueCall(args: unknown[]) {
+    const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
+    const registry = await loadTasks();
+    const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
+    const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
+    const { tx } = call;
+    const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(), { ownTransaction: !tx });
+    if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });
+    return result;
+  }
+
+  /** enqueueMany()'s work (the call is checked and tracked by `cronq.enqueueMany`). */
+  async function enqueueManyCall(args: unknown[]) {
+    const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
+    const { tx } = call;
+    const rows = rowsOf(jobs, await loadTasks(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
+    const maxStatementBytes = await byteLimit();
+    let result: EnqueueOutcome;
+    try {
+      result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes, signal: enqueuesCut.signal });
+    } catch (error) {
+      throw enqueueFailure(error, 'enqueueMany');
+    }
+    if (result.inserted > 0 && !tx) pool?.wake();
+    const written = { inserted: result.inserted, existing: result.existing };
+    if (result.stopped) {
+      throw new UsageError(
+        `enqueueMany() cut off by stop() after its grace: ${written.inserted} new and ${written.existing} existing jobs written, the rows after them not read`,
+      );
+    }
+    if (result.refusedCount > 0) throw new EnqueueRefusedError(result.refused, result.refusedCount, written);
+    return written;
+  }
 
   /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
   async function startEngine(): Promise<void> {
@@ -536,4 +574,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     );
   }
   return cronq;
+}
+
+/** Resolves once every one of `work` has settled, or after `ms`, whichever comes first. */
+async function settledWithin(work: Array<Promise<unknown>>, ms: number): Promise<void> {
+  if (work.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled(work), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
+  clearTimeout(timer);
 }

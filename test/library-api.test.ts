@@ -144,6 +144,50 @@ describe('after stop()', () => {
   });
 });
 
+describe('stop() while enqueues are under way', () => {
+  /** Rows of `send-invoice` jobs keyed `${prefix}:i`, handed out `gapMs` apart; `handedOut` counts them. */
+  function slowRows(prefix: string, count: number, gapMs: number) {
+    const state = { handedOut: 0 };
+    async function* rows() {
+      for (let i = 0; i < count; i++) {
+        await new Promise((resolve) => setTimeout(resolve, gapMs));
+        state.handedOut += 1;
+        yield { kind: 'send-invoice', key: `${prefix}:${i}`, payload: { invoiceId: i } };
+      }
+    }
+    return { rows: rows(), state };
+  }
+
+  it('lets an enqueueMany already under way finish within the grace before the pool closes: every row written, no "Pool is closed"', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice], workers: false, scheduler: false });
+    await cronq.migrate();
+    const { rows, state } = slowRows('racing-stop', 30, 5);
+    const enqueuing = cronq.enqueueMany(rows);
+    while (state.handedOut < 3) await new Promise((resolve) => setTimeout(resolve, 2));
+    const stopping = cronq.stop({ graceMs: 10_000 });
+    await expect(enqueuing).resolves.toEqual({ inserted: 30, existing: 0 });
+    await stopping;
+    expect(await t.sql("SELECT COUNT(*) AS n FROM cronq_jobs WHERE job_key LIKE 'racing-stop:%'")).toEqual([{ n: 30 }]);
+  });
+
+  it('closes the pool once the grace runs out, whatever an enqueue still reads from its rows', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice], workers: false, scheduler: false });
+    await cronq.migrate();
+    const { rows, state } = slowRows('endless', 1_000_000, 20);
+    const enqueuing = cronq.enqueueMany(rows).then(() => null, (e: unknown) => e);
+    while (state.handedOut < 1) await new Promise((resolve) => setTimeout(resolve, 2));
+    const started = Date.now();
+    await cronq.stop({ graceMs: 300 });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const error = await enqueuing;
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toMatch(/^enqueueMany\(\) cut off by stop\(\) after its grace: (\d+) new and 0 existing jobs written, the rows after them not read$/);
+    const written = Number(/: (\d+) new/.exec((error as Error).message)![1]);
+    expect(await t.sql("SELECT COUNT(*) AS n FROM cronq_jobs WHERE job_key LIKE 'endless:%'")).toEqual([{ n: written }]);
+    expect(state.handedOut).toBeLessThan(1_000); // it stopped reading
+  });
+});
+
 describe('a start that fails partway', () => {
   it('tried again, leaves one daemon heartbeat, which stop() ends: none beats on after the stop', async () => {
     const limited = defineTask({ name: 'limited-retry', concurrency: 1, handle: () => undefined });
