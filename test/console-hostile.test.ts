@@ -276,3 +276,44 @@ describe('the console and other methods', () => {
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
   });
 });
+
+describe('console sessions', () => {
+  const HOUR = 3_600_000;
+  const cookieOf = (session: string) => ({ cookie: `cronq_console=${session}` });
+
+  it('last 12 hours from sign-in: an older session, a tampered or future issue time, or another token’s session acts as nobody', () => {
+    const a = auth();
+    const signedIn = Date.UTC(2026, 11, 1, 8, 0, 0);
+    const session = a.session(signedIn);
+    expect(a.operatorOf(cookieOf(session), signedIn + 11 * HOUR + 59 * 60_000)).toMatchObject({ name: 'ops', via: 'cookie', session });
+    expect(a.operatorOf(cookieOf(session), signedIn + 12 * HOUR + 1_000)).toBeNull();
+    const [issued, mac] = session.split('.');
+    expect(a.operatorOf(cookieOf(`${Number(issued) + 3_600}.${mac}`), signedIn + 13 * HOUR)).toBeNull(); // re-dated: its HMAC no longer matches
+    expect(a.operatorOf(cookieOf(a.session(signedIn + HOUR)), signedIn)).toBeNull(); // issued an hour ahead of this clock
+    expect(a.operatorOf(cookieOf(a.session(signedIn + 60_000)), signedIn)).not.toBeNull(); // a minute ahead: clocks differ that much
+    const other = new ConsoleAuth({ name: 'ops', secret: 'another-secret-of-enough-length' });
+    expect(a.operatorOf(cookieOf(other.session(signedIn)), signedIn)).toBeNull();
+    expect(a.operatorOf(cookieOf(`${issued}.${mac}x`), signedIn)).toBeNull();
+    // Each session's forms carry its own CSRF token.
+    const later = a.session(signedIn + 60_000);
+    expect(a.csrfMatches(a.csrf(session), session)).toBe(true);
+    expect(a.csrfMatches(a.csrf(later), session)).toBe(false);
+    expect(a.csrfMatches(a.csrf(session), undefined)).toBe(false);
+  });
+
+  it('sets a cookie that expires with the session, and refuses an action from a session past it', async () => {
+    const res = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', body: `token=${encodeURIComponent(TOKEN)}`, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('set-cookie')).toMatch(/^cronq_console=\d+\.[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    const expired = auth().session(Date.now() - 13 * HOUR);
+    const post = await fetch(`${base}/schedules/nightly-report/pause`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: `reason=x&csrf=${auth().csrf(expired)}`,
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: `cronq_console=${expired}`, Origin: base },
+    });
+    expect(post.status).toBe(403);
+    expect(await post.text()).toMatch(/sign in with the console token first/);
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+});

@@ -204,7 +204,7 @@ describe('the web console refuses', () => {
     const cookie = await session();
     expect((await post(`${base}/dead/${deadLetterId}/requeue`, 'reason=x', { Cookie: cookie })).status).toBe(403);
     expect((await post(`${base}/dead/${deadLetterId}/requeue`, 'reason=x&csrf=forged', { Cookie: cookie })).status).toBe(403);
-    const csrf = new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) }).csrf();
+    const csrf = new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) }).csrf(decodeURIComponent(cookie.split('=')[1]));
     const evil = await post(`${base}/schedules/nightly-report/pause`, `reason=x&csrf=${csrf}`, { Cookie: cookie, Origin: 'https://evil.example' });
     expect(evil.status).toBe(403);
     await unchanged();

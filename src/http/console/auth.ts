@@ -2,7 +2,8 @@
  * Who may act in the console. A token `name:secret` (CRONQ_CONSOLE_TOKEN or
  * --console-token-file) enables actions; without one the console is read-only for
  * everyone. A request carries the token as `Authorization: Bearer name:secret`, or as the
- * session cookie the login form sets (an HMAC of the secret, never the secret itself).
+ * session cookie the login form sets (when it was issued and an HMAC of that, keyed by the
+ * secret, never the secret itself), good for SESSION_MAX_AGE_S.
  * A form post from a browser must also carry the form's CSRF token (an HMAC of the
  * session) and, when it sends Origin or Referer, come from this host.
  */
@@ -11,6 +12,12 @@ import { UsageError } from '../../errors.ts';
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'cronq_console';
+
+/** How long a console session lasts from sign-in: 12 hours (the cookie's Max-Age too). */
+export const SESSION_MAX_AGE_S = 12 * 60 * 60;
+
+/** A session issued this far ahead of this host's clock still holds (another daemon's clock may run ahead). */
+const SESSION_CLOCK_SLACK_S = 300;
 
 /** A configured console token. */
 export interface ConsoleToken {
@@ -49,9 +56,23 @@ export class ConsoleAuth {
     return this.token !== null;
   }
 
-  /** The session cookie value for this token (stable until the token changes). */
-  session(): string {
-    return hmac(this.token!.secret, `session:${this.token!.name}`);
+  /** A session cookie value issued at `now` (ms): `SECONDS.HMAC`, good for SESSION_MAX_AGE_S. */
+  session(now = Date.now()): string {
+    const issued = Math.floor(now / 1000);
+    return `${issued}.${this.sessionMac(issued)}`;
+  }
+
+  private sessionMac(issued: number): string {
+    return hmac(this.token!.secret, `session:${this.token!.name}:${issued}`);
+  }
+
+  /** Whether `cookie` is a session this token issued at most SESSION_MAX_AGE_S before `now` (and not ahead of it). */
+  private sessionHolds(cookie: string, now: number): boolean {
+    const match = /^(\d{1,12})\.([A-Za-z0-9_-]{1,100})$/.exec(cookie);
+    if (!match) return false;
+    const issued = Number(match[1]);
+    const age = Math.floor(now / 1000) - issued;
+    return age >= -SESSION_CLOCK_SLACK_S && age <= SESSION_MAX_AGE_S && same(match[2], this.sessionMac(issued));
   }
 
   /** Whether `presented` (`name:secret`, typed into the login form or sent as Bearer) is the token. */
@@ -59,24 +80,28 @@ export class ConsoleAuth {
     return this.token !== null && same(presented.trim(), `${this.token.name}:${this.token.secret}`);
   }
 
-  /** The operator name a request acts as, or null: its Bearer token or session cookie must match. */
-  operatorOf(headers: { authorization?: string; cookie?: string }): { name: string; via: 'bearer' | 'cookie' } | null {
+  /**
+   * The operator a request acts as, or null: its Bearer token must match, or its session
+   * cookie must be one this token issued and not yet expired (then `session` is that
+   * cookie, which its forms' CSRF token is bound to).
+   */
+  operatorOf(headers: { authorization?: string; cookie?: string }, now = Date.now()): { name: string; via: 'bearer' | 'cookie'; session?: string } | null {
     if (!this.token) return null;
     const bearer = /^Bearer (.+)$/.exec(headers.authorization ?? '');
     if (bearer && this.matches(bearer[1])) return { name: this.token.name, via: 'bearer' };
     const cookie = readCookie(headers.cookie, SESSION_COOKIE);
-    if (cookie !== null && same(cookie, this.session())) return { name: this.token.name, via: 'cookie' };
+    if (cookie !== null && this.sessionHolds(cookie, now)) return { name: this.token.name, via: 'cookie', session: cookie };
     return null;
   }
 
-  /** The CSRF token every action form carries: bound to the session, so another site cannot know it. */
-  csrf(): string {
-    return hmac(this.token!.secret, `csrf:${this.session()}`);
+  /** The CSRF token the action forms of `session` carry (bound to it, so another site cannot know it); a Bearer client's forms need none. */
+  csrf(session: string | undefined): string {
+    return hmac(this.token!.secret, `csrf:${session ?? 'bearer'}`);
   }
 
-  /** Whether a form's CSRF field is this session's. */
-  csrfMatches(field: string | null): boolean {
-    return this.token !== null && field !== null && same(field, this.csrf());
+  /** Whether a form's CSRF field is `session`'s. */
+  csrfMatches(field: string | null, session: string | undefined): boolean {
+    return this.token !== null && field !== null && session !== undefined && same(field, this.csrf(session));
   }
 }
 

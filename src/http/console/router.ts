@@ -13,7 +13,7 @@ import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
 import { ActionRefused, runAction } from './actions.ts';
-import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, sameOrigin } from './auth.ts';
+import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, SESSION_MAX_AGE_S, sameOrigin } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
 import { ConsoleGate } from './gate.ts';
 import { html } from './html.ts';
@@ -104,7 +104,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
     admin,
     query: url.searchParams,
     viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
-    csrf: operator ? auth.csrf() : null,
+    csrf: operator ? auth.csrf(operator.session) : null,
     notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
   };
   if (req.method === 'POST') return post(req, res, path, ctx, operator, served);
@@ -148,7 +148,7 @@ async function post(
   res: ServerResponse,
   path: string,
   ctx: ConsoleContext,
-  operator: { name: string; via: 'bearer' | 'cookie' } | null,
+  operator: ReturnType<ConsoleAuth['operatorOf']>,
   { admin, auth, log, notices, gate }: Served,
 ): Promise<boolean> {
   if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
@@ -159,13 +159,13 @@ async function post(
       sendHtml(res, loginPage(ctx, true), false);
       return true;
     }
-    return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict`);
+    return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MAX_AGE_S}`);
   }
   if (path === '/logout') return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
   if (!auth.actionsEnabled) return refuse(res, 403, 'refused: the console is read-only (no console token is configured)');
   if (!operator) return refuse(res, 403, 'refused: sign in with the console token first');
   // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
-  if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'))) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
+  if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'), operator.session)) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
   try {
     const result = await admitted(gate, req, () => runAction(admin, path, fields, operator.name));
     if (!result) return false;
