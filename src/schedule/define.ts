@@ -1,6 +1,6 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
-import { refuseUnknownOptions, TASK_BRAND, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
+import { refuseUnknownOptions, TASK_BRAND, TASK_OPTIONS, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
 import type { Handler } from '../tasks/job.ts';
 import { commandHandler } from '../shell/handler.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
@@ -99,28 +99,20 @@ export interface Schedule extends Task {
 export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_400_000, max: 1000 };
 const CATCH_UP_MAX_LIMIT = 100_000;
 
-/** Every option defineSchedule takes (the compiler keeps this in step with ScheduleOptions). */
+/** Every option defineSchedule takes: a task's, and its own (the compiler keeps this in step with ScheduleOptions). */
 const SCHEDULE_OPTION_KEYS = Object.keys({
-  name: true,
+  ...TASK_OPTIONS,
   cron: true,
   timezone: true,
   period: true,
   catchUp: true,
   overlap: true,
   jobs: true,
-  handle: true,
   command: true,
   env: true,
   stdin: true,
   cwd: true,
   expect: true,
-  queue: true,
-  maxAttempts: true,
-  backoff: true,
-  lease: true,
-  timeout: true,
-  concurrency: true,
-  parse: true,
 } satisfies Record<keyof ScheduleOptions, true>);
 const CATCH_UP_KEYS = Object.keys({ window: true, mode: true, max: true } satisfies Record<keyof CatchUpOptions, true>);
 const EXPECT_KEYS = ['within'];

@@ -72,8 +72,8 @@ export interface Task<P = any> {
   concurrency: number | null;
 }
 
-/** Every option defineTask takes (the compiler keeps this in step with TaskOptions). */
-const TASK_OPTION_KEYS = Object.keys({
+/** Every option defineTask takes (the compiler keeps this in step with TaskOptions); defineSchedule takes them too. */
+export const TASK_OPTIONS = {
   name: true,
   handle: true,
   queue: true,
@@ -83,7 +83,8 @@ const TASK_OPTION_KEYS = Object.keys({
   timeout: true,
   concurrency: true,
   parse: true,
-} satisfies Record<keyof TaskOptions, true>);
+} as const satisfies Record<keyof TaskOptions, true>;
+const TASK_OPTION_KEYS = Object.keys(TASK_OPTIONS);
 
 const BACKOFF_KEYS = Object.keys({ base: true, max: true } satisfies Record<keyof NonNullable<TaskOptions['backoff']>, true>);
 
