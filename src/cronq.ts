@@ -91,7 +91,7 @@ export interface CronqOptions {
    * pause after each claim commits (0–10000 ms). Not published (stripInternal).
    */
   postClaimPauseMs?: number;
-  /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters; `host:pid` by default). */
+  /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters, no trailing space; `host:pid` by default). */
   lockedBy?: string;
   /** Told what the engine does (claims, results, recoveries, ticks), e.g. for metrics. Default: nobody. */
   observer?: Observer;
@@ -278,6 +278,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   if (typeof lockedBy !== 'string' || lockedBy.length < 1 || longerThanChars(lockedBy, 255)) {
     throw new UsageError(`lockedBy must be a string of 1 to 255 characters (got ${typeof lockedBy === 'string' ? `${charLength(lockedBy)} characters` : typeof lockedBy})`);
   }
+  // Stored right-padded with spaces (LEASE_STORAGE), read back with them trimmed.
+  if (lockedBy.endsWith(' ')) throw new UsageError('lockedBy must not end with a space');
   if (options.queues !== undefined && !Array.isArray(options.queues)) throw new UsageError(`queues must be an array of queue names (got ${typeof options.queues})`);
   const queues = (options.queues ?? []).map((queue) => validateQueue(queue, 'queues entry'));
   const tasks = options.tasks ?? [];

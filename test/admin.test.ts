@@ -120,7 +120,7 @@ describe('the admin API', () => {
     await cronq.admin.ping();
     await cronq.admin.checkSchema();
     await t.sql(
-      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, finished_at)
+      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, finished_time)
        VALUES ('default', 'daily-report', 'old', '{}', 'done', 1, 5, UTC_TIMESTAMP(6) - INTERVAL 4 DAY)`,
     );
     expect(await cronq.admin.prune({ olderThanMs: 3 * 24 * HOUR_MS, dryRun: true })).toMatchObject({ jobs: 1, dryRun: true });

@@ -29,8 +29,8 @@ const jobRow = async (id: number) =>
 /** Inserts a job by SQL in `status`, with a finished_at for finished ones. */
 async function crafted(key: string, status: string, kind = 'report', queue = 'default'): Promise<number> {
   const r: any = await t.sql(
-    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, finished_at)
-     VALUES (?, ?, ?, '{}', ?, 0, 3, IF(? IN ('done', 'dead', 'cancelled'), UTC_TIMESTAMP(6), NULL))`,
+    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, finished_time)
+     VALUES (?, ?, ?, '{}', ?, 0, 3, IF(? IN ('done', 'dead', 'cancelled'), UTC_TIMESTAMP(6), '1970-01-01'))`,
     [queue, kind, key, status, status],
   );
   return r.insertId;
@@ -113,7 +113,7 @@ describe('cancelling a running job', () => {
     expect(job.id).toBe(id);
     cronq = createCronq({ databaseUrl: t.url, workers: false, scheduler: false });
     expect(await cronq.admin.cancel({ id }, { reason: 'stop', by: 'ops' })).toMatchObject({ status: 'cancelled', was: 'reserved' });
-    await t.sql('UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE id = ?', [id]);
+    await t.sql('UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE id = ?', [id]);
     expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 0, dead: 0 });
     expect(await jobRow(id)).toMatchObject({ status: 'cancelled' });
   });
@@ -123,7 +123,7 @@ describe('cancelling many jobs', () => {
   it('cancels every waiting and running job matching the filter in batches, and nothing else', async () => {
     const ready = [await crafted('a1', 'ready', 'a'), await crafted('a2', 'ready', 'a'), await crafted('a3', 'ready', 'a')];
     const running = await crafted('a4', 'ready', 'a', 'night');
-    await t.sql("UPDATE cronq_jobs SET status = 'reserved', lease_token = REPEAT('b', 32), lease_until = UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE WHERE id = ?", [running]);
+    await t.sql("UPDATE cronq_jobs SET status = 'reserved', lease_fence = REPEAT('b', 32), lease_deadline = UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE WHERE id = ?", [running]);
     const done = await crafted('a5', 'done', 'a');
     const otherKind = await crafted('b1', 'ready', 'b');
     expect(await cancelMatching(t.database.db, { kind: 'a' }, { by: 'ops', reason: 'bad deploy' }, { batchSize: 2 })).toEqual({ ready: 3, running: 1 });
@@ -185,7 +185,7 @@ describe('cronq cancel refuses', () => {
 describe('retention', () => {
   it('prunes cancelled jobs like done ones', async () => {
     const id = await crafted('old-cancelled', 'cancelled');
-    await t.sql('UPDATE cronq_jobs SET finished_at = UTC_TIMESTAMP(6) - INTERVAL 2 DAY WHERE id = ?', [id]);
+    await t.sql('UPDATE cronq_jobs SET finished_time = UTC_TIMESTAMP(6) - INTERVAL 2 DAY WHERE id = ?', [id]);
     await crafted('old-ready', 'ready');
     const cutoff = await cutoffBefore(t.database.db, 86_400_000);
     expect(await countPrunable(t.database.db, 'doneJobs', cutoff)).toBe(1);

@@ -77,10 +77,10 @@ describe('query plans', () => {
     const indexed = await t.sql<{ INDEX_NAME: string; COLUMN_NAME: string }>(
       "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cronq_jobs' ORDER BY INDEX_NAME, SEQ_IN_INDEX",
     );
-    const written = ['status', 'attempts', 'lease_token', 'lease_until', 'locked_by', 'last_error', 'updated_at', 'finished_at'];
+    const written = ['status', 'attempts', 'lease_fence', 'lease_deadline', 'lease_holder', 'last_error', 'updated_at', 'finished_time'];
     const touched = new Set(indexed.filter((c) => written.includes(c.COLUMN_NAME)).map((c) => c.INDEX_NAME));
     expect([...touched]).toEqual(['cronq_jobs_claim']);
-    expect(indexed.filter((c) => c.INDEX_NAME === 'cronq_jobs_claim').map((c) => c.COLUMN_NAME)).toEqual(['status', 'queue', 'available_at', 'id', 'finished_at']);
+    expect(indexed.filter((c) => c.INDEX_NAME === 'cronq_jobs_claim').map((c) => c.COLUMN_NAME)).toEqual(['status', 'queue', 'available_at', 'id', 'finished_time']);
   });
 
   it('continues a claim from its cursor by two exact ranges of the claim index, even with claimed rows behind it', async () => {
@@ -102,7 +102,7 @@ describe('query plans', () => {
 
   it("reads the completions chart's done jobs from the claim index alone, without a row lookup each", async () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 50 }, (_, i) => row(`done-${i}`)));
-    await t.sql("UPDATE cronq_jobs SET status = 'done', finished_at = UTC_TIMESTAMP(6)");
+    await t.sql("UPDATE cronq_jobs SET status = 'done', finished_time = UTC_TIMESTAMP(6)");
     const [plan] = rows<Record<string, unknown>>(await t.database.db.execute(sql`EXPLAIN ${recentDoneSql('default')}`));
     expect(plan.key).toBe('cronq_jobs_claim');
     expect(String(plan.Extra)).toMatch(/Using index/);

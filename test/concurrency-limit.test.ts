@@ -133,7 +133,7 @@ describe('claiming a limited queue', () => {
     expect([...second]).toEqual(['capped']);
 
     // A daemon died holding one: once its lease runs out, that place is free again.
-    await t.sql("UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved' ORDER BY id LIMIT 1");
+    await t.sql("UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved' ORDER BY id LIMIT 1");
     expect(await claim(10)).toHaveLength(1);
     expect(await claim(10)).toHaveLength(0);
 

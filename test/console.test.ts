@@ -56,17 +56,17 @@ let deadJobId: number;
 
 /** A dead job with a hostile payload and reason, done jobs over the last minutes, a daemon, ledger rows. */
 beforeEach(async () => {
-  await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, finished_at, available_at, lease_until, locked_by, last_error)
-    VALUES ('mail', 'send-mail', 'welcome:42', ?, 'dead', 5, NULL, UTC_TIMESTAMP(6), NULL, NULL, ?)`, [JSON.stringify({ note: XSS }), `Error: ${XSS}`]);
+  await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at, last_error)
+    VALUES ('mail', 'send-mail', 'welcome:42', ?, 'dead', 5, UTC_TIMESTAMP(6), ?)`, [JSON.stringify({ note: XSS }), `Error: ${XSS}`]);
   [{ id: deadJobId }] = await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'welcome:42'");
   await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts)
     VALUES (?, 'mail', 'send-mail', 'welcome:42', ?, ?, 5)`, [deadJobId, JSON.stringify({ note: XSS }), `Error: SMTP 550 for ${XSS}\n    at send (mail.ts:1)`]);
   [{ id: deadLetterId }] = await t.sql('SELECT id FROM cronq_dead_letters');
   for (let minutesAgo = 0; minutesAgo < 30; minutesAgo += 1) {
-    await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at, finished_at)
+    await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at, finished_time)
       VALUES ('mail', 'send-mail', ?, '{}', 'done', 1, UTC_TIMESTAMP(6) - INTERVAL ? MINUTE, UTC_TIMESTAMP(6) - INTERVAL ? MINUTE)`, [`done:${minutesAgo}`, minutesAgo, minutesAgo]);
   }
-  await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_until, lease_token, locked_by)
+  await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_deadline, lease_fence, lease_holder)
     VALUES ('mail', 'send-mail', 'running:1', '{}', 'reserved', 1, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE, REPEAT('a', 32), 'worker-7:4242')`);
   await t.sql(`INSERT INTO cronq_daemons (id, host, pid, kinds, queues, started_at, heartbeat_at) VALUES ('worker-7:4242', 'worker-7', 4242, '["send-mail"]', NULL, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`);
   await t.sql(`INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, jobs_enqueued, jobs_existing, note, started_at, finished_at)

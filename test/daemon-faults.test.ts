@@ -30,8 +30,8 @@ async function enqueue(kind: string, key: string): Promise<number> {
 
 async function insertExpired(key: string, attempts: number, maxAttempts: number, leaseExpiries: number): Promise<void> {
   await t.sql(
-    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, available_at, lease_token, lease_until,
-       locked_by, lease_expiries, created_at, updated_at)
+    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, available_at, lease_fence, lease_deadline,
+       lease_holder, lease_expiries, created_at, updated_at)
      VALUES ('default', 'k', ?, '{}', 'reserved', ?, ?, UTC_TIMESTAMP(6), 'tok', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, 'host-a:4242', ?,
        UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
     [key, attempts, maxAttempts, leaseExpiries],

@@ -47,7 +47,7 @@ async function crafted(o: Crafted): Promise<{ jobId: number; letterId: number }>
   const reason = o.reason ?? 'Error: boom';
   const payload = JSON.stringify({ key: o.key });
   const job: any = await t.sql(
-    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, last_error, lease_token, locked_by, finished_at)
+    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, last_error, lease_fence, lease_holder, finished_time)
      VALUES (?, ?, ?, ?, ?, 3, 3, ?, REPEAT('a', 32), 'host:1', UTC_TIMESTAMP(6))`,
     [queue, kind, o.key, payload, o.jobStatus ?? 'dead', reason],
   );
@@ -171,7 +171,7 @@ describe('reason groups stored with each dead letter', () => {
   it('gives a dead letter written by lease recovery the group of the reason the server composed', async () => {
     for (const [key, holder] of [['r1', 'host-a:4242'], ['r2', 'host-b:77']]) {
       await t.sql(
-        `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, lease_token, lease_until, locked_by)
+        `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, lease_fence, lease_deadline, lease_holder)
          VALUES ('default', 'report', ?, '{}', 'reserved', 3, 3, 'tok', UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, ?)`,
         [key, holder],
       );

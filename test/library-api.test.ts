@@ -221,6 +221,7 @@ describe('createCronq options', () => {
       [{ postClaimPauseMs: -1 }, /^postClaimPauseMs must be a whole number from 0 to 10000/],
       [{ lockedBy: 'x'.repeat(256) }, /^lockedBy must be a string of 1 to 255 characters/],
       [{ lockedBy: '' }, /^lockedBy must be a string of 1 to 255 characters/],
+      [{ lockedBy: 'host-a:1 ' }, /^lockedBy must not end with a space$/],
       [{ queues: 'default' as never }, /^queues must be an array of queue names/],
       [{ queues: [''] }, /^queues entry must be 1-64 letters/],
       [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],

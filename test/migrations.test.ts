@@ -112,18 +112,21 @@ describe('a migration an earlier run applied only in part', () => {
   it('is refused in one line naming the migration and what to do, not the raw duplicate-column error', async () => {
     const db = await emptyDatabase();
     await applyMigrations(db.database);
-    // As after a kill -9 between 0006_big_tables' second and third statements: the column
-    // exists, the index after it does not, and the migration is not recorded.
+    // As after a kill -9 between 0007_fixed_width_leases' first and second statements: the
+    // storage columns exist, the public columns are still stored ones, and the migration is
+    // not recorded.
     const last = committed[committed.length - 1];
-    await db.sql('DROP INDEX cronq_dead_letters_group ON cronq_dead_letters');
+    await db.sql(`ALTER TABLE cronq_jobs DROP INDEX cronq_jobs_claim, DROP COLUMN lease_token, DROP COLUMN lease_until, DROP COLUMN locked_by,
+      DROP COLUMN finished_at, ADD lease_token char(32), ADD lease_until datetime(6), ADD locked_by varchar(255), ADD finished_at datetime(6),
+      ADD INDEX cronq_jobs_claim (status, queue, available_at, id, finished_at)`);
     await db.sql('DELETE FROM cronq_migrations WHERE created_at = ?', [last.folderMillis]);
     const error = await applyMigrations(db.database).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationHalfAppliedError);
     const message = (error as Error).message;
     expect(message.split('\n')).toHaveLength(1);
     expect(message).toBe(
-      "migration 0006_big_tables looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 2 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'reason_group' (the statements before it ran again). " +
-        "Apply its remaining statements by hand (drizzle/0006_big_tables.sql in the cronq package, from statement 2) or undo the ones applied, then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
+      "migration 0007_fixed_width_leases looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 1 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'lease_fence'. " +
+        "Apply its remaining statements by hand (drizzle/0007_fixed_width_leases.sql in the cronq package, from statement 1) or undo the ones applied, then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
     );
     expect(await pendingMigrations(db.database)).toBe(1);
     const cli = await runCli(['migrate'], { DATABASE_URL: `${serverUrl}/${db.name}` });
@@ -197,5 +200,38 @@ describe('a stop during a migration', () => {
     expect(stderr).toBe('cronq migrate: finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once\n');
     expect(await pendingMigrations(db.database)).toBe(0);
     await applyMigrations(db.database);
+  });
+});
+
+describe('migration 0007 (fixed-width lease storage) on a table that has rows', () => {
+  it('keeps what every row reads as lease_token, lease_until, locked_by and finished_at', async () => {
+    const db = await emptyDatabase();
+    // The database as 0006 left it, built by running 0000-0006 statement by statement.
+    const before = committed.slice(0, 7);
+    expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
+    await db.sql('CREATE TABLE cronq_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+    for (const migration of before) {
+      for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
+      await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
+    }
+    await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
+      ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
+      ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
+      ('default', 'k', 'finished', '{"a":3}', 'done', 1, REPEAT('d', 32), NULL, 'a-host-name-longer-than-the-padded-width-of-forty-eight:1', '2026-11-30 12:00:00.123456'),
+      ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL)`);
+    const read = () => db.sql('SELECT job_key, status, attempts, payload, lease_token, lease_until, locked_by, finished_at FROM cronq_jobs ORDER BY id');
+    const old = await read();
+    await applyMigrations(db.database);
+    expect(await pendingMigrations(db.database)).toBe(0);
+    expect(await read()).toEqual(old);
+    expect(old[1]).toMatchObject({ lease_token: 'c'.repeat(32), locked_by: 'host-a:4242' });
+    expect(old[0]).toMatchObject({ lease_token: null, lease_until: null, locked_by: null, finished_at: null });
+    // Storage holds blanks of the written width, never NULL.
+    expect(await db.sql('SELECT job_key, LENGTH(lease_holder) AS holder, lease_fence FROM cronq_jobs ORDER BY id')).toEqual([
+      { job_key: 'waiting', holder: 48, lease_fence: '' },
+      { job_key: 'running', holder: 48, lease_fence: 'c'.repeat(32) },
+      { job_key: 'finished', holder: 57, lease_fence: 'd'.repeat(32) },
+      { job_key: 'retried', holder: 48, lease_fence: '' },
+    ]);
   });
 });

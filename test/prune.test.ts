@@ -27,11 +27,11 @@ async function job(status: 'ready' | 'reserved' | 'done' | 'dead', daysAgo: numb
   const key = `prune:${status}:${daysAgo}:${seq++}`;
   const finished = status === 'done' || status === 'dead';
   const row: any = await t.sql(
-    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, created_at, updated_at, finished_at)
-     VALUES ('default', 'traced', ?, '{}', ?, 1, IF(? = 'reserved', REPEAT('a', 32), NULL),
-       IF(? = 'reserved', UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, NULL),
+    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_fence, lease_deadline, created_at, updated_at, finished_time)
+     VALUES ('default', 'traced', ?, '{}', ?, 1, IF(? = 'reserved', REPEAT('a', 32), ''),
+       IF(? = 'reserved', UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, '1970-01-01'),
        UTC_TIMESTAMP(6) - INTERVAL ? SECOND, UTC_TIMESTAMP(6) - INTERVAL ? SECOND,
-       IF(?, UTC_TIMESTAMP(6) - INTERVAL ? SECOND, NULL))`,
+       IF(?, UTC_TIMESTAMP(6) - INTERVAL ? SECOND, '1970-01-01'))`,
     [key, status, status, status, daysAgo * 86_400 + 60, daysAgo * 86_400, finished, daysAgo * 86_400],
   );
   if (status === 'dead') {

@@ -4,6 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased } from '../src/store/fenced.ts';
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
+import { cancelJob } from '../src/store/cancel.ts';
 import { connect } from '../src/db/client.ts';
 import { claimReady, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
 import { CLAIM_CONNECTIONS } from '../src/db/client.ts';
@@ -40,7 +41,7 @@ function countingClaims() {
 }
 
 /** Makes every current lease already expired, by the database clock. */
-const expireLeases = () => t.sql("UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved'");
+const expireLeases = () => t.sql("UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved'");
 
 describe('enqueue', () => {
   it('gives one row and the same id to fifty concurrent enqueues of one key', async () => {
@@ -483,7 +484,7 @@ describe('recovery and release', () => {
     const got = await claim(3);
     // Only the first two expire; the third is still leased and must be left alone.
     await t.sql(
-      "UPDATE cronq_jobs SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE job_key IN ('r-again', 'r-last')",
+      "UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE job_key IN ('r-again', 'r-last')",
     );
     expect(got).toHaveLength(3);
     expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 1 });
@@ -514,5 +515,54 @@ describe('recovery and release', () => {
     expect(r).toEqual({ status: 'ready', attempts: 0, lease_token: null });
     const [again] = await claim(1);
     expect(again.attempt).toBe(1);
+  });
+});
+
+describe('lease storage', () => {
+  /** Every row's stored holder width, in characters. */
+  const widths = async () =>
+    t.sql<{ job_key: string; holder: number }>(
+      "SELECT job_key, CHAR_LENGTH(lease_holder) AS holder FROM cronq_jobs ORDER BY id",
+    );
+
+  it('keeps the holder at its padded width through claim, retry, release, recovery, completion, death and cancellation, and reads it trimmed', async () => {
+    await insertJobsIfAbsent(t.database.db, [row('walk'), row('dies'), row('cancelled')]);
+    const all = (n: number) => Array.from({ length: n }, () => 48);
+    expect((await widths()).map((r) => r.holder)).toEqual(all(3));
+
+    expect(await cancelJob(t.database.db, { key: 'cancelled' }, { by: 'test', reason: 'not needed' })).toMatchObject({ status: 'cancelled' });
+    let [walk, dies] = await claim(2, 'host-b:77');
+    expect((await widths()).map((r) => r.holder)).toEqual(all(3));
+    expect(await t.sql("SELECT locked_by, lease_token = lease_fence AS same FROM cronq_jobs WHERE job_key = 'walk'")).toEqual([{ locked_by: 'host-b:77', same: 1 }]);
+
+    expect(await failIfLeased(t.database.db, lease(walk), { error: 'boom', permanent: false, retryInMs: 0 })).toMatchObject({ status: 'retry' });
+    expect(await failIfLeased(t.database.db, lease(dies), { error: 'fatal', permanent: true, retryInMs: 0 })).toEqual({ status: 'dead' });
+    expect(await t.sql("SELECT job_key, status, locked_by, lease_token, lease_until FROM cronq_jobs WHERE job_key IN ('walk', 'dies') ORDER BY id")).toEqual([
+      { job_key: 'walk', status: 'ready', locked_by: null, lease_token: null, lease_until: null },
+      { job_key: 'dies', status: 'dead', locked_by: 'host-b:77', lease_token: expect.stringMatching(/^[0-9a-f]{32}$/), lease_until: null },
+    ]);
+
+    [walk] = await claim(1, 'host-b:77');
+    expect(await releaseIfLeased(t.database.db, lease(walk), 'shutting down')).toBe(true);
+    [walk] = await claim(1, 'host-b:77');
+    await expireLeases();
+    expect(await recoverExpiredLeases(t.database.db, 100, 3)).toMatchObject({ returned: 1 });
+    expect(await t.sql("SELECT last_error FROM cronq_jobs WHERE job_key = 'walk'")).toEqual([{ last_error: 'lease expired while held by host-b:77; returned to the queue' }]);
+    [walk] = await claim(1, 'host-b:77');
+    expect(await completeManyIfLeased(t.database.db, [lease(walk)])).toEqual(new Set([walk.id]));
+
+    expect((await widths()).map((r) => r.holder)).toEqual(all(3));
+    expect(await t.sql('SELECT job_key, finished_at IS NOT NULL AS finished, lease_until FROM cronq_jobs ORDER BY id')).toEqual([
+      { job_key: 'walk', finished: 1, lease_until: null },
+      { job_key: 'dies', finished: 1, lease_until: null },
+      { job_key: 'cancelled', finished: 1, lease_until: null },
+    ]);
+  });
+
+  it('stores a holder name longer than the padded width whole, and reads it back as given', async () => {
+    await insertJobsIfAbsent(t.database.db, [row('long')]);
+    const name = `${'h'.repeat(60)}:1`;
+    await claim(1, name);
+    expect(await t.sql('SELECT locked_by, CHAR_LENGTH(lease_holder) AS holder FROM cronq_jobs')).toEqual([{ locked_by: name, holder: name.length }]);
   });
 });

@@ -41,7 +41,7 @@ async function refusal(run: () => unknown): Promise<UsageError> {
 /** Inserts a dead job and its dead letter by SQL; returns the letter's id. */
 async function deadLetter(key: string): Promise<number> {
   const job: any = await t.sql(
-    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, finished_at)
+    `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, finished_time)
      VALUES ('default', 'report', ?, '{}', 'dead', 3, 3, UTC_TIMESTAMP(6))`,
     [key],
   );

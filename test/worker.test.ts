@@ -233,7 +233,7 @@ describe('worker', () => {
     const { id } = await c.enqueue({ kind: 'slow', key: 'slow:1' });
     await eventually(async () => (await t.sql("SELECT id FROM cronq_jobs WHERE status = 'reserved'")).length === 1);
     // Someone else takes the job over (as recovery and a second worker would).
-    await t.sql('UPDATE cronq_jobs SET lease_token = ? WHERE id = ?', ['f'.repeat(32), id]);
+    await t.sql('UPDATE cronq_jobs SET lease_fence = ? WHERE id = ?', ['f'.repeat(32), id]);
     await log.waitFor('job_lease_lost');
     expect((aborted as Error).name).toBe('LeaseLostError');
     await c.stop({ graceMs: 1_000 });
@@ -261,7 +261,7 @@ describe('worker', () => {
 
   it('recovers a job whose worker vanished and runs it again', async () => {
     await t.sql(
-      "INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, lease_token, lease_until, locked_by) VALUES ('default', 'again', 'again:1', '{}', 'reserved', 1, 3, ?, UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, 'gone:1')",
+      "INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, lease_fence, lease_deadline, lease_holder) VALUES ('default', 'again', 'again:1', '{}', 'reserved', 1, 3, ?, UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, 'gone:1')",
       ['a'.repeat(32)],
     );
     await start([defineTask({ name: 'again', handle: () => undefined })], { recoveryInterval: '50ms' });

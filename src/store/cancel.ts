@@ -23,7 +23,7 @@ import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import type { Lease } from './fenced.ts';
-import { NOW, rows } from './sql.ts';
+import { NO_TIME, NOW, rows } from './sql.ts';
 
 /** Longest accepted cancel reason and operator name (the columns are varchar(255)). */
 export const MAX_CANCEL_TEXT_LENGTH = 255;
@@ -83,8 +83,8 @@ const UNFINISHED = sql`status IN ('ready', 'reserved')`;
 /** Cancels `ids` (locked by the caller's transaction), re-checking they are unfinished. */
 async function cancelLocked(tx: Executor, ids: number[], { by, reason }: CancelBy): Promise<void> {
   await tx.execute(sql`UPDATE cronq_jobs
-    SET status = 'cancelled', cancelled_by = ${by}, cancel_reason = ${reason}, lease_until = NULL,
-        finished_at = ${NOW}, updated_at = ${NOW}
+    SET status = 'cancelled', cancelled_by = ${by}, cancel_reason = ${reason}, lease_deadline = ${NO_TIME},
+        finished_time = ${NOW}, updated_at = ${NOW}
     WHERE id IN ${ids} AND ${UNFINISHED}`);
 }
 
@@ -162,7 +162,7 @@ export async function cancelMatching(
 export async function cancellationOf(exec: Executor, lease: Lease): Promise<Cancellation | null> {
   const [row] = rows<{ cancelled_by: string | null; cancel_reason: string | null }>(
     await exec.execute(sql`SELECT cancelled_by, cancel_reason FROM cronq_jobs
-      WHERE id = ${lease.id} AND status = 'cancelled' AND lease_token = ${lease.token}`),
+      WHERE id = ${lease.id} AND status = 'cancelled' AND lease_fence = ${lease.token}`),
   );
   return row ? { by: row.cancelled_by, reason: row.cancel_reason } : null;
 }

@@ -34,7 +34,7 @@ import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { isConnectionError, TIMEOUTS } from '../db/client.ts';
 import type { Lease } from './fenced.ts';
-import { format, parseDbTime } from './sql.ts';
+import { format, holderOf, parseDbTime } from './sql.ts';
 
 /** A job as the claim returns it to the worker. */
 export interface ClaimedJob {
@@ -375,7 +375,7 @@ class ClaimTransaction {
 export function limitSql(queue: string, limit: QueueLimit): string[] {
   return [
     format('SELECT max_running FROM cronq_kind_limits WHERE kind = ? FOR UPDATE', [limit.kind]),
-    format("SELECT COUNT(*) AS running FROM cronq_jobs WHERE status = 'reserved' AND queue = ? AND lease_until > UTC_TIMESTAMP(6)", [queue]),
+    format("SELECT COUNT(*) AS running FROM cronq_jobs WHERE status = 'reserved' AND queue = ? AND lease_deadline > UTC_TIMESTAMP(6)", [queue]),
   ];
 }
 
@@ -458,11 +458,11 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         ...kept,
         format(
           `UPDATE cronq_jobs
-          SET status = 'reserved', attempts = attempts + 1, lease_token = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
-              lease_until = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
-              locked_by = ?, updated_at = UTC_TIMESTAMP(6)
+          SET status = 'reserved', attempts = attempts + 1, lease_fence = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
+              lease_deadline = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
+              lease_holder = ?, updated_at = UTC_TIMESTAMP(6)
           WHERE id IN (?)`,
-          [secret, request.lockedBy, lockedIds],
+          [secret, holderOf(request.lockedBy), lockedIds],
         ),
         'COMMIT',
       ]);

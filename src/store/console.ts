@@ -62,7 +62,7 @@ export async function completionsPerMinute(exec: Executor, queues: readonly stri
 
 /** The finish times of a queue's recently available done jobs, newest first, bounded (see completionsPerMinute). */
 export function recentDoneSql(queue: string): SQL {
-  return sql`SELECT finished_at FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+  return sql`SELECT finished_time AS finished_at FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
     WHERE status = 'done' AND queue = ${queue} AND available_at >= UTC_TIMESTAMP(6) - ${interval(COMPLETION_LAG_MAX_MS)}
     ORDER BY available_at DESC LIMIT ${COMPLETIONS_SCAN_MAX}`;
 }

@@ -21,7 +21,7 @@ import { UsageError } from '../errors.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { firstLine } from '../runtime/errorText.ts';
 import { reasonGroup } from './failureReason.ts';
-import { NOW, parseDbTime, rows, toDbTime } from './sql.ts';
+import { NO_LEASE, NO_TIME, NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
 /** The first line of failure_reason, computed by the server so long reasons stay there. */
 const FIRST_LINE = sql.raw('SUBSTRING_INDEX(failure_reason, CHAR(10 USING utf8mb4), 1)');
@@ -338,8 +338,8 @@ async function resolveLocked(
     });
     if (kept.length > 0) {
       await tx.execute(sql`UPDATE cronq_jobs
-        SET status = 'ready', attempts = 0, available_at = ${NOW}, lease_token = NULL, lease_until = NULL,
-            locked_by = NULL, finished_at = NULL, updated_at = ${NOW}
+        SET status = 'ready', attempts = 0, available_at = ${NOW}, ${NO_LEASE},
+            finished_time = ${NO_TIME}, updated_at = ${NOW}
         WHERE id IN ${kept.map((l) => Number(l.job_id))} AND status = 'dead'`);
     }
   }

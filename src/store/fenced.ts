@@ -15,7 +15,7 @@ import { dedicatedConnection, type Db, type Executor } from '../db/client.ts';
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
-import { formatted, header, interval, NOW, rows } from './sql.ts';
+import { formatted, header, interval, NO_LEASE, NO_TIME, NO_TIME_RAW, NOW, rows } from './sql.ts';
 
 /** Most characters of `last_error` (and so of `failure_reason`). */
 const LAST_ERROR_MAX = 2000;
@@ -31,7 +31,7 @@ export type FailOutcome = { status: 'retry'; retryInMs: number } | { status: 'de
 
 /** The fence: still reserved, same token, lease not expired — evaluated under the row lock. */
 function leaseHeld(lease: Lease): SQL {
-  return sql`id = ${lease.id} AND status = 'reserved' AND lease_token = ${lease.token} AND lease_until > ${NOW}`;
+  return sql`id = ${lease.id} AND status = 'reserved' AND lease_fence = ${lease.token} AND lease_deadline > ${NOW}`;
 }
 
 /**
@@ -49,15 +49,15 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
   const result = await db.execute(
     formatted(
       `UPDATE cronq_jobs
-      SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-      WHERE id IN (?) AND status = 'reserved' AND lease_until > UTC_TIMESTAMP(6) AND lease_token IN (?)`,
-      [ids, tokens],
+      SET status = 'done', lease_deadline = ?, last_error = NULL, finished_time = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+      WHERE id IN (?) AND status = 'reserved' AND lease_deadline > UTC_TIMESTAMP(6) AND lease_fence IN (?)`,
+      [NO_TIME_RAW, ids, tokens],
     ),
   );
   if (header(result).affectedRows === sorted.length) return new Set(ids);
   // Some leases were lost: done rows keep their token, so ask which ones were ours.
   const done = await db.execute(sql`SELECT id FROM cronq_jobs
-    WHERE id IN ${ids} AND status = 'done' AND lease_token IN ${tokens}`);
+    WHERE id IN ${ids} AND status = 'done' AND lease_fence IN ${tokens}`);
   return new Set(rows<{ id: number }>(done).map((r) => Number(r.id)));
 }
 
@@ -149,7 +149,7 @@ async function markDoneIfHeld(tx: Executor, lease: Lease): Promise<boolean> {
 
 async function markDone(tx: Executor, lease: Lease): Promise<void> {
   await tx.execute(sql`UPDATE cronq_jobs
-    SET status = 'done', lease_until = NULL, last_error = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+    SET status = 'done', lease_deadline = ${NO_TIME}, last_error = NULL, finished_time = ${NOW}, updated_at = ${NOW}
     WHERE id = ${lease.id}`);
 }
 
@@ -180,7 +180,7 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
       return { status: 'dead' } as const;
     }
     await tx.execute(sql`UPDATE cronq_jobs
-      SET status = 'ready', lease_token = NULL, lease_until = NULL, locked_by = NULL, last_error = ${error},
+      SET status = 'ready', ${NO_LEASE}, last_error = ${error},
           available_at = ${NOW} + ${interval(failure.retryInMs)}, updated_at = ${NOW}
       WHERE id = ${lease.id}`);
     return { status: 'retry', retryInMs: failure.retryInMs } as const;
@@ -195,7 +195,7 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
  */
 export async function markDead(tx: Executor, ids: number[], error: string | SQL, also: SQL = sql``): Promise<void> {
   await tx.execute(sql`UPDATE cronq_jobs
-    SET status = 'dead', lease_until = NULL, last_error = ${error}, finished_at = ${NOW}, updated_at = ${NOW}${also}
+    SET status = 'dead', lease_deadline = ${NO_TIME}, last_error = ${error}, finished_time = ${NOW}, updated_at = ${NOW}${also}
     WHERE id IN ${ids}`);
   const group = typeof error === 'string' ? reasonGroup(error) : null;
   const inserted = await tx.execute(sql`INSERT INTO cronq_dead_letters
@@ -212,7 +212,7 @@ export async function markDead(tx: Executor, ids: number[], error: string | SQL,
  */
 export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Promise<boolean> {
   const result = await db.execute(sql`UPDATE cronq_jobs
-    SET lease_until = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
+    SET lease_deadline = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
     WHERE ${leaseHeld(lease)}`);
   return header(result).affectedRows === 1;
 }
@@ -225,8 +225,8 @@ export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Prom
  */
 export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0): Promise<boolean> {
   const result = await db.execute(sql`UPDATE cronq_jobs
-    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), lease_token = NULL, lease_until = NULL,
-        locked_by = NULL, last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
+    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+        last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
     WHERE ${leaseHeld(lease)}`);
   return header(result).affectedRows === 1;
 }

@@ -49,7 +49,7 @@ export interface KindLimitStatus extends KindLimit {
 export async function listKindLimits(exec: Executor): Promise<KindLimitStatus[]> {
   const found = rows<{ kind: string; max_running: number; updated_at: string; running: number }>(
     await exec.execute(sql`SELECT l.kind, l.max_running, l.updated_at,
-        (SELECT COUNT(*) FROM cronq_jobs j WHERE j.status = 'reserved' AND j.kind = l.kind AND j.lease_until > ${NOW}) AS running
+        (SELECT COUNT(*) FROM cronq_jobs j WHERE j.status = 'reserved' AND j.kind = l.kind AND j.lease_deadline > ${NOW}) AS running
       FROM cronq_kind_limits l ORDER BY l.kind`),
   );
   return found.map((r) => ({ kind: r.kind, maxRunning: Number(r.max_running), running: Number(r.running), updatedAt: parseDbTime(r.updated_at)! }));

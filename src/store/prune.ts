@@ -33,8 +33,8 @@ interface Rule {
 
 const DONE_JOBS: Rule = {
   table: sql.raw('cronq_jobs'),
-  prunable: (cutoff) => sql`t.status IN ('done', 'cancelled') AND t.finished_at < ${cutoff}`,
-  recheck: (cutoff) => sql`status IN ('done', 'cancelled') AND finished_at < ${cutoff}`,
+  prunable: (cutoff) => sql`t.status IN ('done', 'cancelled') AND t.finished_time < ${cutoff}`,
+  recheck: (cutoff) => sql`status IN ('done', 'cancelled') AND finished_time < ${cutoff}`,
 };
 
 // A tick row may go once it is finished (skipped rows are finished when recorded)

@@ -15,11 +15,11 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { markDead } from './fenced.ts';
 import { LEASE_EXPIRIES } from '../defaults.ts';
-import { NOW, rows } from './sql.ts';
+import { NO_LEASE, NOW, rows } from './sql.ts';
 
 
 /** Who held an expired lease, as the row says (an expression: texts differ per row). */
-const HELD_BY = sql`COALESCE(locked_by, 'an unknown worker')`;
+const HELD_BY = sql`COALESCE(NULLIF(RTRIM(lease_holder), ''), 'an unknown worker')`;
 
 /**
  * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
@@ -43,7 +43,7 @@ export async function recoverExpiredLeases(
   return db.transaction(async (tx) => {
     const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
       await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs
-        WHERE status = 'reserved' AND lease_until <= ${NOW}
+        WHERE status = 'reserved' AND lease_deadline <= ${NOW}
         ORDER BY queue, available_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
     );
     const crashed = expired.filter((r) => r.lease_expiries + 1 >= maxLeaseExpiries).map((r) => Number(r.id));
@@ -56,9 +56,8 @@ export async function recoverExpiredLeases(
     const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
     if (retry.length > 0) {
       await tx.execute(sql`UPDATE cronq_jobs
-        SET status = 'ready', lease_token = NULL, lease_until = NULL,
-            last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
-            locked_by = NULL, available_at = ${NOW}, updated_at = ${NOW}${counted}
+        SET status = 'ready', last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
+            ${NO_LEASE}, available_at = ${NOW}, updated_at = ${NOW}${counted}
         WHERE id IN ${retry}`);
     }
     if (exhausted.length > 0) {

@@ -6,12 +6,32 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { format as mysqlFormat, raw as mysqlRaw } from 'mysql2';
+import { LEASE_STORAGE } from '../db/schema.ts';
 
 /** The database clock: every "now" in cronq's SQL, never the host's. */
 export const NOW = sql`UTC_TIMESTAMP(6)`;
 
 /** NOW for statements built by mysql2's formatter (see `formatted`). */
 export const NOW_RAW = mysqlRaw('UTC_TIMESTAMP(6)');
+
+/**
+ * The blanks of cronq_jobs' lease storage (LEASE_STORAGE in db/schema.ts): every write
+ * that ends or clears a lease writes these, never NULL, so the row keeps its width and
+ * the next claim rewrites it in place.
+ */
+export const NO_TIME = sql.raw(`'${LEASE_STORAGE.noTime}'`);
+/** NO_TIME for statements built by mysql2's formatter. */
+export const NO_TIME_RAW = mysqlRaw(`'${LEASE_STORAGE.noTime}'`);
+/** `lease_holder` of a job nobody holds: HOLDER_WIDTH spaces. */
+export const NO_HOLDER = ' '.repeat(LEASE_STORAGE.holderWidth);
+
+/** `name` as `lease_holder` stores it: right-padded with spaces to the holder width (a longer name whole). */
+export function holderOf(name: string): string {
+  return name.padEnd(LEASE_STORAGE.holderWidth, ' ');
+}
+
+/** The SET clause of a write that gives a job's lease back: no fence, no deadline, no holder. */
+export const NO_LEASE = sql`lease_fence = '', lease_deadline = ${NO_TIME}, lease_holder = ${NO_HOLDER}`;
 
 /** A DATETIME(6) value as the database writes it ('YYYY-MM-DD HH:MM:SS.ffffff', UTC). */
 export type DbTime = string;
