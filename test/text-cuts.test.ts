@@ -8,7 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { renderTable } from '../src/cli/textTable.ts';
 import { boundedText, errorLine, thrownText } from '../src/runtime/errorText.ts';
 import { enqueueTick } from '../src/schedule/fanout.ts';
-import { defineSchedule } from '../src/index.ts';
+import { defineSchedule, defineTask } from '../src/index.ts';
+import { parseDuration } from '../src/duration.ts';
+import { parseIsoInstant } from '../src/cli/instant.ts';
+import { shownText } from '../src/shownText.ts';
 import type { RefusedJob } from '../src/enqueue/write.ts';
 import type { JobWriter } from '../src/store/index.ts';
 import { refusalReason } from '../src/store/refusal.ts';
@@ -72,5 +75,35 @@ describe("cutting the driver's words", () => {
     const failure = driverFailure(Object.assign(new Error(`Duplicate entry '${straddling(499 - "Duplicate entry '".length)}' for key 'k'`), { errno: 1062 }));
     expect(failure?.message).not.toMatch(LONE_SURROGATE);
     expect(failure?.message.length).toBeLessThanOrEqual(500);
+  });
+});
+
+describe('a refused value quoted in a message', () => {
+  const refusal = (refuse: () => unknown) => {
+    try {
+      refuse();
+    } catch (error) {
+      return (error as Error).message;
+    }
+    throw new Error('not refused');
+  };
+
+  it('shows at most 64 units of it, one fewer rather than half an emoji, … when cut', () => {
+    expect(shownText('short')).toBe('short');
+    expect(shownText('x'.repeat(64))).toBe('x'.repeat(64));
+    expect(shownText('x'.repeat(65))).toBe(`${'x'.repeat(64)}…`);
+    expect(shownText(straddling(63))).toBe(`${'x'.repeat(63)}…`);
+  });
+
+  it('a duration, an instant, a task name and a queue are cut the same way', () => {
+    for (const message of [
+      refusal(() => parseDuration(straddling(63), 'leaseMs')),
+      refusal(() => parseIsoInstant(straddling(63), '--run-at')),
+      refusal(() => defineTask({ name: straddling(63), handle() {} })),
+      refusal(() => defineTask({ name: 'ok', queue: straddling(63), handle() {} })),
+    ]) {
+      expect(message).not.toMatch(LONE_SURROGATE);
+      expect(message).toContain(`${'x'.repeat(63)}…`);
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { parseBackoff, type Backoff } from '../runtime/backoff.ts';
-import { sliceChars } from '../runtime/errorText.ts';
+import { shownText } from '../shownText.ts';
 import type { Handler } from './job.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -156,12 +156,12 @@ export function validateParse(parse: unknown, what: string): ((payload: unknown)
 }
 
 /**
- * A refused name or queue as a message quotes it: text in double quotes, cut to 64
- * UTF-16 units without splitting a pair (never a whole megabyte someone passed);
+ * A refused name or queue as a message quotes it: text cut as shownText cuts it, in
+ * double quotes (JSON, so control characters show as escapes);
  * anything else by its value or, for an object, its type.
  */
 export function shownName(value: unknown): string {
-  if (typeof value === 'string') return value.length > 64 ? `${JSON.stringify(sliceChars(value, 64)).slice(0, -1)}…"` : JSON.stringify(value);
+  if (typeof value === 'string') return JSON.stringify(shownText(value));
   return typeof value === 'object' && value !== null ? typeof value : String(value);
 }
 
