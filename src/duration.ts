@@ -1,4 +1,5 @@
 import { UsageError } from './errors.ts';
+import { shownText } from './shownText.ts';
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,
@@ -38,9 +39,9 @@ export function parseDuration(value: Duration, what = 'duration'): number {
   return ms;
 }
 
-/** A duration as messages quote it: a number as it is, text in quotes, cut to 64 characters. */
+/** A duration as messages quote it: a number as it is, text in quotes, cut as shownText cuts it. */
 export function shownDuration(value: Duration): string {
-  return typeof value === 'number' ? String(value) : `'${value.length > 64 ? `${value.slice(0, 64)}…` : value}'`;
+  return typeof value === 'number' ? String(value) : `'${shownText(value)}'`;
 }
 
 /** Renders milliseconds back in the largest whole unit (`90000` → `90s`, `3600000` → `1h`). */

@@ -40,7 +40,7 @@ export type {
   TickRow,
 } from './admin.ts';
 export { noopObserver, type Observer } from './observe.ts';
-export { defineTask, type Task, type TaskOptions } from './tasks/define.ts';
+export { defineTask, type Task, type TaskOptions, type TaskVariantOptions } from './tasks/define.ts';
 export {
   defineSchedule,
   type Schedule,

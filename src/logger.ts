@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { UsageError } from './errors.ts';
+import { shownText } from './shownText.ts';
 
 export type { Logger };
 
@@ -53,18 +54,11 @@ function defaultLibraryLogger(value: string | undefined): Logger {
   } catch {
     const log = createLogger('info');
     log.warn(
-      { event: 'log_level_unknown', log_level: firstChars(value ?? '', 64) },
+      { event: 'log_level_unknown', log_level: shownText(value ?? '') },
       `LOG_LEVEL is not one of ${LOG_LEVELS.join(', ')}; cronq logs at info (pass a logger to createCronq to choose)`,
     );
     return log;
   }
-}
-
-/** At most `n` UTF-16 units of `text` (one fewer rather than half a surrogate pair), `…` when cut. */
-function firstChars(text: string, n: number): string {
-  if (text.length <= n) return text;
-  const last = text.charCodeAt(n - 1);
-  return `${text.slice(0, last >= 0xd800 && last <= 0xdbff ? n - 1 : n)}…`;
 }
 
 /** A logger that drops everything (library default when the caller passes none). */

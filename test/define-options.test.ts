@@ -79,3 +79,29 @@ describe('options defineTask and defineSchedule do not know', () => {
     }
   });
 });
+
+describe('a variant of a defined task: defineTask({ ...task, name, ...overrides })', () => {
+  const sendEmail = defineTask({ name: 'send-email', handle, maxAttempts: 3, backoff: { base: '2s', max: '1m' }, lease: '5m', timeout: '30s' });
+
+  it('takes the task as it was defined, with the options written after the spread', () => {
+    const urgent = defineTask({ ...sendEmail, name: 'send-email-urgent', queue: 'urgent' });
+    expect(urgent).toMatchObject({ name: 'send-email-urgent', queue: 'urgent', maxAttempts: 3, leaseMs: 300_000, timeoutMs: 30_000, concurrency: null, parse: null });
+    expect(urgent.backoff).toEqual(sendEmail.backoff);
+  });
+
+  it('a new timeout replaces the task’s, it does not stack on it', async () => {
+    const quick = defineTask({ name: 'quick', timeout: '20ms', handle: () => new Promise((resolve) => setTimeout(() => resolve('done'), 60)) });
+    const patient = defineTask({ ...quick, name: 'patient', timeout: '5s' });
+    const ctx = { signal: new AbortController().signal } as never;
+    await expect(patient.handle({} as never, ctx)).resolves.toBe('done');
+  });
+
+  it('defaults follow the new options as if they had been written out: a limited variant runs in a queue named after itself', () => {
+    const limited = defineTask({ name: 'report', handle, concurrency: 2 });
+    expect(defineTask({ ...limited, name: 'report-eu' }).queue).toBe('report-eu');
+  });
+
+  it("refuses a task's own field set to something else, naming the option to use", () => {
+    expect(refusal(() => defineTask({ ...sendEmail, name: 'x', leaseMs: 1_000 } as never))).toBe("task 'x': unknown option 'leaseMs' (did you mean 'lease'?)");
+  });
+});

@@ -1,3 +1,4 @@
+import { sliceChars } from '../runtime/errorText.ts';
 import { printable } from './printable.ts';
 
 /** One column of a text table. */
@@ -29,5 +30,5 @@ export function renderTable(columns: Column[], rows: string[][]): string {
 
 function cell(text: string, maxWidth: number | undefined): string {
   const flat = printable(text.replace(/[\r\n\t]+/g, ' '));
-  return maxWidth !== undefined && flat.length > maxWidth ? `${flat.slice(0, Math.max(0, maxWidth - 1))}…` : flat;
+  return maxWidth !== undefined && flat.length > maxWidth ? `${sliceChars(flat, Math.max(0, maxWidth - 1))}…` : flat;
 }

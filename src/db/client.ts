@@ -303,7 +303,8 @@ export function driverFailure(error: unknown): DriverFailure | null {
   // A driver error: drizzle's wrapper, or mysql2's own (a server error has an errno; a lost connection a code).
   if (e === error && typeof e?.errno !== 'number' && !(typeof e?.code === 'string' && isConnectionError(e))) return null;
   const text = typeof e?.message === 'string' ? e.message.slice(0, 4096) : 'no message';
-  const message = text.split('\n', 1)[0].trimEnd().slice(0, 500);
+  // The server quotes values (a duplicate key): drop a high surrogate the cut left alone.
+  const message = text.split('\n', 1)[0].trimEnd().slice(0, 500).replace(/[\uD800-\uDBFF]$/, '');
   return Object.assign(new Error(message), { code: e?.code, errno: e?.errno, sqlState: e?.sqlState, fatal: e?.fatal });
 }
 

@@ -6,7 +6,7 @@ import { MAX_KEY_LENGTH } from '../store/index.ts';
 import { UsageError } from '../errors.ts';
 import type { NewJobRow } from '../store/index.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
-import { errorText, firstLine } from '../runtime/errorText.ts';
+import { errorLine } from '../runtime/errorText.ts';
 import { shownName, TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 
@@ -48,7 +48,7 @@ export function checkJobContent(key: string, payload: unknown): JobContent {
   try {
     payloadJson = JSON.stringify(payload === undefined ? {} : payload);
   } catch (error) {
-    return { field: 'payload', problem: `payload cannot be stored as JSON: ${firstLine(errorText(error)).slice(0, 200)}` };
+    return { field: 'payload', problem: `payload cannot be stored as JSON: ${errorLine(error, 200)}` };
   }
   return payloadJson === undefined ? { field: 'payload', problem: 'payload cannot be stored as JSON' } : { payloadJson };
 }

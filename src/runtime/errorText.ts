@@ -36,7 +36,7 @@ export function errorText(thrown: unknown, max = ERROR_TEXT_MAX): string {
  */
 export function boundedText(text: string, max = ERROR_TEXT_MAX): string {
   const cut = text.length > max + MASK_WINDOW;
-  const head = maskUrl(cut ? text.slice(0, max + MASK_WINDOW) : text);
+  const head = maskUrl(cut ? sliceChars(text, max + MASK_WINDOW) : text);
   if (!cut && head.length <= max) return head;
   return `${sliceChars(head, Math.max(0, max - TRUNCATED.length))}${TRUNCATED}`;
 }
@@ -52,12 +52,12 @@ function rawText(thrown: unknown, limit: number): string {
   const value = guarded(() => driverError(thrown)) ?? thrown;
   switch (typeof value) {
     case 'string':
-      return `non-error thrown: ${value.slice(0, limit)}`;
+      return `non-error thrown: ${sliceChars(value, limit)}`;
     case 'object':
     case 'function':
       return value === null ? 'non-error thrown: null' : objectText(value, limit);
     case 'symbol':
-      return `non-error thrown: ${guarded(() => value.toString().slice(0, limit)) ?? 'a symbol'}`;
+      return `non-error thrown: ${guarded(() => sliceChars(value.toString(), limit)) ?? 'a symbol'}`;
     case 'bigint':
       return `non-error thrown: ${value.toString().slice(0, limit)}`;
     default:
@@ -78,12 +78,12 @@ function objectText(value: object, limit: number): string {
   const custom = guarded(() => {
     const toString = (value as { toString?: unknown }).toString;
     return typeof toString === 'function' && toString !== Object.prototype.toString && toString !== Function.prototype.toString
-      ? String(toString.call(value)).slice(0, limit)
+      ? sliceChars(String(toString.call(value)), limit)
       : undefined;
   });
   if (custom !== undefined) return `non-error thrown: ${custom}`;
   if (typeof value === 'function') return 'non-error thrown: a function';
-  const keys = guarded(() => Object.keys(value).slice(0, 10).map((k) => k.slice(0, 40)));
+  const keys = guarded(() => Object.keys(value).slice(0, 10).map((k) => sliceChars(k, 40)));
   if (keys === undefined) return 'non-error thrown: an object that cannot be read';
   return keys.length === 0 ? 'non-error thrown: an object without a message' : `non-error thrown: an object with keys ${keys.join(', ')}`;
 }
@@ -92,7 +92,7 @@ function objectText(value: object, limit: number): string {
 function stringProperty(value: object, key: string, limit: number): string | undefined {
   return guarded(() => {
     const v = (value as Record<string, unknown>)[key];
-    if (typeof v === 'string') return v.slice(0, limit);
+    if (typeof v === 'string') return sliceChars(v, limit);
     if (typeof v === 'number') return String(v);
     return undefined;
   });
@@ -104,6 +104,14 @@ function guarded<T>(read: () => T): T | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The first line of errorText(thrown), at most `max` characters (cut between characters,
+ * without a marker): the one-line reason a log field or a ledger note holds.
+ */
+export function errorLine(thrown: unknown, max: number): string {
+  return sliceChars(firstLine(errorText(thrown)), max);
 }
 
 /** The first line of `text`, without a trailing carriage return or spaces. */
@@ -130,7 +138,7 @@ export function thrownText(value: unknown, maxChars = 300): string {
 
 function firstLineCut(text: string, maxChars: number): string {
   const line = firstLine(text);
-  return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
+  return line.length > maxChars ? `${sliceChars(line, maxChars - 1)}…` : line;
 }
 
 /**

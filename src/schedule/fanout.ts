@@ -1,6 +1,7 @@
 import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../enqueue/write.ts';
 import type { JobWriter, NewJobRow } from '../store/index.ts';
 import { checkJobContent } from '../enqueue/jobRow.ts';
+import { shownText } from '../shownText.ts';
 import type { Schedule } from './define.ts';
 
 /** The job key of one entity's job in one period: `<name>:<entity>:<period>`, or `<name>:<period>` without fan-out. */
@@ -57,7 +58,7 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string):
     const content = checkJobContent(key, item.payload);
     if ('problem' in content) {
       // A key too long to store is too long to log whole as well.
-      yield refused(content.field === 'key' && key.length > 60 ? `${key.slice(0, 60)}…` : key, content.problem);
+      yield refused(content.field === 'key' ? shownText(key, 60) : key, content.problem);
       continue;
     }
     yield { ...base, key, payloadJson: content.payloadJson };

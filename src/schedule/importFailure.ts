@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { extname, relative, resolve } from 'node:path';
-import { thrownText } from '../runtime/errorText.ts';
+import { sliceChars, thrownText } from '../runtime/errorText.ts';
 
 /** `file` relative to the working directory, as every message about schedule files shows it. */
 export function shownPath(file: string): string {
@@ -39,7 +39,7 @@ function syntaxLocation(error: unknown): SyntaxLocation | null {
     const message = (error as Error).message;
     if (typeof message !== 'string' || !message.startsWith('Transform failed')) return null;
     for (const line of message.slice(0, 10 * MAX_LINE).split('\n').slice(1, 4)) {
-      const match = ESBUILD_ERROR.exec(line.slice(0, MAX_LINE));
+      const match = ESBUILD_ERROR.exec(sliceChars(line, MAX_LINE));
       if (match) return { file: match[1], line: Number(match[2]), column: Number(match[3]), text: thrownText(new Error(match[4])) };
     }
   } catch {

@@ -4,7 +4,7 @@ import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
 import { isOutage } from '../runtime/dbHealth.ts';
 import type { RefusedJob } from '../enqueue/write.ts';
-import { DB_ERROR_TEXT_MAX, errorText, firstLine } from '../runtime/errorText.ts';
+import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
@@ -325,7 +325,7 @@ export class ScheduleTicker {
         result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onRefused, signal });
       } catch (error) {
         if (error instanceof TickTakenOverError || isOutage(error)) throw error;
-        const reason = firstLine(errorText(error)).slice(0, 200);
+        const reason = errorLine(error, 200);
         if (signal?.aborted) break;
         if (attempt >= retry.attempts) {
           await this.recordFailed(id, at, attempt, reason, insertedSoFar);

@@ -6,7 +6,7 @@
  * lock waits and the like are never refusals: they are outages and are retried as such.
  */
 import { driverError } from '../db/client.ts';
-import { firstLine } from '../runtime/errorText.ts';
+import { firstLine, sliceChars } from '../runtime/errorText.ts';
 
 /**
  * Server error numbers that reject a row for what it holds. mysql2 names errors with
@@ -46,7 +46,7 @@ const SERVER_REASON_MAX = 200;
  */
 export function refusalReason(payloadJson: string, error: unknown): string {
   const e = driverError(error) as { errno?: number; message?: string };
-  const said = firstLine(e?.message ?? 'no message').slice(0, SERVER_REASON_MAX);
+  const said = sliceChars(firstLine(e?.message ?? 'no message'), SERVER_REASON_MAX);
   const server = `server said: ${said}${typeof e?.errno === 'number' ? ` (errno ${e.errno})` : ''}`;
   const shape = payloadShape(payloadJson);
   if (shape.loneSurrogateAt !== null) {

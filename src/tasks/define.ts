@@ -1,7 +1,7 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { parseBackoff, type Backoff } from '../runtime/backoff.ts';
-import { sliceChars } from '../runtime/errorText.ts';
+import { shownText } from '../shownText.ts';
 import type { Handler } from './job.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -72,6 +72,26 @@ export interface Task<P = any> {
   concurrency: number | null;
 }
 
+/**
+ * The options of a variant of a defined task, `defineTask({ ...sendEmail, name:
+ * 'send-email-urgent', queue: 'urgent' })`: the spread brings the task's fields (its
+ * parsed `backoff`, its `parse` or null...), the options written after it override them.
+ */
+export type TaskVariantOptions<P = any> = { readonly [TASK_BRAND]: true } & {
+  [K in keyof TaskOptions<P>]?: TaskOptions<P>[K] | (K extends keyof Task<P> ? Task<P>[K] : never);
+};
+
+/**
+ * Under this key (enumerable, so `{ ...task }` copies it) a task keeps the options it was
+ * defined with and itself: what tells a spread field from one written after the spread.
+ */
+const TASK_DEFINITION = Symbol.for('cronq.taskDefinition');
+
+interface TaskDefinition {
+  options: TaskOptions;
+  task: Task;
+}
+
 /** Every option defineTask takes (the compiler keeps this in step with TaskOptions); defineSchedule takes them too. */
 export const TASK_OPTIONS = {
   name: true,
@@ -132,20 +152,44 @@ function editDistance(a: string, b: string): number {
 /**
  * Declares how jobs of one kind are handled. Validates at once and throws a
  * UsageError naming the bad option (an unknown one too), so a bad task file is refused at start.
+ *
+ * Given a defined task spread into new options (TaskVariantOptions), it is as if the
+ * task's own options had been written out with the new ones after them: `timeout`
+ * replaces the task's (it does not stack), and defaults follow the new options (a limited
+ * variant's queue is its own name). A spread field (`leaseMs`) set to another value is
+ * refused like any unknown option.
  */
-export function defineTask<P = any>(options: TaskOptions<P>): Task<P> {
-  if (typeof options !== 'object' || options === null) throw new UsageError('defineTask needs an options object');
+export function defineTask<P = any>(given: TaskOptions<P> | TaskVariantOptions<P>): Task<P> {
+  if (typeof given !== 'object' || given === null) throw new UsageError('defineTask needs an options object');
+  const options = writtenOptions(given) as TaskOptions<P>;
   refuseUnknownOptions(options, TASK_OPTION_KEYS, typeof options.name === 'string' ? `task '${options.name}'` : 'defineTask');
   const name = validateName(options.name, 'name');
   if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
   const base = validateJobOptions(options, `task '${name}'`, name);
-  return {
+  const task: Task<P> = {
     [TASK_BRAND]: true,
     name,
     handle: base.timeoutMs === null ? (options.handle as Handler) : withTimeout(options.handle as Handler, base.timeoutMs),
     parse: validateParse(options.parse, `task '${name}'`) as ((payload: unknown) => P) | null,
     ...base,
   };
+  const definition: TaskDefinition = { options: { ...options }, task };
+  return Object.defineProperty(task, TASK_DEFINITION, { value: definition, enumerable: true });
+}
+
+/**
+ * The options as written: `given` itself, or for a spread task (it carries its
+ * TaskDefinition) the task's own options with every field of `given` that differs from
+ * the task's laid over them. A field equal to the task's came from the spread.
+ */
+function writtenOptions(given: object): object {
+  const definition = (given as { [TASK_DEFINITION]?: TaskDefinition })[TASK_DEFINITION];
+  if (definition === undefined) return given;
+  const written: Record<string, unknown> = { ...definition.options };
+  for (const [key, value] of Object.entries(given)) {
+    if (value !== (definition.task as unknown as Record<string, unknown>)[key]) written[key] = value;
+  }
+  return written;
 }
 
 /** Validates the optional payload parser. */
@@ -156,12 +200,12 @@ export function validateParse(parse: unknown, what: string): ((payload: unknown)
 }
 
 /**
- * A refused name or queue as a message quotes it: text in double quotes, cut to 64
- * UTF-16 units without splitting a pair (never a whole megabyte someone passed);
+ * A refused name or queue as a message quotes it: text cut as shownText cuts it, in
+ * double quotes (JSON, so control characters show as escapes);
  * anything else by its value or, for an object, its type.
  */
 export function shownName(value: unknown): string {
-  if (typeof value === 'string') return value.length > 64 ? `${JSON.stringify(sliceChars(value, 64)).slice(0, -1)}…"` : JSON.stringify(value);
+  if (typeof value === 'string') return JSON.stringify(shownText(value));
   return typeof value === 'object' && value !== null ? typeof value : String(value);
 }
 

@@ -1,6 +1,7 @@
 import { CANCEL_BATCH_SIZE, MAX_CANCEL_TEXT_LENGTH, type CancelFilter, type CancelOutcome, type CancelTarget } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
 import { longerThanChars } from '../../runtime/chars.ts';
+import { sliceChars } from '../../runtime/errorText.ts';
 import { DATABASE_ONLY_HELP, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
@@ -106,7 +107,7 @@ function checkedText(value: string | undefined, flag: string, why: string): stri
 
 function parseId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`${NAME}: ID must be a job id (cronq_jobs.id), a whole number (got '${value.slice(0, 40)}')`);
+    throw new UsageError(`${NAME}: ID must be a job id (cronq_jobs.id), a whole number (got '${sliceChars(value, 40)}')`);
   }
   return Number(value);
 }
@@ -128,9 +129,9 @@ function described(filter: CancelFilter): string {
 function refusal(outcome: Exclude<CancelOutcome, { status: 'cancelled' }>): UsageError {
   if (outcome.status === 'not_found') {
     return new NotFoundError(
-      'id' in outcome.target ? `${NAME}: no job with id ${outcome.target.id}; nothing changed` : `${NAME}: no job with key '${outcome.target.key.slice(0, 200)}'; nothing changed`,
+      'id' in outcome.target ? `${NAME}: no job with id ${outcome.target.id}; nothing changed` : `${NAME}: no job with key '${sliceChars(outcome.target.key, 200)}'; nothing changed`,
     );
   }
   const by = outcome.jobStatus === 'cancelled' ? ` by ${outcome.cancelledBy ?? 'an operator'} (${outcome.cancelReason ?? 'no reason'})` : '';
-  return new UsageError(`${NAME}: job ${outcome.jobId} (key ${outcome.key.slice(0, 200)}) is already '${outcome.jobStatus}'${by}; nothing changed`);
+  return new UsageError(`${NAME}: job ${outcome.jobId} (key ${sliceChars(outcome.key, 200)}) is already '${outcome.jobStatus}'${by}; nothing changed`);
 }

@@ -1,0 +1,20 @@
+/**
+ * A user's value as a message quotes it (a refused duration, instant, name or log level):
+ * the start of it, never a whole megabyte someone passed, and never half an emoji.
+ *
+ * A leaf that imports nothing, so every module above the store may use it: logger.ts and
+ * duration.ts included, which runtime/ imports and which therefore cannot import runtime/.
+ */
+
+/** How many UTF-16 units of a user's value a message shows. */
+export const SHOWN_TEXT_MAX = 64;
+
+/**
+ * `text` as a message shows it: whole when it has at most `max` UTF-16 units, else its
+ * first `max` (one fewer rather than half a surrogate pair) followed by `…`. Adds no quotes.
+ */
+export function shownText(text: string, max = SHOWN_TEXT_MAX): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return `${text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)}…`;
+}
