@@ -4,9 +4,18 @@
  * freely; change rows only through cronq (`cronq dead requeue`, the API), whose writes
  * are fenced. Names and columns change only through a new migration.
  */
-export { jobs, deadLetters, scheduleTicks, daemons, pauses, kindLimits, JOB_STATUSES, TICK_OUTCOMES, PAUSE_TARGETS, MAX_KEY_LENGTH } from './db/schema.ts';
+import { mysqlTable } from 'drizzle-orm/mysql-core';
+import { jobReadColumns } from './db/schema.ts';
+import type { daemons, deadLetters, kindLimits, pauses, scheduleTicks } from './db/schema.ts';
+export { deadLetters, scheduleTicks, daemons, pauses, kindLimits, JOB_STATUSES, TICK_OUTCOMES, PAUSE_TARGETS, MAX_KEY_LENGTH } from './db/schema.ts';
 export type { JobStatus, TickOutcome, PauseTarget } from './db/schema.ts';
-import type { daemons, deadLetters, jobs, kindLimits, pauses, scheduleTicks } from './db/schema.ts';
+
+/**
+ * `cronq_jobs` with the columns people read. `lease_token`, `lease_until`, `locked_by`
+ * and `finished_at` are virtual (NULL when there is none); the columns cronq writes them
+ * through (README, "How the lease is stored") are left out: they are storage, not data.
+ */
+export const jobs = mysqlTable('cronq_jobs', jobReadColumns());
 
 /** A `cronq_jobs` row as Drizzle reads it. */
 export type JobRow = typeof jobs.$inferSelect;

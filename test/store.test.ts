@@ -5,6 +5,7 @@ import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, 
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { cancelJob } from '../src/store/cancel.ts';
+import { jobs as publicJobs } from '../src/schema.ts';
 import { connect } from '../src/db/client.ts';
 import { claimReady, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
 import { CLAIM_CONNECTIONS } from '../src/db/client.ts';
@@ -557,6 +558,15 @@ describe('lease storage', () => {
       { job_key: 'dies', finished: 1, lease_until: null },
       { job_key: 'cancelled', finished: 1, lease_until: null },
     ]);
+  });
+
+  it("cronq/schema's jobs table reads the lease through the virtual columns and leaves the storage columns out", async () => {
+    await insertJobsIfAbsent(t.database.db, [row('typed')]);
+    const [claimed] = await claim(1, 'host-c:9');
+    const [read] = await t.database.db.select().from(publicJobs);
+    expect(read).toMatchObject({ jobKey: 'typed', status: 'reserved', leaseToken: claimed.lease.token, lockedBy: 'host-c:9', finishedAt: null });
+    expect(read.leaseUntil).toBeInstanceOf(Date);
+    expect(Object.keys(read).filter((key) => /^(leaseFence|leaseDeadline|leaseHolder|finishedTime)$/.test(key))).toEqual([]);
   });
 
   it('stores a holder name longer than the padded width whole, and reads it back as given', async () => {

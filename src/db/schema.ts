@@ -54,9 +54,13 @@ export const LEASE_STORAGE = {
 
 const noTimeSql = sql.raw(`'${LEASE_STORAGE.noTime}'`);
 
-export const jobs = mysqlTable(
-  'cronq_jobs',
-  {
+/**
+ * The columns of cronq_jobs that people read: every column but the lease storage (each
+ * call builds them anew, for a table of its own). `cronq/schema` shows cronq_jobs with
+ * these alone.
+ */
+export function jobReadColumns() {
+  return {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
     queue: varchar('queue', { length: 64 }).notNull().default('default'),
     kind: varchar('kind', { length: 128 }).notNull(),
@@ -66,22 +70,6 @@ export const jobs = mysqlTable(
     attempts: smallint('attempts', { unsigned: true }).notNull().default(0),
     maxAttempts: smallint('max_attempts', { unsigned: true }).notNull().default(5),
     availableAt: timestamp('available_at').notNull().default(utcNow),
-    /**
-     * Storage of the lease: the claim overwrites these four in place, so each keeps one
-     * width in every state (see LEASE_STORAGE). Read the lease through `lease_token`,
-     * `lease_until` and `locked_by` (below), which show NULL where these hold their blank.
-     *
-     * The fence for every later write: 32 hex characters, the claim's 64 random bits, then
-     * the row's id (distinct per row, and new with every claim); '' before the first claim
-     * and after a lease is given back.
-     */
-    leaseFence: char('lease_fence', { length: 32 }).notNull().default(''),
-    /** When the lease ends; LEASE_STORAGE.noTime when there is none. */
-    leaseDeadline: timestamp('lease_deadline').notNull().default(noTimeSql),
-    /** The holder's name right-padded with spaces to LEASE_STORAGE.holderWidth characters; blanks when none. */
-    leaseHolder: varchar('lease_holder', { length: 255 }).notNull().default(sql.raw(`'${' '.repeat(LEASE_STORAGE.holderWidth)}'`)),
-    /** When the job finished (done, dead or cancelled); LEASE_STORAGE.noTime before. Indexed (cronq_jobs_claim). */
-    finishedTime: timestamp('finished_time').notNull().default(noTimeSql),
     lastError: text('last_error'),
     /**
      * How many times this job's lease expired while it was reserved: the process running it
@@ -106,7 +94,34 @@ export const jobs = mysqlTable(
     lockedBy: varchar('locked_by', { length: 255 }).generatedAlwaysAs(sql`NULLIF(RTRIM(\`lease_holder\`), '')`, { mode: 'virtual' }),
     /** When the job finished (done, dead or cancelled), else NULL. */
     finishedAt: timestamp('finished_at').generatedAlwaysAs(sql`NULLIF(\`finished_time\`, ${noTimeSql})`, { mode: 'virtual' }),
-  },
+  };
+}
+
+/** The lease storage columns (LEASE_STORAGE): written by cronq's store, read through jobReadColumns' virtual columns. */
+function leaseStorageColumns() {
+  return {
+    /**
+     * Storage of the lease: the claim overwrites these four in place, so each keeps one
+     * width in every state (see LEASE_STORAGE). Read the lease through `lease_token`,
+     * `lease_until`, `locked_by` and `finished_at` (jobReadColumns), which show NULL where these hold their blank.
+     *
+     * The fence for every later write: 32 hex characters, the claim's 64 random bits, then
+     * the row's id (distinct per row, and new with every claim); '' before the first claim
+     * and after a lease is given back.
+     */
+    leaseFence: char('lease_fence', { length: 32 }).notNull().default(''),
+    /** When the lease ends; LEASE_STORAGE.noTime when there is none. */
+    leaseDeadline: timestamp('lease_deadline').notNull().default(noTimeSql),
+    /** The holder's name right-padded with spaces to LEASE_STORAGE.holderWidth characters; blanks when none. */
+    leaseHolder: varchar('lease_holder', { length: 255 }).notNull().default(sql.raw(`'${' '.repeat(LEASE_STORAGE.holderWidth)}'`)),
+    /** When the job finished (done, dead or cancelled); LEASE_STORAGE.noTime before. Indexed (cronq_jobs_claim). */
+    finishedTime: timestamp('finished_time').notNull().default(noTimeSql),
+  };
+}
+
+export const jobs = mysqlTable(
+  'cronq_jobs',
+  { ...jobReadColumns(), ...leaseStorageColumns() },
   (t) => [
     uniqueIndex('cronq_jobs_job_key').on(t.jobKey),
     // The one index that status changes move, so a claim and a completion each touch one
