@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/index.ts';
 import { ConsoleAuth } from '../src/http/console/auth.ts';
 import { ConsoleGate } from '../src/http/console/gate.ts';
+import { SignInLimit } from '../src/http/console/signInLimit.ts';
 import { createConsole } from '../src/http/console/router.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -315,5 +316,55 @@ describe('console sessions', () => {
     expect(post.status).toBe(403);
     expect(await post.text()).toMatch(/sign in with the console token first/);
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+});
+
+describe('guessing the console token', () => {
+  const login = (url: string, token: string) =>
+    fetch(`${url}/login`, { method: 'POST', redirect: 'manual', body: `token=${encodeURIComponent(token)}`, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+
+  it('turns an address away with 429 and Retry-After after ten wrong tokens, the right one included, while its pages stay readable', async () => {
+    const s = await serve(cronq.admin);
+    const url = `http://127.0.0.1:${s.port}`;
+    try {
+      for (let i = 0; i < 5; i++) expect((await login(url, `ops:wrong-guess-number-${i}`)).status).toBe(403);
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(`${url}/`, { headers: { Authorization: `Bearer ops:another-wrong-guess-${i}` } });
+        expect(res.status).toBe(200); // read-only, as without a token
+      }
+      const refused = await login(url, TOKEN);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(55);
+      expect(await refused.text()).toMatch(/Too many wrong console tokens from this address; try again in \d+ s\./);
+      const bearerRefused = await fetch(`${url}/schedules/nightly-report/pause`, { method: 'POST', headers: form, body: 'reason=x', redirect: 'manual' });
+      expect(bearerRefused.status).toBe(429);
+      expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+      expect((await fetch(`${url}/schedules`)).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('counts per address and per window, starts over on the right token, and remembers a bounded number of addresses', () => {
+    let now = 0;
+    const limit = new SignInLimit({ failures: 3, windowMs: 1_000, addresses: 2 }, () => now);
+    for (let i = 0; i < 3; i++) limit.failed('a');
+    expect(limit.retryAfterS('a')).toBe(1);
+    expect(limit.retryAfterS('b')).toBe(0);
+    now = 999;
+    expect(limit.retryAfterS('a')).toBe(1);
+    now = 1_000;
+    expect(limit.retryAfterS('a')).toBe(0);
+    limit.failed('b');
+    limit.failed('b');
+    limit.succeeded('b');
+    limit.failed('b');
+    limit.failed('b');
+    expect(limit.retryAfterS('b')).toBe(0);
+    limit.failed('b');
+    expect(limit.retryAfterS('b')).toBe(1);
+    limit.failed('c');
+    limit.failed('d'); // a third address: the oldest ('b') is forgotten
+    expect(limit.retryAfterS('b')).toBe(0);
   });
 });

@@ -5,7 +5,8 @@
  * session's CSRF field and, when Origin or Referer is sent, this host (403 otherwise).
  * Successful actions redirect (303) back to their page with the outcome as a notice,
  * sealed so that only the console's own words are shown as one.
- * Other methods answer 405 with `Allow: GET, HEAD, POST`.
+ * Other methods answer 405 with `Allow: GET, HEAD, POST`. An address that presented too
+ * many wrong tokens is answered 429 when it presents one again (SignInLimit).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
@@ -16,6 +17,7 @@ import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, SESSION_MAX_AGE_S, sameOrigin } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
 import { ConsoleGate } from './gate.ts';
+import { SignInLimit } from './signInLimit.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { deadPage } from './pages/dead.ts';
@@ -53,10 +55,11 @@ interface Served {
   log: Logger;
   notices: NoticeSeal;
   gate: ConsoleGate;
+  signIns: SignInLimit;
 }
 
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
-  const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING }) };
+  const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING }), signIns: new SignInLimit() };
   return async (req, res) => {
     try {
       return await serve(req, res, served);
@@ -98,7 +101,22 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
   const { admin, auth, notices } = served;
   const url = new URL(req.url ?? '/', 'http://localhost');
   const path = url.pathname;
+  // A request that presents a token (Bearer, or the login form) from an address that
+  // presented too many wrong ones is turned away before the token is checked.
+  const address = req.socket.remoteAddress ?? '';
+  const bearer = auth.actionsEnabled && /^Bearer /.test(req.headers.authorization ?? '');
+  if (bearer || (auth.actionsEnabled && req.method === 'POST' && path === '/login')) {
+    const waitS = served.signIns.retryAfterS(address);
+    if (waitS > 0) {
+      res.setHeader('Retry-After', String(waitS));
+      return refuse(res, 429, `Too many wrong console tokens from this address; try again in ${waitS} s.`, 'Too many attempts');
+    }
+  }
   const operator = auth.operatorOf(req.headers);
+  if (bearer) {
+    if (operator?.via === 'bearer') served.signIns.succeeded(address);
+    else served.signIns.failed(address);
+  }
   const notice = url.searchParams.get('done');
   const ctx: ConsoleContext = {
     admin,
@@ -149,16 +167,18 @@ async function post(
   path: string,
   ctx: ConsoleContext,
   operator: ReturnType<ConsoleAuth['operatorOf']>,
-  { admin, auth, log, notices, gate }: Served,
+  { admin, auth, log, notices, gate, signIns }: Served,
 ): Promise<boolean> {
   if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
   const fields = await readForm(req);
   if (fields === null) return refuse(res, 413, 'refused: form too large');
   if (path === '/login') {
     if (!auth.actionsEnabled || !auth.matches(fields.get('token') ?? '')) {
+      if (auth.actionsEnabled) signIns.failed(req.socket.remoteAddress ?? '');
       sendHtml(res, loginPage(ctx, true), false);
       return true;
     }
+    signIns.succeeded(req.socket.remoteAddress ?? '');
     return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MAX_AGE_S}`);
   }
   if (path === '/logout') return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
