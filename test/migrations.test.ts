@@ -4,7 +4,7 @@ import mysql from 'mysql2/promise';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
-import { applyMigrations, MIGRATIONS_FOLDER, MigrationHalfAppliedError, MigrationIncompleteError, pendingMigrations } from '../src/db/migrate.ts';
+import { applyMigrations, MIGRATIONS_FOLDER, MigrationHalfAppliedError, MigrationIncompleteError, MigrationNeedsStoppedDaemonsError, pendingMigrations } from '../src/db/migrate.ts';
 import { CRONQ_BIN, DaemonProcess, REPO_ROOT, runCli } from './support/cli.ts';
 
 /**
@@ -203,17 +203,22 @@ describe('a stop during a migration', () => {
   });
 });
 
+/** A database as migration 0006 left it, built by running 0000-0006 statement by statement. */
+async function databaseAt0006() {
+  const db = await emptyDatabase();
+  const before = committed.slice(0, 7);
+  expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
+  await db.sql('CREATE TABLE cronq_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+  for (const migration of before) {
+    for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
+    await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
+  }
+  return db;
+}
+
 describe('migration 0007 (fixed-width lease storage) on a table that has rows', () => {
   it('keeps what every row reads as lease_token, lease_until, locked_by and finished_at', async () => {
-    const db = await emptyDatabase();
-    // The database as 0006 left it, built by running 0000-0006 statement by statement.
-    const before = committed.slice(0, 7);
-    expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
-    await db.sql('CREATE TABLE cronq_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
-    for (const migration of before) {
-      for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
-      await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
-    }
+    const db = await databaseAt0006();
     await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
       ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
       ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
@@ -233,5 +238,36 @@ describe('migration 0007 (fixed-width lease storage) on a table that has rows', 
       { job_key: 'finished', holder: 57, lease_fence: 'd'.repeat(32) },
       { job_key: 'retried', holder: 48, lease_fence: '' },
     ]);
+  });
+});
+
+describe('migration 0007 while daemons run', () => {
+  it('is refused in one line naming the live daemons, applying nothing, until every daemon has stopped or gone quiet for 30 s', async () => {
+    const db = await databaseAt0006();
+    const daemon = (id: string, heartbeatAgoS: number, stopped: boolean) =>
+      db.sql(
+        `INSERT INTO cronq_daemons (id, host, pid, kinds, queues, started_at, heartbeat_at, stopped_at)
+         VALUES (?, 'h', 1, '[]', NULL, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL ? SECOND, IF(?, UTC_TIMESTAMP(6), NULL))`,
+        [id, heartbeatAgoS, stopped],
+      );
+    await daemon('old-a:11', 2, false);
+    await daemon('old-b:12', 25, false);
+    await daemon('crashed:13', 40, false);
+    await daemon('stopped:14', 1, true);
+    const error = await applyMigrations(db.database).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MigrationNeedsStoppedDaemonsError);
+    expect((error as Error).message).toBe(
+      'migration 0007_fixed_width_leases changes columns that running daemons write, so it is applied only while none runs, and 2 daemons beat their heartbeat within the last 30 s ' +
+        "(old-a:11, old-b:12). Stop every daemon (one that crashed counts as stopped 30 s after its last heartbeat), then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Upgrading')",
+    );
+    expect(await pendingMigrations(db.database)).toBe(1);
+    expect(await db.sql("SHOW COLUMNS FROM cronq_jobs LIKE 'lease_fence'")).toEqual([]);
+    const cli = await runCli(['migrate'], { DATABASE_URL: `${serverUrl}/${db.name}` });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr.trim().split('\n')).toHaveLength(1);
+    expect(cli.stderr).toContain('old-a:11, old-b:12');
+    await db.sql("UPDATE cronq_daemons SET stopped_at = UTC_TIMESTAMP(6) WHERE id LIKE 'old-%'");
+    await applyMigrations(db.database);
+    expect(await pendingMigrations(db.database)).toBe(0);
   });
 });

@@ -76,6 +76,36 @@ export class MigrationHalfAppliedError extends Error {
   override name = 'MigrationHalfAppliedError';
 }
 
+/**
+ * Daemons run while a migration applies: it must leave the tables usable by the cronq
+ * version they run. These migrations do not (0007 turns columns older daemons write
+ * into read-only ones), so they apply only while no daemon is alive.
+ */
+const NEEDS_NO_DAEMON = new Set(['0007_fixed_width_leases']);
+
+/** A daemon whose heartbeat is this recent may be running: three of the default 10 s heartbeats (defaults.ts HEARTBEAT_MS). */
+const ALIVE_WITHIN_MS = 30_000;
+
+/** A migration that older daemons cannot run beside was not applied, because daemons are alive; the message names them. */
+export class MigrationNeedsStoppedDaemonsError extends Error {
+  override name = 'MigrationNeedsStoppedDaemonsError';
+}
+
+/** Refuses `tag` while any daemon has beaten its heartbeat within ALIVE_WITHIN_MS and not said it stopped. */
+async function refuseWhileDaemonsRun(conn: mysql.PoolConnection, tag: string): Promise<void> {
+  const [rows] = await conn.query(
+    `SELECT id FROM cronq_daemons WHERE stopped_at IS NULL AND heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL ${ALIVE_WITHIN_MS * 1000} MICROSECOND ORDER BY id LIMIT 6`,
+  );
+  const alive = (rows as Array<{ id: string }>).map((r) => r.id);
+  if (alive.length === 0) return;
+  throw new MigrationNeedsStoppedDaemonsError(
+    `migration ${tag} changes columns that running daemons write, so it is applied only while none runs, and ` +
+      `${alive.length > 5 ? 'more than 5 daemons' : alive.length === 1 ? 'a daemon' : `${alive.length} daemons`} beat their heartbeat within the last ${ALIVE_WITHIN_MS / 1000} s ` +
+      `(${alive.slice(0, 5).join(', ')}${alive.length > 5 ? ', ...' : ''}). Stop every daemon (one that crashed counts as stopped ${ALIVE_WITHIN_MS / 1000} s after its last heartbeat), ` +
+      `then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Upgrading')`,
+  );
+}
+
 /** What a DDL statement fails with when what it makes already exists, or what it removes is gone. */
 const ALREADY_APPLIED = new Set([
   'ER_TABLE_EXISTS_ERROR',
@@ -135,10 +165,12 @@ export async function applyMigrations(database: Database): Promise<void> {
         applied = await ledgerRows(conn, LEDGER_TABLE);
       }
       for (const migration of unapplied(migrations, applied)) {
+        const tag = migrationTags().get(migration.folderMillis) ?? `of ${migration.folderMillis}`;
+        if (NEEDS_NO_DAEMON.has(tag)) await refuseWhileDaemonsRun(conn, tag);
         try {
           await runMigration(conn, migration.sql, { hash: migration.hash, createdAt: migration.folderMillis });
         } catch (error) {
-          throw migrationFailure(error, migrationTags().get(migration.folderMillis) ?? `of ${migration.folderMillis}`);
+          throw migrationFailure(error, tag);
         }
       }
       const missing = await missingTables(conn, CRONQ_TABLES);
