@@ -125,8 +125,8 @@ describe('a migration an earlier run applied only in part', () => {
     const message = (error as Error).message;
     expect(message.split('\n')).toHaveLength(1);
     expect(message).toBe(
-      "migration 0007_fixed_width_leases looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 1 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'lease_fence'. " +
-        "Apply its remaining statements by hand (drizzle/0007_fixed_width_leases.sql in the cronq package, from statement 1) or undo the ones applied, then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
+      "migration 0007_fixed_width_leases looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 1 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'lease_fence', so an earlier run applied it. " +
+        "Apply its statements from statement 2 on by hand (drizzle/0007_fixed_width_leases.sql in the cronq package) and record it in cronq_migrations, or undo statement 1 and run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
     );
     expect(await pendingMigrations(db.database)).toBe(1);
     const cli = await runCli(['migrate'], { DATABASE_URL: `${serverUrl}/${db.name}` });
@@ -203,27 +203,32 @@ describe('a stop during a migration', () => {
   });
 });
 
+/** The database as 0006 left it, built by running 0000-0006 statement by statement, with a job in each lease state. */
+async function at0006WithJobs() {
+  const db = await emptyDatabase();
+  const before = committed.slice(0, 7);
+  expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
+  await db.sql('CREATE TABLE cronq_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+  for (const migration of before) {
+    for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
+    await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
+  }
+  await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
+    ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
+    ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
+    ('default', 'k', 'finished', '{"a":3}', 'done', 1, REPEAT('d', 32), NULL, 'a-host-name-longer-than-the-padded-width-of-forty-eight:1', '2026-11-30 12:00:00.123456'),
+    ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL)`);
+  const read = () => db.sql('SELECT job_key, status, attempts, payload, lease_token, lease_until, locked_by, finished_at FROM cronq_jobs ORDER BY id');
+  return { ...db, read };
+}
+
 describe('migration 0007 (fixed-width lease storage) on a table that has rows', () => {
   it('keeps what every row reads as lease_token, lease_until, locked_by and finished_at', async () => {
-    const db = await emptyDatabase();
-    // The database as 0006 left it, built by running 0000-0006 statement by statement.
-    const before = committed.slice(0, 7);
-    expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
-    await db.sql('CREATE TABLE cronq_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
-    for (const migration of before) {
-      for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
-      await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
-    }
-    await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
-      ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
-      ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
-      ('default', 'k', 'finished', '{"a":3}', 'done', 1, REPEAT('d', 32), NULL, 'a-host-name-longer-than-the-padded-width-of-forty-eight:1', '2026-11-30 12:00:00.123456'),
-      ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL)`);
-    const read = () => db.sql('SELECT job_key, status, attempts, payload, lease_token, lease_until, locked_by, finished_at FROM cronq_jobs ORDER BY id');
-    const old = await read();
+    const db = await at0006WithJobs();
+    const old = await db.read();
     await applyMigrations(db.database);
     expect(await pendingMigrations(db.database)).toBe(0);
-    expect(await read()).toEqual(old);
+    expect(await db.read()).toEqual(old);
     expect(old[1]).toMatchObject({ lease_token: 'c'.repeat(32), locked_by: 'host-a:4242' });
     expect(old[0]).toMatchObject({ lease_token: null, lease_until: null, locked_by: null, finished_at: null });
     // Storage holds blanks of the written width, never NULL.
@@ -234,4 +239,24 @@ describe('migration 0007 (fixed-width lease storage) on a table that has rows', 
       { job_key: 'retried', holder: 48, lease_fence: '' },
     ]);
   });
+
+  it.each([1, 2, 3])(
+    'cut off after statement %i, is finished by doing what its refusal says, and then reads as if it had run whole',
+    async (ranBefore) => {
+      const db = await at0006WithJobs();
+      const old = await db.read();
+      const migration = committed[7];
+      const statements = migration.sql.filter((statement) => statement.trim() !== '');
+      for (const statement of statements.slice(0, ranBefore)) await db.sql(statement);
+      const error = await applyMigrations(db.database).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MigrationHalfAppliedError);
+      // What the message says to do: apply the statements it names, then record the migration.
+      const from = Number(/from statement (\d+)/.exec((error as Error).message)?.[1]);
+      for (const statement of statements.slice(from - 1)) await db.sql(statement);
+      await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
+      await applyMigrations(db.database);
+      expect(await pendingMigrations(db.database)).toBe(0);
+      expect(await db.read()).toEqual(old);
+    },
+  );
 });
