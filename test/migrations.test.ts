@@ -217,7 +217,10 @@ async function at0006WithJobs() {
     ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
     ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
     ('default', 'k', 'finished', '{"a":3}', 'done', 1, REPEAT('d', 32), NULL, 'a-host-name-longer-than-the-padded-width-of-forty-eight:1', '2026-11-30 12:00:00.123456'),
-    ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL)`);
+    ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL),
+    ('default', 'k', 'dead', '{"a":5}', 'dead', 3, REPEAT('e', 32), NULL, 'wörker-ü:7', '2026-11-30 12:00:01.000001'),
+    ('default', 'k', 'cancelled', '{"a":6}', 'cancelled', 1, REPEAT('f', 32), NULL, 'ホスト:42', '2026-11-30 12:00:02.000002'),
+    ('default', 'k', 'waited', '{"a":7}', 'cancelled', 0, NULL, NULL, NULL, '2026-11-30 12:00:03.000003')`);
   const read = () => db.sql('SELECT job_key, status, attempts, payload, lease_token, lease_until, locked_by, finished_at FROM cronq_jobs ORDER BY id');
   return { ...db, read };
 }
@@ -237,6 +240,20 @@ describe('migration 0007 (fixed-width lease storage) on a table that has rows', 
       { job_key: 'running', holder: 48, lease_fence: 'c'.repeat(32) },
       { job_key: 'finished', holder: 57, lease_fence: 'd'.repeat(32) },
       { job_key: 'retried', holder: 48, lease_fence: '' },
+      { job_key: 'dead', holder: 50, lease_fence: 'e'.repeat(32) },
+      { job_key: 'cancelled', holder: 54, lease_fence: 'f'.repeat(32) },
+      { job_key: 'waited', holder: 48, lease_fence: '' },
+    ]);
+  });
+
+  it('reads a holder name that ended with spaces without them (names may no longer end so), and one of spaces only as NULL', async () => {
+    const db = await at0006WithJobs();
+    await db.sql(`UPDATE cronq_jobs SET locked_by = CASE job_key WHEN 'running' THEN 'host-a:4242  ' WHEN 'retried' THEN '   ' END
+      WHERE job_key IN ('running', 'retried')`);
+    await applyMigrations(db.database);
+    expect(await db.sql("SELECT job_key, locked_by FROM cronq_jobs WHERE job_key IN ('running', 'retried') ORDER BY id")).toEqual([
+      { job_key: 'running', locked_by: 'host-a:4242' },
+      { job_key: 'retried', locked_by: null },
     ]);
   });
 
