@@ -115,9 +115,10 @@ export const jobs = mysqlTable(
     // available_at <= now ORDER BY available_at, id (id the tiebreaker: a stable order, no
     // deadlocks); which queues have ready jobs (a loose scan of (status, queue)); lease
     // recovery, over the status='reserved' prefix (as many rows as jobs in flight); and
-    // counts by status and queue. finished_at rides along after id (it never changes the
-    // order, and it changes only with status, when the entry moves anyway) so the
-    // console's completions per minute read the index alone, without a row lookup each.
+    // counts by status and queue. finished_time (finished_at's storage) rides along after
+    // id (it never changes the order, and it changes only with status, when the entry
+    // moves anyway) so the console's completions per minute read the index alone, without
+    // a row lookup each.
     index('cronq_jobs_claim').on(t.status, t.queue, t.availableAt, t.id, t.finishedTime),
     index('cronq_jobs_schedule').on(t.scheduleName, t.periodKey),
   ],
