@@ -125,8 +125,8 @@ describe('a migration an earlier run applied only in part', () => {
     const message = (error as Error).message;
     expect(message.split('\n')).toHaveLength(1);
     expect(message).toBe(
-      "migration 0007_fixed_width_leases looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 1 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'lease_fence'. " +
-        "Apply its remaining statements by hand (drizzle/0007_fixed_width_leases.sql in the cronq package, from statement 1) or undo the ones applied, then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
+      "migration 0007_fixed_width_leases looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): its statement 1 of 3 failed with ER_DUP_FIELDNAME: Duplicate column name 'lease_fence', so an earlier run applied it. " +
+        "Apply its statements from statement 2 on by hand (drizzle/0007_fixed_width_leases.sql in the cronq package) and record it in cronq_migrations, or undo statement 1 and run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')",
     );
     expect(await pendingMigrations(db.database)).toBe(1);
     const cli = await runCli(['migrate'], { DATABASE_URL: `${serverUrl}/${db.name}` });
@@ -203,8 +203,8 @@ describe('a stop during a migration', () => {
   });
 });
 
-/** A database as migration 0006 left it, built by running 0000-0006 statement by statement. */
-async function databaseAt0006() {
+/** The database as 0006 left it, built by running 0000-0006 statement by statement, with a job in each lease state. */
+async function at0006WithJobs() {
   const db = await emptyDatabase();
   const before = committed.slice(0, 7);
   expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
@@ -213,22 +213,25 @@ async function databaseAt0006() {
     for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
     await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
   }
-  return db;
+  await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
+    ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
+    ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
+    ('default', 'k', 'finished', '{"a":3}', 'done', 1, REPEAT('d', 32), NULL, 'a-host-name-longer-than-the-padded-width-of-forty-eight:1', '2026-11-30 12:00:00.123456'),
+    ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL),
+    ('default', 'k', 'dead', '{"a":5}', 'dead', 3, REPEAT('e', 32), NULL, 'wörker-ü:7', '2026-11-30 12:00:01.000001'),
+    ('default', 'k', 'cancelled', '{"a":6}', 'cancelled', 1, REPEAT('f', 32), NULL, 'ホスト:42', '2026-11-30 12:00:02.000002'),
+    ('default', 'k', 'waited', '{"a":7}', 'cancelled', 0, NULL, NULL, NULL, '2026-11-30 12:00:03.000003')`);
+  const read = () => db.sql('SELECT job_key, status, attempts, payload, lease_token, lease_until, locked_by, finished_at FROM cronq_jobs ORDER BY id');
+  return { ...db, read };
 }
 
 describe('migration 0007 (fixed-width lease storage) on a table that has rows', () => {
   it('keeps what every row reads as lease_token, lease_until, locked_by and finished_at', async () => {
-    const db = await databaseAt0006();
-    await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
-      ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
-      ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
-      ('default', 'k', 'finished', '{"a":3}', 'done', 1, REPEAT('d', 32), NULL, 'a-host-name-longer-than-the-padded-width-of-forty-eight:1', '2026-11-30 12:00:00.123456'),
-      ('default', 'k', 'retried', '{"a":4}', 'ready', 2, NULL, NULL, NULL, NULL)`);
-    const read = () => db.sql('SELECT job_key, status, attempts, payload, lease_token, lease_until, locked_by, finished_at FROM cronq_jobs ORDER BY id');
-    const old = await read();
+    const db = await at0006WithJobs();
+    const old = await db.read();
     await applyMigrations(db.database);
     expect(await pendingMigrations(db.database)).toBe(0);
-    expect(await read()).toEqual(old);
+    expect(await db.read()).toEqual(old);
     expect(old[1]).toMatchObject({ lease_token: 'c'.repeat(32), locked_by: 'host-a:4242' });
     expect(old[0]).toMatchObject({ lease_token: null, lease_until: null, locked_by: null, finished_at: null });
     // Storage holds blanks of the written width, never NULL.
@@ -237,13 +240,47 @@ describe('migration 0007 (fixed-width lease storage) on a table that has rows', 
       { job_key: 'running', holder: 48, lease_fence: 'c'.repeat(32) },
       { job_key: 'finished', holder: 57, lease_fence: 'd'.repeat(32) },
       { job_key: 'retried', holder: 48, lease_fence: '' },
+      { job_key: 'dead', holder: 50, lease_fence: 'e'.repeat(32) },
+      { job_key: 'cancelled', holder: 54, lease_fence: 'f'.repeat(32) },
+      { job_key: 'waited', holder: 48, lease_fence: '' },
     ]);
   });
+
+  it('reads a holder name that ended with spaces without them (names may no longer end so), and one of spaces only as NULL', async () => {
+    const db = await at0006WithJobs();
+    await db.sql(`UPDATE cronq_jobs SET locked_by = CASE job_key WHEN 'running' THEN 'host-a:4242  ' WHEN 'retried' THEN '   ' END
+      WHERE job_key IN ('running', 'retried')`);
+    await applyMigrations(db.database);
+    expect(await db.sql("SELECT job_key, locked_by FROM cronq_jobs WHERE job_key IN ('running', 'retried') ORDER BY id")).toEqual([
+      { job_key: 'running', locked_by: 'host-a:4242' },
+      { job_key: 'retried', locked_by: null },
+    ]);
+  });
+
+  it.each([1, 2, 3])(
+    'cut off after statement %i, is finished by doing what its refusal says, and then reads as if it had run whole',
+    async (ranBefore) => {
+      const db = await at0006WithJobs();
+      const old = await db.read();
+      const migration = committed[7];
+      const statements = migration.sql.filter((statement) => statement.trim() !== '');
+      for (const statement of statements.slice(0, ranBefore)) await db.sql(statement);
+      const error = await applyMigrations(db.database).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MigrationHalfAppliedError);
+      // What the message says to do: apply the statements it names, then record the migration.
+      const from = Number(/from statement (\d+)/.exec((error as Error).message)?.[1]);
+      for (const statement of statements.slice(from - 1)) await db.sql(statement);
+      await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
+      await applyMigrations(db.database);
+      expect(await pendingMigrations(db.database)).toBe(0);
+      expect(await db.read()).toEqual(old);
+    },
+  );
 });
 
 describe('migration 0007 while daemons run', () => {
   it('is refused in one line naming the live daemons, applying nothing, until every daemon has stopped or gone quiet for 30 s', async () => {
-    const db = await databaseAt0006();
+    const db = await at0006WithJobs();
     const daemon = (id: string, heartbeatAgoS: number, stopped: boolean) =>
       db.sql(
         `INSERT INTO cronq_daemons (id, host, pid, kinds, queues, started_at, heartbeat_at, stopped_at)
@@ -258,7 +295,7 @@ describe('migration 0007 while daemons run', () => {
     expect(error).toBeInstanceOf(MigrationNeedsStoppedDaemonsError);
     expect((error as Error).message).toBe(
       'migration 0007_fixed_width_leases changes columns that running daemons write, so it is applied only while none runs, and 2 daemons beat their heartbeat within the last 30 s ' +
-        "(old-a:11, old-b:12). Stop every daemon (one that crashed counts as stopped 30 s after its last heartbeat), then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Upgrading')",
+        "(old-a:11, old-b:12). Stop every daemon (one that crashed counts as stopped 30 s after its last heartbeat), then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Deploying a new version')",
     );
     expect(await pendingMigrations(db.database)).toBe(1);
     expect(await db.sql("SHOW COLUMNS FROM cronq_jobs LIKE 'lease_fence'")).toEqual([]);

@@ -569,6 +569,17 @@ describe('lease storage', () => {
     expect(Object.keys(read).filter((key) => /^(leaseFence|leaseDeadline|leaseHolder|finishedTime)$/.test(key))).toEqual([]);
   });
 
+  it('pads a holder name with multibyte characters to the stored bytes of the blank, so its claim rewrites the row in place', async () => {
+    const names = ['wörker-ü:1', 'host-🙂:7', 'ホスト:42'];
+    await insertJobsIfAbsent(t.database.db, names.map((_, i) => row(`wide-${i}`)));
+    const blank = await t.sql<{ bytes: number }>('SELECT DISTINCT LENGTH(lease_holder) AS bytes FROM cronq_jobs');
+    expect(blank).toEqual([{ bytes: 48 }]);
+    for (const name of names) await claim(1, name);
+    expect(await t.sql('SELECT locked_by, LENGTH(lease_holder) AS bytes FROM cronq_jobs ORDER BY id')).toEqual(
+      names.map((name) => ({ locked_by: name, bytes: 48 })),
+    );
+  });
+
   it('stores a holder name longer than the padded width whole, and reads it back as given', async () => {
     await insertJobsIfAbsent(t.database.db, [row('long')]);
     const name = `${'h'.repeat(60)}:1`;

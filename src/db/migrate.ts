@@ -102,7 +102,7 @@ async function refuseWhileDaemonsRun(conn: mysql.PoolConnection, tag: string): P
     `migration ${tag} changes columns that running daemons write, so it is applied only while none runs, and ` +
       `${alive.length > 5 ? 'more than 5 daemons' : alive.length === 1 ? 'a daemon' : `${alive.length} daemons`} beat their heartbeat within the last ${ALIVE_WITHIN_MS / 1000} s ` +
       `(${alive.slice(0, 5).join(', ')}${alive.length > 5 ? ', ...' : ''}). Stop every daemon (one that crashed counts as stopped ${ALIVE_WITHIN_MS / 1000} s after its last heartbeat), ` +
-      `then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Upgrading')`,
+      `then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Deploying a new version')`,
   );
 }
 
@@ -129,11 +129,17 @@ function migrationFailure(error: unknown, tag: string): unknown {
   const cause = error.cause as { code?: string; message?: string } | null;
   if (!ALREADY_APPLIED.has(cause?.code ?? '')) return error.cause;
   const reason = `${cause!.code}: ${String(cause!.message ?? '').split('\n', 1)[0]}`;
+  // A DDL statement applies whole or not at all: the one that failed so was applied before,
+  // and what remains starts after it.
+  const { statement, statements } = error;
+  const finish =
+    statement < statements
+      ? `Apply its statements from statement ${statement + 1} on by hand (drizzle/${tag}.sql in the cronq package) and record it in cronq_migrations`
+      : `Its last statement is applied too: record it in cronq_migrations by hand`;
   return new MigrationHalfAppliedError(
     `migration ${tag} looks already applied in part (an earlier run cut off midway: kill -9, a lost connection?): ` +
-      `its statement ${error.statement} of ${error.statements} failed with ${reason}${error.statement > 1 ? ' (the statements before it ran again)' : ''}. ` +
-      `Apply its remaining statements by hand (drizzle/${tag}.sql in the cronq package, from statement ${error.statement}) or undo the ones applied, ` +
-      `then run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')`,
+      `its statement ${statement} of ${statements} failed with ${reason}${statement > 1 ? ' (the statements before it ran again)' : ''}, so an earlier run applied it. ` +
+      `${finish}, or undo ${statement === 1 ? 'statement 1' : `statements 1 to ${statement}`} and run 'cronq migrate' again (docs/deploy.md, 'A half-applied migration')`,
     { cause: error.cause },
   );
 }

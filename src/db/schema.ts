@@ -41,14 +41,15 @@ export const MAX_KEY_LENGTH = 255;
  * its stored length; a NULL becoming a value, or a name of another length, makes it
  * rebuild the whole record, payload included. So these columns hold a blank of their
  * written width instead of NULL: '' for the CHAR(32) fence, NO_TIME for times, and
- * holders right-padded with spaces to HOLDER_WIDTH characters (a longer name is stored
- * whole, at the cost of that rewrite). The claim and the completion then write each row
- * in place; on a 100,000-job drain that was a quarter more jobs per second.
+ * holders right-padded with spaces to holderWidth bytes of UTF-8, the blank's size (a
+ * longer name is stored whole, at the cost of that rewrite). The claim and the
+ * completion then write each row in place; on a 100,000-job drain that was a quarter
+ * more jobs per second.
  */
 export const LEASE_STORAGE = {
   /** What a time column holds for "none" (read as NULL through the public columns). */
   noTime: '1970-01-01 00:00:00.000000',
-  /** Holder names are right-padded with spaces to this many characters. */
+  /** Holder names are right-padded with spaces to this many bytes (UTF-8: a multibyte character counts its bytes). */
   holderWidth: 48,
 } as const;
 
@@ -112,7 +113,7 @@ function leaseStorageColumns() {
     leaseFence: char('lease_fence', { length: 32 }).notNull().default(''),
     /** When the lease ends; LEASE_STORAGE.noTime when there is none. */
     leaseDeadline: timestamp('lease_deadline').notNull().default(noTimeSql),
-    /** The holder's name right-padded with spaces to LEASE_STORAGE.holderWidth characters; blanks when none. */
+    /** The holder's name right-padded with spaces to LEASE_STORAGE.holderWidth bytes; blanks when none. */
     leaseHolder: varchar('lease_holder', { length: 255 }).notNull().default(sql.raw(`'${' '.repeat(LEASE_STORAGE.holderWidth)}'`)),
     /** When the job finished (done, dead or cancelled); LEASE_STORAGE.noTime before. Indexed (cronq_jobs_claim). */
     finishedTime: timestamp('finished_time').notNull().default(noTimeSql),
@@ -129,9 +130,10 @@ export const jobs = mysqlTable(
     // available_at <= now ORDER BY available_at, id (id the tiebreaker: a stable order, no
     // deadlocks); which queues have ready jobs (a loose scan of (status, queue)); lease
     // recovery, over the status='reserved' prefix (as many rows as jobs in flight); and
-    // counts by status and queue. finished_at rides along after id (it never changes the
-    // order, and it changes only with status, when the entry moves anyway) so the
-    // console's completions per minute read the index alone, without a row lookup each.
+    // counts by status and queue. finished_time (finished_at's storage) rides along after
+    // id (it never changes the order, and it changes only with status, when the entry
+    // moves anyway) so the console's completions per minute read the index alone, without
+    // a row lookup each.
     index('cronq_jobs_claim').on(t.status, t.queue, t.availableAt, t.id, t.finishedTime),
     index('cronq_jobs_schedule').on(t.scheduleName, t.periodKey),
   ],

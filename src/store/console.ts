@@ -30,7 +30,7 @@ export interface Completions {
 /**
  * Jobs finished 'done' in each of the last 60 minutes. Each queue's done jobs are read
  * newest-available first on the claim index (status, queue, available_at, id,
- * finished_at), from the index alone, at most COMPLETIONS_SCAN_MAX per queue and none
+ * finished_time), from the index alone, at most COMPLETIONS_SCAN_MAX per queue and none
  * that became available over COMPLETION_LAG_MAX_MS ago; a job that waited longer than
  * that before finishing is not counted. (An index on finished_at would do better here
  * but cost every completion a second index write.) `queues`: the queues to read (stats

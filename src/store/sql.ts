@@ -22,12 +22,16 @@ export const NOW_RAW = mysqlRaw('UTC_TIMESTAMP(6)');
 export const NO_TIME = sql.raw(`'${LEASE_STORAGE.noTime}'`);
 /** NO_TIME for statements built by mysql2's formatter. */
 export const NO_TIME_RAW = mysqlRaw(`'${LEASE_STORAGE.noTime}'`);
-/** `lease_holder` of a job nobody holds: HOLDER_WIDTH spaces. */
+/** `lease_holder` of a job nobody holds: LEASE_STORAGE.holderWidth spaces. */
 export const NO_HOLDER = ' '.repeat(LEASE_STORAGE.holderWidth);
 
-/** `name` as `lease_holder` stores it: right-padded with spaces to the holder width (a longer name whole). */
+/**
+ * `name` as `lease_holder` stores it: right-padded with spaces to the holder width in
+ * UTF-8 bytes, the blank's stored size, so a claim by a name with multibyte characters
+ * also rewrites the row in place (a name longer than that is stored whole).
+ */
 export function holderOf(name: string): string {
-  return name.padEnd(LEASE_STORAGE.holderWidth, ' ');
+  return name + ' '.repeat(Math.max(0, LEASE_STORAGE.holderWidth - Buffer.byteLength(name, 'utf8')));
 }
 
 /** The SET clause of a write that gives a job's lease back: no fence, no deadline, no holder. */
