@@ -240,8 +240,8 @@ describe('migration 0007 (fixed-width lease storage) on a table that has rows', 
       { job_key: 'running', holder: 48, lease_fence: 'c'.repeat(32) },
       { job_key: 'finished', holder: 57, lease_fence: 'd'.repeat(32) },
       { job_key: 'retried', holder: 48, lease_fence: '' },
-      { job_key: 'dead', holder: 50, lease_fence: 'e'.repeat(32) },
-      { job_key: 'cancelled', holder: 54, lease_fence: 'f'.repeat(32) },
+      { job_key: 'dead', holder: 48, lease_fence: 'e'.repeat(32) },
+      { job_key: 'cancelled', holder: 48, lease_fence: 'f'.repeat(32) },
       { job_key: 'waited', holder: 48, lease_fence: '' },
     ]);
   });
