@@ -243,11 +243,13 @@ export async function fill(conn: mysql.Connection, status: 'ready' | 'done' | 'd
   }
   for (let from = 0; from < count; from += 50_000) {
     await conn.query(
-      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at, finished_at)
+      // A finished row as a daemon leaves it: its token, its holder padded to the stored width, its finish time.
+      `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at, finished_time, lease_fence, lease_holder)
        SELECT 'default', 'async-noop', CONCAT(?, ':', ? + n), '{"userId":1,"plan":"pro-monthly","amountCents":4900,"currency":"EUR"}', ?, 1,
-         UTC_TIMESTAMP(6) + INTERVAL ? SECOND, IF(? = 'ready', NULL, UTC_TIMESTAMP(6))
+         UTC_TIMESTAMP(6) + INTERVAL ? SECOND, IF(? = 'ready', '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),
+         IF(? = 'ready', '', LPAD(HEX(? + n), 32, '0')), IF(? = 'ready', REPEAT(' ', 48), RPAD('bench-host:4242', 48, ' '))
        FROM bench_seq WHERE n < ?`,
-      [`fill-${status}`, from, status, dueInSeconds, status, Math.min(50_000, count - from)],
+      [`fill-${status}`, from, status, dueInSeconds, status, status, from, status, Math.min(50_000, count - from)],
     );
   }
 }
