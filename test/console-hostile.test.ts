@@ -3,6 +3,7 @@
  * malformed URLs, out-of-range values, a database that does not answer, forged notices.
  * Whatever arrives, the answer is a clear 4xx or 503, never a 500, a stack trace or SQL.
  */
+import { connect as connectSocket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/index.ts';
 import { ConsoleAuth } from '../src/http/console/auth.ts';
@@ -340,6 +341,39 @@ describe('guessing the console token', () => {
       expect(bearerRefused.status).toBe(429);
       expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
       expect((await fetch(`${url}/schedules`)).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('counts login forms sent at once: their tokens are checked against the limit once their bodies arrive, not only when their headers did', async () => {
+    const s = await serve(cronq.admin);
+    try {
+      // Each request's headers are answered `100 Continue` (so the console has seen them)
+      // before any body is sent: all fifteen pass the look at the headers together.
+      const sockets = await Promise.all(
+        Array.from({ length: 15 }, (_, i) => {
+          const body = `token=ops%3Aparallel-wrong-guess-${String(i).padStart(2, '0')}`;
+          return new Promise<{ send: () => Promise<string> }>((resolve, reject) => {
+            const socket = connectSocket(s.port, '127.0.0.1');
+            let text = '';
+            const done = new Promise<string>((ended) => socket.on('end', () => ended(text)));
+            socket.on('error', reject);
+            socket.on('data', (chunk) => {
+              text += chunk.toString('latin1');
+              if (text.startsWith('HTTP/1.1 100')) resolve({ send: () => (socket.write(body), done) });
+            });
+            socket.write(
+              `POST /login HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
+                `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+            );
+          });
+        }),
+      );
+      const answers = await Promise.all(sockets.map((socket) => socket.send()));
+      const statuses = answers.map((text) => Number(/HTTP\/1\.1 (?!100)(\d{3})/.exec(text)?.[1]));
+      expect(statuses.filter((status) => status === 403)).toHaveLength(10);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(5);
     } finally {
       await s.close();
     }

@@ -105,13 +105,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
   // presented too many wrong ones is turned away before the token is checked.
   const address = req.socket.remoteAddress ?? '';
   const bearer = auth.actionsEnabled && /^Bearer /.test(req.headers.authorization ?? '');
-  if (bearer || (auth.actionsEnabled && req.method === 'POST' && path === '/login')) {
-    const waitS = served.signIns.retryAfterS(address);
-    if (waitS > 0) {
-      res.setHeader('Retry-After', String(waitS));
-      return refuse(res, 429, `Too many wrong console tokens from this address; try again in ${waitS} s.`, 'Too many attempts');
-    }
-  }
+  if ((bearer || (auth.actionsEnabled && req.method === 'POST' && path === '/login')) && tooManyWrongTokens(res, served.signIns, address)) return true;
   const operator = auth.operatorOf(req.headers);
   if (bearer) {
     if (operator?.via === 'bearer') served.signIns.succeeded(address);
@@ -173,12 +167,15 @@ async function post(
   const fields = await readForm(req);
   if (fields === null) return refuse(res, 413, 'refused: form too large');
   if (path === '/login') {
+    const address = req.socket.remoteAddress ?? '';
+    // Looked at again now that the body is read: forms sent at once all passed the look at their headers.
+    if (auth.actionsEnabled && tooManyWrongTokens(res, signIns, address)) return true;
     if (!auth.actionsEnabled || !auth.matches(fields.get('token') ?? '')) {
-      if (auth.actionsEnabled) signIns.failed(req.socket.remoteAddress ?? '');
+      if (auth.actionsEnabled) signIns.failed(address);
       sendHtml(res, loginPage(ctx, true), false);
       return true;
     }
-    signIns.succeeded(req.socket.remoteAddress ?? '');
+    signIns.succeeded(address);
     return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MAX_AGE_S}`);
   }
   if (path === '/logout') return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
@@ -195,6 +192,14 @@ async function post(
     if (error instanceof ActionRefused || error instanceof UsageError) return refuse(res, 400, `refused: ${error.message}`);
     throw error;
   }
+}
+
+/** Answers 429 with Retry-After (true) when `address` presented too many wrong tokens of late; false when it may present one now. */
+function tooManyWrongTokens(res: ServerResponse, signIns: SignInLimit, address: string): boolean {
+  const waitS = signIns.retryAfterS(address);
+  if (waitS === 0) return false;
+  res.setHeader('Retry-After', String(waitS));
+  return refuse(res, 429, `Too many wrong console tokens from this address; try again in ${waitS} s.`, 'Too many attempts');
 }
 
 /** The urlencoded form body, or null when it is over MAX_FORM_BYTES. */
