@@ -153,7 +153,12 @@ export interface Cronq {
    * with the loader's error. Later calls share the first.
    */
   ready(): Promise<LoadedTasks>;
-  /** Creates the database if missing and applies pending migrations (needs DDL rights). After stop(): a UsageError (as every call that needs the database). */
+  /**
+   * Creates the database if missing and applies pending migrations (needs DDL rights).
+   * A migration older daemons cannot run beside (0007) is refused while another daemon is
+   * alive; this instance's own, after start(), does not count. After stop(): a UsageError
+   * (as every call that needs the database).
+   */
   migrate(): Promise<void>;
   /**
    * Enqueues one job unless its key exists; returns the row's id either way.
@@ -399,7 +404,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       if (stopped) return Promise.reject(usedAfterStop('migrate'));
       migrating = (async () => {
         await ensureDatabase(database.target);
-        await applyMigrations(database);
+        // This instance's own heartbeat (a start() before migrate()) is this version's: not a daemon 0007 must wait for.
+        await applyMigrations(database, { self: lockedBy });
       })();
       return migrating;
     },

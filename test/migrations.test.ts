@@ -4,6 +4,7 @@ import mysql from 'mysql2/promise';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
+import { createCronq, defineTask } from '../src/index.ts';
 import { applyMigrations, MIGRATIONS_FOLDER, MigrationHalfAppliedError, MigrationIncompleteError, MigrationNeedsStoppedDaemonsError, pendingMigrations } from '../src/db/migrate.ts';
 import { CRONQ_BIN, DaemonProcess, REPO_ROOT, runCli } from './support/cli.ts';
 
@@ -306,5 +307,17 @@ describe('migration 0007 while daemons run', () => {
     await db.sql("UPDATE cronq_daemons SET stopped_at = UTC_TIMESTAMP(6) WHERE id LIKE 'old-%'");
     await applyMigrations(db.database);
     expect(await pendingMigrations(db.database)).toBe(0);
+  });
+  it('does not count the daemon that migrates: migrate() after start() applies 0007 beside its own heartbeat', async () => {
+    const db = await at0006WithJobs();
+    const cronq = createCronq({ databaseUrl: `${serverUrl}/${db.name}`, tasks: [defineTask({ name: 'noop', handle() {} })], scheduler: false, logger: false, lockedBy: 'self-test:1' });
+    try {
+      await cronq.start();
+      expect(await db.sql("SELECT id FROM cronq_daemons WHERE stopped_at IS NULL")).toEqual([{ id: 'self-test:1' }]);
+      await cronq.migrate();
+      expect(await pendingMigrations(db.database)).toBe(0);
+    } finally {
+      await cronq.stop({ graceMs: 0 });
+    }
   });
 });

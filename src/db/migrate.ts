@@ -91,10 +91,14 @@ export class MigrationNeedsStoppedDaemonsError extends Error {
   override name = 'MigrationNeedsStoppedDaemonsError';
 }
 
-/** Refuses `tag` while any daemon has beaten its heartbeat within ALIVE_WITHIN_MS and not said it stopped. */
-async function refuseWhileDaemonsRun(conn: mysql.PoolConnection, tag: string): Promise<void> {
+/**
+ * Refuses `tag` while any daemon but `self` (the migrating process's own id, which runs
+ * this version) has beaten its heartbeat within ALIVE_WITHIN_MS and not said it stopped.
+ */
+async function refuseWhileDaemonsRun(conn: mysql.PoolConnection, tag: string, self: string | undefined): Promise<void> {
   const [rows] = await conn.query(
-    `SELECT id FROM cronq_daemons WHERE stopped_at IS NULL AND heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL ${ALIVE_WITHIN_MS * 1000} MICROSECOND ORDER BY id LIMIT 6`,
+    `SELECT id FROM cronq_daemons WHERE stopped_at IS NULL AND heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL ${ALIVE_WITHIN_MS * 1000} MICROSECOND AND id <> ? ORDER BY id LIMIT 6`,
+    [self ?? ''],
   );
   const alive = (rows as Array<{ id: string }>).map((r) => r.id);
   if (alive.length === 0) return;
@@ -153,10 +157,12 @@ function migrationFailure(error: unknown, tag: string): unknown {
  * rows an app's own drizzle-kit migrations wrote there, are left as they are. Throws
  * MigrationDeniedError (naming --no-migrate and MIGRATION_DATABASE_URL) for a user without
  * DDL rights, MigrationHalfAppliedError (naming the migration and the fix) when an earlier
- * run cut off midway left a migration's DDL applied but unrecorded, and
- * MigrationIncompleteError when a cronq table is missing at the end.
+ * run cut off midway left a migration's DDL applied but unrecorded,
+ * MigrationNeedsStoppedDaemonsError (applying nothing more) when a NEEDS_NO_DAEMON
+ * migration is due while daemons other than `self` (the calling process's daemon id, if
+ * it runs one) are alive, and MigrationIncompleteError when a cronq table is missing at the end.
  */
-export async function applyMigrations(database: Database): Promise<void> {
+export async function applyMigrations(database: Database, { self }: { self?: string } = {}): Promise<void> {
   const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
   const conn = await database.pool.getConnection();
   try {
@@ -172,7 +178,7 @@ export async function applyMigrations(database: Database): Promise<void> {
       }
       for (const migration of unapplied(migrations, applied)) {
         const tag = migrationTags().get(migration.folderMillis) ?? `of ${migration.folderMillis}`;
-        if (NEEDS_NO_DAEMON.has(tag)) await refuseWhileDaemonsRun(conn, tag);
+        if (NEEDS_NO_DAEMON.has(tag)) await refuseWhileDaemonsRun(conn, tag, self);
         try {
           await runMigration(conn, migration.sql, { hash: migration.hash, createdAt: migration.folderMillis });
         } catch (error) {
