@@ -379,6 +379,20 @@ describe('guessing the console token', () => {
     }
   });
 
+  it('counts an IPv6 client by its /64 network, as one host is usually given a whole /64, and an IPv4-mapped address as the IPv4 one', () => {
+    const limit = new SignInLimit({ failures: 3, windowMs: 60_000, addresses: 100 }, () => 0);
+    limit.failed('2001:db8:1:2::1');
+    limit.failed('2001:0DB8:0001:0002:ffff:0:0:9');
+    limit.failed('2001:db8:1:2:3:4:5.6.7.8');
+    expect(limit.retryAfterS('2001:db8:1:2::abcd')).toBe(60);
+    expect(limit.retryAfterS('2001:db8:1:3::1')).toBe(0);
+    limit.failed('::ffff:192.0.2.7');
+    limit.failed('192.0.2.7');
+    limit.failed('::ffff:192.0.2.7');
+    expect(limit.retryAfterS('192.0.2.7')).toBe(60);
+    expect(limit.retryAfterS('192.0.2.8')).toBe(0);
+  });
+
   it('counts per address and per window, starts over on the right token, and remembers a bounded number of addresses', () => {
     let now = 0;
     const limit = new SignInLimit({ failures: 3, windowMs: 1_000, addresses: 2 }, () => now);
