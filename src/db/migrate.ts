@@ -104,7 +104,7 @@ async function refuseWhileDaemonsRun(conn: mysql.PoolConnection, tag: string, se
   if (alive.length === 0) return;
   throw new MigrationNeedsStoppedDaemonsError(
     `migration ${tag} changes columns that running daemons write, so it is applied only while none runs, and ` +
-      `${alive.length > 5 ? 'more than 5 daemons' : alive.length === 1 ? 'a daemon' : `${alive.length} daemons`} beat their heartbeat within the last ${ALIVE_WITHIN_MS / 1000} s ` +
+      `${alive.length > 5 ? 'more than 5 daemons beat their' : alive.length === 1 ? 'a daemon beat its' : `${alive.length} daemons beat their`} heartbeat within the last ${ALIVE_WITHIN_MS / 1000} s ` +
       `(${alive.slice(0, 5).join(', ')}${alive.length > 5 ? ', ...' : ''}). Stop every daemon (one that crashed counts as stopped ${ALIVE_WITHIN_MS / 1000} s after its last heartbeat), ` +
       `then run 'cronq migrate' again, then start them on this version (docs/deploy.md, 'Deploying a new version')`,
   );
