@@ -14,7 +14,10 @@ app's drizzle-kit migrations in the same database, in __drizzle_migrations, are
 neither hidden nor touched). Needs an administrative user (CREATE, ALTER, INDEX);
 the daemon itself then runs with SELECT, INSERT, UPDATE, DELETE only (cronq start --no-migrate).
 A first Ctrl-C or SIGTERM lets the migration in progress finish (stopped midway, its
-DDL would stay half applied); a second one stops at once.
+DDL would stay half applied); a second one stops at once. A migration that daemons
+of an older cronq cannot run beside (0007) is refused, applying nothing of it, while
+any daemon in cronq_daemons beat its heartbeat within 30 s and did not stop: stop
+every daemon, migrate, then start them on the new version (docs/deploy.md).
 
   MIGRATION_DATABASE_URL   used instead of DATABASE_URL when set
 
