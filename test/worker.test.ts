@@ -197,6 +197,55 @@ describe('worker', () => {
     }
   });
 
+  it('retries a claim that lost a lock race (deadlock) instead of taking its job for one the database refuses', async () => {
+    // A trigger makes the reservation of one row fail twice as InnoDB fails a deadlock's
+    // victim (errno 1213), then succeed; the count lives in a MEMORY table, which the
+    // failed statement's rollback does not undo.
+    await t.sql('CREATE TABLE race_count (n INT NOT NULL) ENGINE=MEMORY');
+    await t.sql('INSERT INTO race_count VALUES (0)');
+    await t.sql(
+      `CREATE TRIGGER lose_race BEFORE UPDATE ON cronq_jobs FOR EACH ROW BEGIN
+        IF OLD.job_key = 'raced' AND NEW.status = 'reserved' AND (SELECT n FROM race_count) < 2 THEN
+          UPDATE race_count SET n = n + 1;
+          SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'Deadlock found when trying to get lock; try restarting transaction';
+        END IF;
+      END`,
+    );
+    try {
+      let ran = 0;
+      const c = await start([defineTask({ name: 'raced', handle: () => void (ran += 1) })]);
+      await c.enqueue({ kind: 'raced', key: 'raced' });
+      await log.waitFor('job_completed');
+      expect(ran).toBe(1);
+      expect(log.events.filter((e) => e.event === 'job_unclaimable')).toEqual([]);
+      expect(await t.sql('SELECT n FROM race_count')).toEqual([{ n: 2 }]);
+    } finally {
+      await t.sql('DROP TRIGGER IF EXISTS lose_race');
+    }
+  });
+
+  it('still skips a job whose every reservation fails as a lost lock race, after a few tries', async () => {
+    await t.sql(
+      `CREATE TRIGGER always_race BEFORE UPDATE ON cronq_jobs FOR EACH ROW BEGIN
+        IF OLD.job_key = 'stuck' AND NEW.status = 'reserved' THEN
+          SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'Deadlock found when trying to get lock; try restarting transaction';
+        END IF;
+      END`,
+    );
+    try {
+      await t.sql("INSERT INTO cronq_jobs (kind, job_key, payload, available_at) VALUES ('steady', 'stuck', '{}', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)");
+      const [{ id: stuckId }] = await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'stuck'");
+      const c = await start([defineTask({ name: 'steady', handle: () => undefined })], { concurrency: 8 });
+      await c.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ kind: 'steady', key: `steady:${i}` })));
+      await log.waitFor('job_completed', 5);
+      const [unclaimable] = await log.waitFor('job_unclaimable');
+      expect(unclaimable.job_id).toBe(stuckId);
+      expect(unclaimable.error).toMatch(/Deadlock found/);
+    } finally {
+      await t.sql('DROP TRIGGER IF EXISTS always_race');
+    }
+  });
+
   it('a failing effect rolls back done and counts as a failed attempt', async () => {
     const c = await start([
       defineTask({

@@ -32,7 +32,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { isConnectionError, TIMEOUTS } from '../db/client.ts';
+import { isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
 import type { Lease } from './fenced.ts';
 import { format, holderOf, parseDbTime } from './sql.ts';
 
@@ -232,14 +232,19 @@ export async function readyQueues(claims: Pool): Promise<string[]> {
  * problem, but something about those rows (on MariaDB, a payload that breaks the JSON
  * CHECK constraint, written with the checks off; or a trigger). `ids` are the rows of
  * the failed claim, so a caller can narrow it down and stop claiming the culprit.
+ * `lostLockRace`: the refusal was a deadlock or a lock wait timeout, which says nothing
+ * about the rows (InnoDB rolled the UPDATE back whole): worth trying again as it is
+ * before blaming a row.
  */
 export class ClaimUpdateError extends Error {
   override name = 'ClaimUpdateError';
+  readonly lostLockRace: boolean;
   constructor(
     readonly ids: number[],
     cause: unknown,
   ) {
     super(`reserving jobs ${ids.join(', ')} failed`, { cause });
+    this.lostLockRace = isLockConflict(cause);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.ts';
 import { noopObserver, type Observer } from '../observe.ts';
+import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
 import { DbHealth } from '../runtime/dbHealth.ts';
 import { sleep, Wakeup } from '../runtime/wakeup.ts';
 import { ClaimUpdateError, type ClaimedJob, type LeaseLengths } from '../store/index.ts';
@@ -20,6 +21,15 @@ import type { WorkerStore } from './workerStore.ts';
 
 /** Local enqueues remembered for a claim by id; past this many, the next claim reads by range. */
 const MAX_ANNOUNCED_IDS = 64;
+
+/**
+ * Claims in a row whose reservation may lose a lock race and simply be tried again; one
+ * more lost race is taken as a refusal of those rows (PoisonRows narrows them down), so a
+ * row whose every reservation fails with a lock error is still found and skipped.
+ */
+const CLAIM_RACES_RETRIED = 3;
+/** The wait before trying a claim again after a lost lock race: 5–10 ms, doubling each time. */
+const CLAIM_RACE_BACKOFF: Backoff = { baseMs: 10, maxMs: 200 };
 
 /** Batched completions waiting to be written beyond which buffered jobs wait to start. */
 const FINISHER_BACKLOG_MAX = 1_000;
@@ -107,6 +117,8 @@ export class WorkerPool {
   private released = 0;
   /** Rows asked for by claims in flight. */
   private claiming = 0;
+  /** Claims in a row whose reservation lost a lock race (ClaimUpdateError.lostLockRace). */
+  private lostClaimRaces = 0;
   /** The last claim came back full: there is more to claim. */
   private lastClaimFull = false;
   /**
@@ -285,12 +297,21 @@ export class WorkerPool {
         this.prefetch.claimTook(performance.now() - claimStarted);
         this.prefetch.claimedPayload(claimed.length, payloadCharsOf(claimed));
         this.poison.claimed();
+        this.lostClaimRaces = 0;
       } catch (error) {
         // The claim moved cursors past rows it then failed to reserve: look from the front.
         this.cursors.clear();
         this.lastClaimFull = false;
         this.rangeOwed = true;
         if (error instanceof ClaimUpdateError) {
+          if (error.lostLockRace && this.lostClaimRaces < CLAIM_RACES_RETRIED) {
+            // A lost lock race says nothing about the rows: the same claim again, shortly.
+            this.lostClaimRaces += 1;
+            this.options.log.debug({ event: 'claim_lock_race_lost', jobs: error.ids.length }, 'claim lost a lock race; claiming again');
+            await sleep(retryDelayMs(CLAIM_RACE_BACKOFF, this.lostClaimRaces), this.stopping.signal);
+            continue;
+          }
+          this.lostClaimRaces = 0;
           this.poison.refused(error);
           continue;
         }
