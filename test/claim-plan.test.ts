@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import { claimByIdSql, claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
 import { recentDoneSql } from '../src/store/console.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
-import { rows } from '../src/store/sql.ts';
+import { idsCondition, rows } from '../src/store/sql.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow } from './support/jobs.ts';
 
@@ -36,6 +36,18 @@ describe('query plans', () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`by-id-${i}`)));
     await t.sql('ANALYZE TABLE cronq_jobs');
     const [plan] = await t.sql(`EXPLAIN ${claimByIdSql([7, 9], ['default', 'other'], 10, [3])}`);
+    expect(plan.key).toBe('PRIMARY');
+    expect(plan.type).toBe('range');
+  });
+
+  it('finds the rows of a claim or a completion batch written as id ranges through the primary key, with many rows reserved', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 300 }, (_, i) => row(`ranges-${i}`)));
+    await t.sql("UPDATE cronq_jobs SET status = 'reserved'");
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const where = idsCondition([...Array.from({ length: 100 }, (_, i) => i + 1), 150, 152]);
+    const [plan] = await t.sql(
+      `EXPLAIN UPDATE cronq_jobs SET status = 'done' WHERE ${where} AND status = 'reserved' AND lease_deadline > UTC_TIMESTAMP(6) AND lease_fence IN ('a', 'b')`,
+    );
     expect(plan.key).toBe('PRIMARY');
     expect(plan.type).toBe('range');
   });

@@ -25,20 +25,25 @@ const lease = (job: ClaimedJob) => job.lease;
 
 /** The claim pool, counting the packets its claims send (each one round trip). */
 function countingClaims() {
-  let sent = 0;
+  let sent: string[] = [];
   const pool = {
     getConnection: async () => {
       const conn = await t.database.claims.getConnection();
       return new Proxy(conn, {
         get(target, prop) {
-          if (prop === 'query') sent += 1;
           const value = Reflect.get(target, prop);
+          if (prop === 'query') {
+            return (options: { sql: string }, ...rest: unknown[]) => {
+              sent.push(options.sql);
+              return value.call(target, options, ...rest);
+            };
+          }
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
     },
   } as unknown as Pool;
-  return { pool, roundTrips: () => sent, reset: () => (sent = 0) };
+  return { pool, roundTrips: () => sent.length, packets: () => sent, reset: () => (sent = []) };
 }
 
 /** Makes every current lease already expired, by the database clock. */
@@ -186,7 +191,8 @@ describe('claim', () => {
     const cursors = new Map();
     const first = await claimReady(t.database.claims, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors });
     const [last] = await t.sql("SELECT DATE_FORMAT(available_at, '%Y-%m-%d %H:%i:%s.%f') AS at FROM cronq_jobs WHERE id = ?", [first[1].id]);
-    expect(cursors.get('default')).toEqual({ availableAt: last.at, id: first[1].id, drained: false });
+    // Three rows follow it, as counted after the claim's COMMIT.
+    expect(cursors.get('default')).toEqual({ availableAt: last.at, id: first[1].id, drained: false, ahead: 3 });
     const second = await claimReady(t.database.claims, { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors });
     expect([...first, ...second].map((j) => j.key)).toEqual(['cursor-0', 'cursor-1', 'cursor-2', 'cursor-3', 'cursor-4']);
   });
@@ -208,8 +214,46 @@ describe('claim', () => {
     await insertJobIfAbsent(t.database.db, row('drained-1', at(30)));
     counting.reset();
     expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['drained-1']);
-    expect(counting.roundTrips()).toBe(2); // the locking read, then UPDATE + read-back + COMMIT
+    // A plain read finds it, a locking read by key locks it, then UPDATE + COMMIT.
+    expect(counting.roundTrips()).toBe(3);
     expect((await claim(10)).map((j) => j.key)).toEqual(['drained-late']); // a claim from the front finds it
+  });
+
+  it('claims a queue with rows enough ahead by one locking range read, and one that may run out by a plain read first, locking what it found by key', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 20 }, (_, i) => row(`ahead-${String(i).padStart(2, '0')}`)));
+    const counting = countingClaims();
+    const request = { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() };
+    const keys: string[] = [];
+    const claimOnce = async (limit: number) => {
+      counting.reset();
+      keys.push(...(await claimReady(counting.pool, { ...request, limit })).map((j) => j.key));
+      const [first, second] = counting.packets();
+      return { trips: counting.roundTrips(), lockedInRange: /cronq_jobs_claim[\s\S]*FOR UPDATE SKIP LOCKED/.test(first), lockedByKey: /FORCE INDEX \(PRIMARY\)[\s\S]*FOR UPDATE SKIP LOCKED/.test(second ?? '') };
+    };
+    // No cursor: how many rows follow is not known.
+    expect(await claimOnce(2)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true });
+    expect(request.cursors.get('default').ahead).toBe(8); // counted up to four times the claim's size
+    expect(await claimOnce(2)).toEqual({ trips: 2, lockedInRange: true, lockedByKey: false });
+    expect(await claimOnce(10)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true }); // 8 ahead < 10
+    expect(request.cursors.get('default').ahead).toBe(6);
+    expect(await claimOnce(10)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true });
+    expect(request.cursors.get('default')).toMatchObject({ drained: true, ahead: 0 });
+    expect(keys).toEqual(Array.from({ length: 20 }, (_, i) => `ahead-${String(i).padStart(2, '0')}`));
+  });
+
+  it('claims past the rows another claim holds, as a range read would, when it found them by a plain read', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`held-${i}`)));
+    const other = await t.database.claims.getConnection();
+    try {
+      await other.query('START TRANSACTION');
+      await other.query("SELECT id FROM cronq_jobs WHERE job_key IN ('held-0', 'held-1', 'held-2') FOR UPDATE");
+      const got = await claimReady(t.database.claims, { queues: ['default'], limit: 5, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
+      expect(got.map((j) => j.key)).toEqual(['held-3', 'held-4', 'held-5', 'held-6', 'held-7']);
+    } finally {
+      await other.query('ROLLBACK');
+      other.release();
+    }
+    expect((await claim(10)).map((j) => j.key)).toEqual(['held-0', 'held-1', 'held-2', 'held-8', 'held-9']);
   });
 
   it('continues a limited queue from a drained cursor in the same two round trips', async () => {

@@ -15,7 +15,7 @@ import { dedicatedConnection, type Db, type Executor } from '../db/client.ts';
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
-import { formatted, header, interval, NO_LEASE, NO_TIME, NO_TIME_RAW, NOW, rows } from './sql.ts';
+import { formatted, header, idsCondition, interval, NO_LEASE, NO_TIME, NO_TIME_RAW, NOW, rows } from './sql.ts';
 
 /** Most characters of `last_error` (and so of `failure_reason`). */
 const LAST_ERROR_MAX = 2000;
@@ -50,8 +50,8 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
     formatted(
       `UPDATE cronq_jobs
       SET status = 'done', lease_deadline = ?, last_error = NULL, finished_time = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-      WHERE id IN (?) AND status = 'reserved' AND lease_deadline > UTC_TIMESTAMP(6) AND lease_fence IN (?)`,
-      [NO_TIME_RAW, ids, tokens],
+      WHERE ${idsCondition(ids)} AND status = 'reserved' AND lease_deadline > UTC_TIMESTAMP(6) AND lease_fence IN (?)`,
+      [NO_TIME_RAW, tokens],
     ),
   );
   if (header(result).affectedRows === sorted.length) return new Set(ids);

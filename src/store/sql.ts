@@ -83,3 +83,26 @@ export function format(statement: string, values: unknown[]): string {
 export function formatted(statement: string, values: unknown[]): SQL {
   return sql.raw(format(statement, values));
 }
+
+/**
+ * A condition that holds for exactly the rows whose `id` is in `ids` (whole numbers, at
+ * least one), written as primary-key ranges: each run of consecutive ids is one
+ * `id BETWEEN a AND b`, the ids standing alone one `id IN (...)`. InnoDB reads a range
+ * with one index dive and then row after row, where an IN list costs a dive from the
+ * root per id; the ids of a claim or a completion batch are mostly runs (jobs enqueued
+ * together are claimed together), so this halves what finding the rows costs.
+ */
+export function idsCondition(ids: readonly number[]): string {
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  const ranges: string[] = [];
+  const single: number[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    if (j - i >= 2) ranges.push(`id BETWEEN ${sorted[i]} AND ${sorted[j]}`);
+    else for (let k = i; k <= j; k++) single.push(sorted[k]);
+    i = j + 1;
+  }
+  if (single.length > 0) ranges.push(`id IN (${single.join(', ')})`);
+  return ranges.length === 1 ? ranges[0] : `(${ranges.join(' OR ')})`;
+}
