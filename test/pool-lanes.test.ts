@@ -24,4 +24,19 @@ describe('claim lanes', () => {
       expect(second?.request.limit).toBe(2);
     });
   });
+
+  it("an idle pool's claim asks for every free slot, and only a busy pool splits its claims between the lanes", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const tasks = new TaskRegistry([defineTask({ name: 'gated', handle: () => gate })]);
+    const fake = scriptedStore({ lanes: 2 });
+    await withPool(fake, { pollMs: 60_000, tasks, concurrency: 8 }, async () => {
+      const first = await fake.claim(1);
+      expect(first.request.limit).toBe(8); // lane 1 claims nothing while the pool is idle
+      first.answer(Array.from({ length: 8 }, (_, i) => job(i + 1))); // full: the queues are busy
+      open();
+      await within(fake.claim(3), 2_000);
+      expect(fake.sent.slice(1).map((claim) => claim.request.limit)).toEqual([4, 4]); // both lanes, a share each
+    });
+  });
 });

@@ -358,8 +358,11 @@ export class WorkerPool {
   }
 
   /**
-   * How many jobs this lane's next claim asks for (0: none now). Each lane claims up to
-   * its share of the target (the slots plus the read-ahead), so the lanes' claims overlap.
+   * How many jobs this lane's next claim asks for (0: none now). While the queues are busy
+   * (the last claim came back full), each lane claims up to its share of the target (the
+   * slots plus the read-ahead), so the lanes' claims overlap; otherwise lane 0 claims
+   * alone and asks for the whole target, so a burst arriving at an idle pool fills every
+   * free slot in one claim, not one lane's share of them.
    * It claims at once for a slot that would otherwise sit idle; beyond that, only once
    * half a share is free, so claims stay large. While a refused row is narrowed down,
    * one row at a time, and only for an idle slot.
@@ -369,7 +372,7 @@ export class WorkerPool {
     const inHand = this.slots.used + this.buffered.length + this.claiming;
     if (this.poison.narrowing) return inHand < concurrency ? 1 : 0;
     const target = concurrency + this.prefetch.resize();
-    const share = Math.ceil(target / this.lanes);
+    const share = this.lastClaimFull ? Math.ceil(target / this.lanes) : target;
     const want = Math.min(share, target - inHand);
     return want <= 0 || (inHand >= concurrency && want < share / 2) ? 0 : want;
   }

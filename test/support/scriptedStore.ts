@@ -13,15 +13,15 @@ interface SentClaim {
 }
 
 /**
- * A store whose claims wait for the test to answer them, one lane; no database.
- * Completions of plain successes are all written; every other write is refused.
+ * A store whose claims wait for the test to answer them, one lane (or `lanes`); no
+ * database. Completions of plain successes are all written; every other write is refused.
  */
-export function scriptedStore() {
+export function scriptedStore({ lanes = 1 }: { lanes?: number } = {}) {
   const sent: SentClaim[] = [];
   let arrived: (() => void) | null = null;
   const refuse = () => Promise.reject(new Error('not part of this test'));
   const store: WorkerStore = {
-    claimConnections: 1,
+    claimConnections: lanes,
     claim: (request) =>
       new Promise((resolve) => {
         sent.push({ request, cursors: new Map(request.cursors), answer: resolve });
