@@ -101,6 +101,25 @@ describe('a variant of a defined task: defineTask({ ...task, name, ...overrides 
     expect(defineTask({ ...limited, name: 'report-eu' }).queue).toBe('report-eu');
   });
 
+  it('an option written as undefined after the spread is not given: it goes back to its default, not to the task’s', () => {
+    const limited = defineTask({ ...sendEmail, name: 'limited', queue: 'mail', concurrency: 2, parse: (p) => p });
+    const plain = defineTask({
+      ...limited,
+      name: 'plain',
+      queue: undefined,
+      maxAttempts: undefined,
+      backoff: undefined,
+      lease: undefined,
+      timeout: undefined,
+      concurrency: undefined,
+      parse: undefined,
+    });
+    expect(plain).toMatchObject({ queue: 'default', maxAttempts: 5, leaseMs: 60_000, timeoutMs: null, concurrency: null, parse: null });
+    expect(plain.backoff).toEqual(defineTask({ name: 'y', handle }).backoff);
+    // Not wrapped in the task's timeout.
+    expect(plain.handle).toBe(handle);
+  });
+
   it("refuses a task's own field set to something else, naming the option to use", () => {
     expect(refusal(() => defineTask({ ...sendEmail, name: 'x', leaseMs: 1_000 } as never))).toBe("task 'x': unknown option 'leaseMs' (did you mean 'lease'?)");
   });
