@@ -180,14 +180,19 @@ export function defineTask<P = any>(given: TaskOptions<P> | TaskVariantOptions<P
   return Object.defineProperty(task, TASK_DEFINITION, { value: definition, enumerable: true });
 }
 
+/** The task `given` was spread from (`{ ...task, ... }` carries its TaskDefinition), or null. */
+export function spreadTaskOf(given: object): Task | null {
+  return (given as { [TASK_DEFINITION]?: TaskDefinition })[TASK_DEFINITION]?.task ?? null;
+}
+
 /**
- * The options as written: `given` itself, or for a spread task (it carries its
- * TaskDefinition) the task's own options with every field of `given` that did not come
+ * The options as written (defineTask's and defineSchedule's): `given` itself, or for a
+ * spread task the task's own options with every field of `given` that did not come
  * from the spread laid over them. A field came from the spread if the task has it, with
  * the same value; any other (`timeout`, which the task does not have, even when
  * `undefined`) was written after it.
  */
-function writtenOptions(given: object): object {
+export function writtenOptions(given: object): object {
   const definition = (given as { [TASK_DEFINITION]?: TaskDefinition })[TASK_DEFINITION];
   if (definition === undefined) return given;
   const task = definition.task as unknown as Record<string, unknown>;
