@@ -45,6 +45,7 @@ export {
   defineSchedule,
   type Schedule,
   type ScheduleOptions,
+  type ScheduleFromTaskOptions,
   type Overlap,
   type CatchUpOptions,
   type FanOut,

@@ -101,7 +101,67 @@ describe('a variant of a defined task: defineTask({ ...task, name, ...overrides 
     expect(defineTask({ ...limited, name: 'report-eu' }).queue).toBe('report-eu');
   });
 
+  it('an option written as undefined after the spread is not given: it goes back to its default, not to the task’s', () => {
+    const limited = defineTask({ ...sendEmail, name: 'limited', queue: 'mail', concurrency: 2, parse: (p) => p });
+    const plain = defineTask({
+      ...limited,
+      name: 'plain',
+      queue: undefined,
+      maxAttempts: undefined,
+      backoff: undefined,
+      lease: undefined,
+      timeout: undefined,
+      concurrency: undefined,
+      parse: undefined,
+    });
+    expect(plain).toMatchObject({ queue: 'default', maxAttempts: 5, leaseMs: 60_000, timeoutMs: null, concurrency: null, parse: null });
+    expect(plain.backoff).toEqual(defineTask({ name: 'y', handle }).backoff);
+    // Not wrapped in the task's timeout.
+    expect(plain.handle).toBe(handle);
+  });
+
   it("refuses a task's own field set to something else, naming the option to use", () => {
     expect(refusal(() => defineTask({ ...sendEmail, name: 'x', leaseMs: 1_000 } as never))).toBe("task 'x': unknown option 'leaseMs' (did you mean 'lease'?)");
+  });
+});
+
+describe('a schedule of a defined task: defineSchedule({ ...task, cron, ...options })', () => {
+  const sendEmail = defineTask({ name: 'send-email', handle, maxAttempts: 3, backoff: { base: '2s', max: '1m' }, lease: '5m', timeout: '30s' });
+
+  it('takes the task as it was defined, with the schedule’s options written after the spread', () => {
+    const digest = defineSchedule({ ...sendEmail, name: 'digest', cron: '0 8 * * *', period: 'day', maxAttempts: 2 });
+    expect(digest).toMatchObject({ name: 'digest', cron: '0 8 * * *', period: 'day', queue: 'default', maxAttempts: 2, leaseMs: 300_000, timeoutMs: 30_000, parse: null });
+    expect(digest.backoff).toEqual(sendEmail.backoff);
+  });
+
+  it('keeps the task’s name unless given one, so it cannot be registered beside the task', () => {
+    const daily = defineSchedule({ ...sendEmail, cron: '@daily' });
+    expect(daily.name).toBe('send-email');
+    expect(refusal(() => new TaskRegistry([sendEmail, daily]))).toMatch(/^duplicate name 'send-email'/);
+  });
+
+  it('a new timeout replaces the task’s, it does not stack on it; undefined leaves none', async () => {
+    const quick = defineTask({ name: 'quick', timeout: '20ms', handle: () => new Promise((resolve) => setTimeout(() => resolve('done'), 60)) });
+    const ctx = { signal: new AbortController().signal } as never;
+    await expect(defineSchedule({ ...quick, name: 'patient', cron: '@daily', timeout: '5s' }).handle({} as never, ctx)).resolves.toBe('done');
+    expect(defineSchedule({ ...quick, name: 'unbounded', cron: '@daily', timeout: undefined }).timeoutMs).toBe(null);
+  });
+
+  it('defaults follow the schedule’s options: a schedule of a limited task runs in a queue named after itself', () => {
+    const limited = defineTask({ name: 'report', handle, concurrency: 2 });
+    expect(defineSchedule({ ...limited, name: 'report-nightly', cron: '@daily' }).queue).toBe('report-nightly');
+  });
+
+  it('refuses a command beside the handle the spread brought, saying how to drop it', () => {
+    expect(refusal(() => defineSchedule({ ...sendEmail, name: 'x', cron: '@daily', command: 'true' }))).toBe(
+      "schedule 'x': give exactly one of handle and command (the spread task 'send-email' brings its handle: write handle: undefined to run only the command)",
+    );
+    expect(defineSchedule({ ...sendEmail, name: 'x', cron: '@daily', command: 'true', handle: undefined })).toMatchObject({ command: 'true', maxAttempts: 3, leaseMs: 300_000 });
+  });
+
+  it("refuses a task's own field set to something else, naming the option to use", () => {
+    expect(refusal(() => defineSchedule({ ...sendEmail, name: 'x', cron: '@daily', leaseMs: 1_000 } as never))).toBe(
+      "schedule 'x': unknown option 'leaseMs' (did you mean 'lease'?)",
+    );
   });
 });

@@ -1,6 +1,18 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
-import { refuseUnknownOptions, TASK_BRAND, TASK_OPTIONS, validateJobOptions, validateName, validateParse, type Task, type TaskOptions } from '../tasks/define.ts';
+import {
+  refuseUnknownOptions,
+  spreadTaskOf,
+  TASK_BRAND,
+  TASK_OPTIONS,
+  validateJobOptions,
+  validateName,
+  validateParse,
+  writtenOptions,
+  type Task,
+  type TaskOptions,
+  type TaskVariantOptions,
+} from '../tasks/define.ts';
 import type { Handler } from '../tasks/job.ts';
 import { commandHandler } from '../shell/handler.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
@@ -73,6 +85,13 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   expect?: { within: Duration };
 }
 
+/**
+ * The options of a schedule of a defined task, `defineSchedule({ ...sendEmail, name:
+ * 'digest', cron: '0 8 * * *' })`: the task's as a variant's (TaskVariantOptions), and
+ * the schedule's own, `cron` required.
+ */
+export type ScheduleFromTaskOptions<P = any> = TaskVariantOptions<P> & Omit<ScheduleOptions<P>, keyof TaskOptions<P>>;
+
 /** A schedule's overlap policy (ScheduleOptions.overlap). */
 export type Overlap = 'allow' | 'skip';
 
@@ -120,9 +139,18 @@ const EXPECT_KEYS = ['within'];
 /**
  * Declares a recurring job. Validates everything at once and throws a UsageError naming
  * the schedule and the bad option (an unknown one too), so the loader refuses the file at start.
+ *
+ * Given a defined task spread into its options (ScheduleFromTaskOptions), it is as if the
+ * task's options had been written out with the schedule's after them, as defineTask does
+ * for a variant: `timeout` replaces the task's, `undefined` sets an option back to its
+ * default, and the schedule keeps the task's name unless given one (a schedule is a task
+ * of its kind, so a registry refuses the two side by side). Every task option applies to
+ * a schedule; the task's handle comes with the spread, so a `command` is refused beside
+ * it, as handle and command always are, unless `handle: undefined` is written too.
  */
-export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
-  if (typeof options !== 'object' || options === null) throw new UsageError('defineSchedule needs an options object');
+export function defineSchedule<P = any>(given: ScheduleOptions<P> | ScheduleFromTaskOptions<P>): Schedule {
+  if (typeof given !== 'object' || given === null) throw new UsageError('defineSchedule needs an options object');
+  const options = writtenOptions(given) as ScheduleOptions<P>;
   refuseUnknownOptions(options, SCHEDULE_OPTION_KEYS, typeof options.name === 'string' ? `schedule '${options.name}'` : 'defineSchedule');
   const name = validateName(options.name, 'schedule name');
   const what = `schedule '${name}'`;
@@ -135,7 +163,7 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
   if (!isPeriod(period)) throw new UsageError(`${what}: period must be one of ${PERIODS.join(', ')} (got ${JSON.stringify(period)})`);
   const hasHandle = options.handle !== undefined;
   const hasCommand = options.command !== undefined;
-  if (hasHandle === hasCommand) throw new UsageError(`${what}: give exactly one of handle and command`);
+  if (hasHandle === hasCommand) throw new UsageError(`${what}: give exactly one of handle and command${spreadHandleHint(given, hasCommand)}`);
   if (hasHandle && typeof options.handle !== 'function') throw new UsageError(`${what}: handle must be a function`);
   if (hasCommand && (typeof options.command !== 'string' || options.command.trim() === '')) {
     throw new UsageError(`${what}: command must be a non-empty string`);
@@ -174,6 +202,13 @@ export function defineSchedule<P = any>(options: ScheduleOptions<P>): Schedule {
     command: hasCommand ? options.command! : null,
     expect: resolveExpect(options.expect, what),
   };
+}
+
+/** Why a command schedule has a handle it was not written with: a spread task brought it. */
+function spreadHandleHint(given: object, hasCommand: boolean): string {
+  const task = spreadTaskOf(given);
+  if (!hasCommand || task === null || (given as { handle?: unknown }).handle !== task.handle) return '';
+  return ` (the spread task '${task.name}' brings its handle: write handle: undefined to run only the command)`;
 }
 
 /** Shortest `expect.within`: anything shorter would page on the scheduler's own lateness. */

@@ -76,9 +76,10 @@ export interface Task<P = any> {
  * The options of a variant of a defined task, `defineTask({ ...sendEmail, name:
  * 'send-email-urgent', queue: 'urgent' })`: the spread brings the task's fields (its
  * parsed `backoff`, its `parse` or null...), the options written after it override them.
+ * Each may be written as `undefined` (exactOptionalPropertyTypes too): back to its default.
  */
 export type TaskVariantOptions<P = any> = { readonly [TASK_BRAND]: true } & {
-  [K in keyof TaskOptions<P>]?: TaskOptions<P>[K] | (K extends keyof Task<P> ? Task<P>[K] : never);
+  [K in keyof TaskOptions<P>]?: TaskOptions<P>[K] | (K extends keyof Task<P> ? Task<P>[K] : never) | undefined;
 };
 
 /**
@@ -156,8 +157,10 @@ function editDistance(a: string, b: string): number {
  * Given a defined task spread into new options (TaskVariantOptions), it is as if the
  * task's own options had been written out with the new ones after them: `timeout`
  * replaces the task's (it does not stack), and defaults follow the new options (a limited
- * variant's queue is its own name). A spread field (`leaseMs`) set to another value is
- * refused like any unknown option.
+ * variant's queue is its own name). An option written as `undefined` is not given, as in
+ * any options object, so it takes its default, not the task's value (`timeout:
+ * undefined`: no timeout). A spread field (`leaseMs`) set to another value is refused
+ * like any unknown option.
  */
 export function defineTask<P = any>(given: TaskOptions<P> | TaskVariantOptions<P>): Task<P> {
   if (typeof given !== 'object' || given === null) throw new UsageError('defineTask needs an options object');
@@ -177,17 +180,25 @@ export function defineTask<P = any>(given: TaskOptions<P> | TaskVariantOptions<P
   return Object.defineProperty(task, TASK_DEFINITION, { value: definition, enumerable: true });
 }
 
+/** The task `given` was spread from (`{ ...task, ... }` carries its TaskDefinition), or null. */
+export function spreadTaskOf(given: object): Task | null {
+  return (given as { [TASK_DEFINITION]?: TaskDefinition })[TASK_DEFINITION]?.task ?? null;
+}
+
 /**
- * The options as written: `given` itself, or for a spread task (it carries its
- * TaskDefinition) the task's own options with every field of `given` that differs from
- * the task's laid over them. A field equal to the task's came from the spread.
+ * The options as written (defineTask's and defineSchedule's): `given` itself, or for a
+ * spread task the task's own options with every field of `given` that did not come
+ * from the spread laid over them. A field came from the spread if the task has it, with
+ * the same value; any other (`timeout`, which the task does not have, even when
+ * `undefined`) was written after it.
  */
-function writtenOptions(given: object): object {
+export function writtenOptions(given: object): object {
   const definition = (given as { [TASK_DEFINITION]?: TaskDefinition })[TASK_DEFINITION];
   if (definition === undefined) return given;
+  const task = definition.task as unknown as Record<string, unknown>;
   const written: Record<string, unknown> = { ...definition.options };
   for (const [key, value] of Object.entries(given)) {
-    if (value !== (definition.task as unknown as Record<string, unknown>)[key]) written[key] = value;
+    if (!Object.hasOwn(task, key) || value !== task[key]) written[key] = value;
   }
   return written;
 }
