@@ -233,9 +233,10 @@ describe('claim', () => {
     // No cursor: how many rows follow is not known.
     expect(await claimOnce(2)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true });
     expect(request.cursors.get('default').ahead).toBe(8); // counted up to four times the claim's size
-    expect(await claimOnce(2)).toEqual({ trips: 2, lockedInRange: true, lockedByKey: false });
-    expect(await claimOnce(10)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true }); // 8 ahead < 10
-    expect(request.cursors.get('default').ahead).toBe(6);
+    expect(await claimOnce(4)).toEqual({ trips: 2, lockedInRange: true, lockedByKey: false }); // 8 ahead: twice 4
+    expect(request.cursors.get('default').ahead).toBe(14);
+    expect(await claimOnce(10)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true }); // 14 ahead: under twice 10
+    expect(request.cursors.get('default').ahead).toBe(4);
     expect(await claimOnce(10)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true });
     expect(request.cursors.get('default')).toMatchObject({ drained: true, ahead: 0 });
     expect(keys).toEqual(Array.from({ length: 20 }, (_, i) => `ahead-${String(i).padStart(2, '0')}`));

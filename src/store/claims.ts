@@ -79,8 +79,9 @@ export interface ClaimCursor {
   /**
    * About how many ready rows follow this position: counted by a plain read right after
    * the claim that left the cursor here committed (at most AHEAD_FACTOR times that claim's
-   * size), less the rows claims have locked from it since. A claim that may reach the
-   * end of a queue's ready rows (this is under its size, or unknown) finds them with a
+   * size), less the rows claims have locked from it since; a plain read also counts rows
+   * a concurrent claim has locked and not yet reserved. A claim that may reach the end of
+   * a queue's ready rows (this is under twice its size, or unknown) finds them with a
    * plain read first and locks them by primary key (lockFound): a locking range read that
    * runs out of rows walks on over every not-yet-purged entry after them, locking and
    * unlocking each (right after a drain of 20,000 jobs, 20,000 entries: 15–60 ms), where a
@@ -356,7 +357,8 @@ class ClaimTransaction {
    * concurrent claim that skipped such a row could move the shared cursor past it.
    */
   async lockReady(queue: string, limit: number, cursor: ClaimCursor | undefined, exclude: readonly number[]): Promise<{ rows: Locked[]; exhausted: boolean }> {
-    if (cursor?.ahead === undefined || cursor.ahead < limit) return this.lockFound(queue, limit, cursor, exclude);
+    // Twice: a claim of another lane still in flight may hold as many of those rows.
+    if (cursor?.ahead === undefined || cursor.ahead < 2 * limit) return this.lockFound(queue, limit, cursor, exclude);
     const rows = await this.lockInRange(queue, limit, cursor, exclude);
     return { rows, exhausted: rows.length < limit };
   }
