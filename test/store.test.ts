@@ -256,6 +256,22 @@ describe('claim', () => {
     expect((await claim(10)).map((j) => j.key)).toEqual(['held-0', 'held-1', 'held-2', 'held-8', 'held-9']);
   });
 
+  it('forgets the rows counted ahead of a cursor when a claim from it finds none, so the next claim reads plainly', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 20 }, (_, i) => row(`gone-${String(i).padStart(2, '0')}`)));
+    const counting = countingClaims();
+    const request = { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() };
+    await claimReady(counting.pool, request);
+    expect(request.cursors.get('default').ahead).toBe(8);
+    // Another daemon (its own cursors) takes every row that was counted.
+    expect(await claim(100)).toHaveLength(18);
+    expect(await claimReady(counting.pool, request)).toEqual([]);
+    expect(request.cursors.get('default')).toMatchObject({ drained: true, ahead: 0 });
+    // The next claim from the emptied queue is a plain read, not a locking read that runs out.
+    counting.reset();
+    expect(await claimReady(counting.pool, request)).toEqual([]);
+    expect(counting.packets().some((p) => /FOR UPDATE SKIP LOCKED/.test(p))).toBe(false);
+  });
+
   it('continues a limited queue from a drained cursor in the same two round trips', async () => {
     await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 5)");
     const base = Math.floor(Date.now() / 1000) * 1000;

@@ -595,9 +595,10 @@ function byPosition(a: { available_at: string; id: number }, b: { available_at: 
   return a.available_at < b.available_at ? -1 : a.available_at > b.available_at ? 1 : Number(a.id) - Number(b.id);
 }
 
-/** A claim found nothing after `cursor`: keep it, marked drained, unless a concurrent claim moved it meanwhile. */
+/** A claim found nothing after `cursor`: keep it, marked drained (nothing ahead), unless a concurrent claim moved it meanwhile. */
 function markDrained(cursors: Map<string, ClaimCursor> | undefined, queue: string, cursor: ClaimCursor): void {
-  if (cursors?.get(queue) === cursor) cursors.set(queue, { ...cursor, drained: true });
+  // Nothing follows it now, whatever was counted before (ClaimCursor.ahead).
+  if (cursors?.get(queue) === cursor) cursors.set(queue, { ...cursor, drained: true, ahead: 0 });
 }
 
 function rotate<T>(items: T[], by: number): T[] {
