@@ -7,7 +7,7 @@ import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { cancelJob } from '../src/store/cancel.ts';
 import { jobs as publicJobs } from '../src/schema.ts';
 import { connect } from '../src/db/client.ts';
-import { claimReady, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
+import { claimReady, ClaimUpdateError, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
 import { CLAIM_CONNECTIONS } from '../src/db/client.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
@@ -270,6 +270,64 @@ describe('claim', () => {
     counting.reset();
     expect(await claimReady(counting.pool, request)).toEqual([]);
     expect(counting.packets().some((p) => /FOR UPDATE SKIP LOCKED/.test(p))).toBe(false);
+  });
+
+  it('hands back the jobs it reserved when the count of rows ahead, sent after its COMMIT, fails', async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('capped', 5)");
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 5 }, (_, i) => row(`count-fails-${i}`)));
+    await insertJobsIfAbsent(t.database.db, [row('count-fails-capped', { queue: 'capped', kind: 'capped' })]);
+    // The server refuses the count (as it would a statement timeout): the COMMIT before it
+    // in the packet has run.
+    const pool = {
+      getConnection: async () => {
+        const conn = await t.database.claims.getConnection();
+        return new Proxy(conn, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop);
+            if (prop === 'query') {
+              return (options: { sql: string }, ...rest: unknown[]) =>
+                value.call(target, { ...options, sql: options.sql.replace('SELECT COUNT(*) AS ahead FROM (', 'SELECT COUNT(*) AS ahead FROM no_such_table, (') }, ...rest);
+            }
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    } as unknown as Pool;
+    const cursors = new Map();
+    // The limited queue first: its row is kept and read with the UPDATE, in the failed packet.
+    const limits = new Map([['capped', { kind: 'capped', maxRunning: 5 }]]);
+    const got = await claimReady(pool, { queues: ['capped', 'default'], limit: 3, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors, limits });
+    expect(got.map((j) => [j.key, j.attempt, j.kind])).toEqual([
+      ['count-fails-0', 1, 'test'],
+      ['count-fails-1', 1, 'test'],
+      ['count-fails-capped', 1, 'capped'],
+    ]);
+    expect(cursors.get('default')).toMatchObject({ id: got[1].id, drained: false });
+    expect(await completeManyIfLeased(t.database.db, got.map(lease))).toEqual(new Set(got.map((j) => j.id)));
+    expect((await claim(10)).map((j) => j.key)).toEqual(['count-fails-2', 'count-fails-3', 'count-fails-4']);
+  });
+
+  it('reserves nothing and reports the rows when the reserving UPDATE fails, the count after the COMMIT not reached', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 5 }, (_, i) => row(`update-fails-${i}`)));
+    const pool = {
+      getConnection: async () => {
+        const conn = await t.database.claims.getConnection();
+        return new Proxy(conn, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop);
+            if (prop === 'query') {
+              return (options: { sql: string }, ...rest: unknown[]) =>
+                value.call(target, { ...options, sql: options.sql.replace('UPDATE cronq_jobs', 'UPDATE no_such_table') }, ...rest);
+            }
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    } as unknown as Pool;
+    const failed = await claimReady(pool, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() }).catch((e) => e);
+    expect(failed).toBeInstanceOf(ClaimUpdateError);
+    expect((failed as ClaimUpdateError).ids).toHaveLength(2);
+    expect((await claim(10)).map((j) => j.attempt)).toEqual([1, 1, 1, 1, 1]);
   });
 
   it('continues a limited queue from a drained cursor in the same two round trips', async () => {

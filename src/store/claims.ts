@@ -36,7 +36,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
+import { driverError, isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
 import type { Lease } from './fenced.ts';
 import { format, holderOf, idsCondition, parseDbTime } from './sql.ts';
 
@@ -398,6 +398,20 @@ class ClaimTransaction {
     return [...same, ...later];
   }
 
+  /**
+   * After a packet holding this claim's COMMIT failed: ends the transaction should it still
+   * be open, then reads the rows of `ids` that the COMMIT reserved (status 'reserved', their
+   * fence this claim's `secret`: leaseTokenOf), as they were before the UPDATE (attempts
+   * not yet counted). None when it did not commit.
+   */
+  async reservedBy(secret: string, ids: readonly number[]): Promise<Locked[]> {
+    const [, found] = await this.send([
+      'ROLLBACK',
+      format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE ${idsCondition(ids)} AND status = 'reserved' AND LEFT(lease_fence, 16) = ?`, [secret]),
+    ]);
+    return (found as Locked[]).map((row) => ({ ...row, attempts: row.attempts - 1 }));
+  }
+
   /** Locks the rows of `ids` still ready and due in `queues` (claimByIdSql), up to `limit`. */
   async lockByIds(ids: readonly number[], queues: readonly string[], limit: number, exclude: readonly number[]): Promise<Locked[]> {
     if (ids.length === 0 || queues.length === 0) return [];
@@ -528,9 +542,13 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
     // One random secret per claim; each row's token is that secret followed by its id
     // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
     // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
-    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT.
-    // A limited queue's rows kept are read first in the same packet, as they are before it.
+    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT if
+    // the UPDATE failed. A limited queue's rows kept are read first in the same packet, as
+    // they are before it. The count of the rows ahead (ClaimCursor.ahead) comes after the
+    // COMMIT: should it fail, the reservation has committed, and reading the rows back by
+    // their fence (reservedBy) tells the one case from the other.
     const secret = newClaimSecret();
+    const counted = peek !== null && request.cursors !== undefined;
     try {
       const kept = keptIds.length === 0 ? [] : [format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE id IN (?)`, [keptIds])];
       const results = await tx.send([
@@ -544,16 +562,23 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
           [secret, holderOf(request.lockedBy)],
         ),
         'COMMIT',
-        ...(peek && request.cursors ? [aheadSql(peek.queue, peek.at, peek.cap)] : []),
+        ...(counted ? [aheadSql(peek!.queue, peek!.at, peek!.cap)] : []),
       ]);
       if (kept.length > 0) lockedRows.push(...(results[0] as Locked[]));
-      if (peek && request.cursors) {
+      if (counted) {
         const [{ ahead }] = results[results.length - 1] as Array<{ ahead: number }>;
-        setAhead(request.cursors, peek.queue, peek.at, Number(ahead));
+        setAhead(request.cursors!, peek!.queue, peek!.at, Number(ahead));
       }
     } catch (error) {
-      if (isConnectionError(error)) throw error;
-      throw new ClaimUpdateError(lockedIds, error);
+      // A failed count (a statement timeout, a killed query) leaves the connection usable.
+      const mayHaveCommitted = counted && (!isConnectionError(error) || (driverError(error) as { code?: string })?.code === 'ER_QUERY_INTERRUPTED');
+      const reserved = mayHaveCommitted ? await tx.reservedBy(secret, lockedIds).catch(() => []) : [];
+      if (reserved.length === 0) {
+        if (isConnectionError(error)) throw error;
+        throw new ClaimUpdateError(lockedIds, error);
+      }
+      // Committed: only the count failed. The cursor keeps its estimate.
+      lockedRows.splice(0, lockedRows.length, ...reserved);
     }
     tx.release();
     lockedRows.sort((a, b) => Number(a.id) - Number(b.id));
