@@ -13,8 +13,9 @@
  * locking read opening the transaction, then the UPDATE and the COMMIT together, with a
  * plain count of the ready rows that follow (ClaimCursor.ahead). A claim that may run
  * out of rows (fewer follow its cursor than it asks for, or it has no cursor) costs one
- * round trip more: a plain read finds the rows, then they are locked by primary key, so
- * no locking read walks past the last ready row over the entries not yet purged. The
+ * round trip more: a plain read finds the rows, then they are locked by their exact keys
+ * in the claim index (claimByPositionSql), so no locking read walks past the last ready
+ * row over the entries not yet purged. The
  * locking read returns every column the worker needs (it visits each row to lock it
  * anyway), and the claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so
  * no row is read a second time. A limited queue's locking read is the exception: it may
@@ -81,7 +82,7 @@ export interface ClaimCursor {
    * the claim that left the cursor here committed (at most AHEAD_FACTOR times that claim's
    * size), less the rows claims have locked from it since. A claim that may reach the
    * end of a queue's ready rows (this is under its size, or unknown) finds them with a
-   * plain read first and locks them by primary key (lockFound): a locking range read that
+   * plain read first and locks them by their keys (lockFound): a locking range read that
    * runs out of rows walks on over every not-yet-purged entry after them, locking and
    * unlocking each (right after a drain of 20,000 jobs, 20,000 entries: 15–60 ms), where a
    * plain read skips them at a tenth of the cost. Undefined: not known.
@@ -209,6 +210,42 @@ export function claimByIdSql(ids: readonly number[], queues: readonly string[], 
     ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
     [ids, queues, ...(exclude.length === 0 ? [] : [exclude]), limit],
   );
+}
+
+/**
+ * Most rows one locking read by key locks (claimByPositionSql): MariaDB turns an IN list of
+ * in_predicate_conversion_threshold (1,000) values or more (each element of a row counting
+ * as one, by its manual) into a join with a table of them, planned on this index as a walk
+ * of the queue from its front (with FORCE INDEX (PRIMARY), as a scan of the whole table),
+ * locking and unlocking each row it passes. 400 rows are 800 values.
+ */
+const POSITIONS_PER_READ = 400;
+
+/**
+ * The locking reads of rows a plain read found (ClaimTransaction.lockFound): each row by
+ * its exact key in the claim index, one index dive per row (a point range on (status,
+ * queue, available_at, id), which ends at that key: no walk past it), at most
+ * POSITIONS_PER_READ rows a statement, for one packet. Rows still ready and due in
+ * `queue` only, in index order. A row is locked as a range read locks it, its claim-index
+ * entry first, so a concurrent range read skips it at that entry and holds no lock on it;
+ * locked by primary key alone, the range read would keep its lock on the entry, and the
+ * reserving UPDATE, which rewrites that entry, would wait for the other claim to commit
+ * (two such claims over two queues deadlock).
+ */
+export function claimByPositionSql(queue: string, positions: ReadonlyArray<{ available_at: string; id: number }>): string[] {
+  const reads: string[] = [];
+  for (let i = 0; i < positions.length; i += POSITIONS_PER_READ) {
+    const chunk = positions.slice(i, i + POSITIONS_PER_READ);
+    reads.push(
+      format(
+        `SELECT ${CLAIM_COLUMNS} FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+        WHERE status = 'ready' AND queue = ? AND available_at <= UTC_TIMESTAMP(6) AND (available_at, id) IN (?)
+        ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+        [queue, chunk.map((p) => [p.available_at, Number(p.id)]), chunk.length],
+      ),
+    );
+  }
+  return reads;
 }
 
 /**
@@ -364,7 +401,8 @@ class ClaimTransaction {
   /**
    * lockReady for a queue that may hold fewer ready rows than `limit` after the cursor
    * (ClaimCursor.ahead): a plain read finds them (up to `limit`), then they are locked by
-   * primary key, so no locking read goes past the last of them. Should some be locked by
+   * their exact keys in the claim index (claimByPositionSql), so no locking read goes past
+   * the last of them. Should some be locked by
    * another claim meanwhile, the rest of `limit` is locked by range after the last one
    * found, as a range read alone would have (only then can a read walk past the end).
    * `exhausted` when the plain read came back short: no ready row followed.
@@ -374,13 +412,8 @@ class ClaimTransaction {
     const reads = !cursor ? [plain(null)] : cursor.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
     const found = ((await this.send(reads)) as LockedId[][]).flat().slice(0, limit);
     if (found.length === 0) return { rows: [], exhausted: true };
-    const rows = await this.lockByIds(
-      found.map((r) => Number(r.id)),
-      [queue],
-      found.length,
-      exclude,
-    );
-    rows.sort(byPosition);
+    // In index order: each read's rows are, and the reads follow each other.
+    const rows = ((await this.send(claimByPositionSql(queue, found))) as Locked[][]).flat();
     if (rows.length < found.length && found.length === limit) {
       const last = found[found.length - 1];
       const more = await this.lockInRange(queue, limit - rows.length, { availableAt: last.available_at, id: Number(last.id) }, exclude);
@@ -613,11 +646,6 @@ function advanceCursor(cursors: Map<string, ClaimCursor> | undefined, queue: str
 function setAhead(cursors: Map<string, ClaimCursor>, queue: string, at: ClaimCursor, ahead: number): void {
   const now = cursors.get(queue);
   if (now && now.availableAt === at.availableAt && now.id === at.id) cursors.set(queue, { ...now, ahead });
-}
-
-/** Orders locked rows as the claim index does: by available_at, then id. */
-function byPosition(a: { available_at: string; id: number }, b: { available_at: string; id: number }): number {
-  return a.available_at < b.available_at ? -1 : a.available_at > b.available_at ? 1 : Number(a.id) - Number(b.id);
 }
 
 /** A claim found nothing after `cursor`: keep it, marked drained (nothing ahead), unless a concurrent claim moved it meanwhile. */
