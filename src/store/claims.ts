@@ -33,7 +33,8 @@
  * (deleted by hand) leaves no room: the kind waits until a daemon starts and writes it.
  * One claim reads at most one limited queue (the others wait for a later claim's turn),
  * so it holds at most one limit row: two claims can never wait on each other's.
- * Every value in these statements is escaped by mysql2's formatter.
+ * Every value in these statements is escaped by mysql2's formatter, but the ids of
+ * idsCondition, which are checked to be whole numbers and written as they are.
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
