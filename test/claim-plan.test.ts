@@ -6,12 +6,13 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { claimByIdSql, claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
+import type { Pool } from 'mysql2/promise';
+import { claimByIdSql, claimReady, claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
 import { recentDoneSql } from '../src/store/console.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { idsCondition, rows } from '../src/store/sql.ts';
 import { useTestDatabase } from './support/db.ts';
-import { claimJobs, jobRow } from './support/jobs.ts';
+import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 
 const t = useTestDatabase();
 beforeEach(async () => {
@@ -50,6 +51,42 @@ describe('query plans', () => {
     );
     expect(plan.key).toBe('PRIMARY');
     expect(plan.type).toBe('range');
+  });
+
+  it('locks the rows a claim of more than a thousand found by a plain read through exact keys of the claim index, never by a scan', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 1500 }, (_, i) => row(`big-${i}`)));
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const sent: string[] = [];
+    const pool = {
+      getConnection: async () => {
+        const conn = await t.database.claims.getConnection();
+        return new Proxy(conn, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop);
+            if (prop === 'query') {
+              return (options: { sql: string }, ...rest: unknown[]) => {
+                sent.push(options.sql);
+                return value.call(target, options, ...rest);
+              };
+            }
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    } as unknown as Pool;
+    // No cursor: a plain read finds the rows, then they are locked by key.
+    const got = await claimReady(pool, { queues: ['default'], limit: 1200, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
+    expect(got).toHaveLength(1200);
+    await t.sql("UPDATE cronq_jobs SET status = 'ready'");
+    await t.sql('ANALYZE TABLE cronq_jobs');
+    const locking = sent.flatMap((packet) => packet.split(';\n')).filter((statement) => /FOR UPDATE SKIP LOCKED/.test(statement));
+    expect(locking.length).toBeGreaterThan(0);
+    for (const statement of locking) {
+      const plans = await t.sql(`EXPLAIN ${statement}`);
+      expect(plans).toHaveLength(1); // no IN list turned into a join
+      expect(plans[0]).toMatchObject({ key: 'cronq_jobs_claim', type: 'range' });
+      expect(String(plans[0].Extra ?? '')).not.toMatch(/filesort/i);
+    }
   });
 
   it('finds the queues with ready jobs by a loose scan of the claim index, one dive per queue', async () => {

@@ -28,4 +28,11 @@ describe('idsCondition', () => {
         });
     expect(Array.from({ length: 40 }, (_, id) => id).filter(holds)).toEqual(ids);
   });
+
+  it('holds for no row given no ids, and refuses anything but whole numbers, which it writes unescaped', () => {
+    expect(idsCondition([])).toBe('FALSE');
+    expect(() => idsCondition([1.5, 2.5, 3.5])).toThrow(TypeError);
+    expect(() => idsCondition([Number.NaN])).toThrow(TypeError);
+    expect(() => idsCondition(['1) OR (1=1' as unknown as number])).toThrow(TypeError);
+  });
 });

@@ -7,7 +7,7 @@ import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { cancelJob } from '../src/store/cancel.ts';
 import { jobs as publicJobs } from '../src/schema.ts';
 import { connect } from '../src/db/client.ts';
-import { claimReady, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
+import { claimReady, ClaimUpdateError, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
 import { CLAIM_CONNECTIONS } from '../src/db/client.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
@@ -45,6 +45,38 @@ function countingClaims() {
   } as unknown as Pool;
   return { pool, roundTrips: () => sent.length, packets: () => sent, reset: () => (sent = []) };
 }
+
+/** The claim pool, calling `hook` before and after each packet a claim sends. */
+function hookedClaims(hook: (statement: string, phase: 'before' | 'after') => Promise<void> | void) {
+  return {
+    getConnection: async () => {
+      const conn = await t.database.claims.getConnection();
+      return new Proxy(conn, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop);
+          if (prop === 'query') {
+            return async (options: { sql: string }, ...rest: unknown[]) => {
+              await hook(options.sql, 'before');
+              const result = await value.call(target, options, ...rest);
+              await hook(options.sql, 'after');
+              return result;
+            };
+          }
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    },
+  } as unknown as Pool;
+}
+
+/** A promise and the function that resolves it. */
+function gate() {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Makes every current lease already expired, by the database clock. */
 const expireLeases = () => t.sql("UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE status = 'reserved'");
@@ -228,7 +260,7 @@ describe('claim', () => {
       counting.reset();
       keys.push(...(await claimReady(counting.pool, { ...request, limit })).map((j) => j.key));
       const [first, second] = counting.packets();
-      return { trips: counting.roundTrips(), lockedInRange: /cronq_jobs_claim[\s\S]*FOR UPDATE SKIP LOCKED/.test(first), lockedByKey: /FORCE INDEX \(PRIMARY\)[\s\S]*FOR UPDATE SKIP LOCKED/.test(second ?? '') };
+      return { trips: counting.roundTrips(), lockedInRange: /cronq_jobs_claim[\s\S]*FOR UPDATE SKIP LOCKED/.test(first), lockedByKey: /\(available_at, id\) IN \([\s\S]*FOR UPDATE SKIP LOCKED/.test(second ?? '') };
     };
     // No cursor: how many rows follow is not known.
     expect(await claimOnce(2)).toEqual({ trips: 3, lockedInRange: false, lockedByKey: true });
@@ -255,6 +287,142 @@ describe('claim', () => {
       other.release();
     }
     expect((await claim(10)).map((j) => j.key)).toEqual(['held-0', 'held-1', 'held-2', 'held-8', 'held-9']);
+  });
+
+  it('reserves the rows it found by a plain read without waiting for a range read of another claim that passed them', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`pass-${i}`)));
+    const events: string[] = [];
+    const xLocked = gate();
+    const yRead = gate();
+    // X finds its rows by a plain read (no cursor) and locks them by key; before it reserves
+    // them, Y reads the queue by range (a cursor with rows enough ahead) over them, then
+    // holds its transaction open a while.
+    const x = hookedClaims(async (statement, phase) => {
+      if (phase === 'before' && /UPDATE cronq_jobs/.test(statement)) {
+        xLocked.open();
+        await yRead.promise;
+      }
+    });
+    const y = hookedClaims(async (statement, phase) => {
+      if (phase === 'after' && /FOR UPDATE SKIP LOCKED/.test(statement)) yRead.open();
+      if (phase === 'before' && /UPDATE cronq_jobs/.test(statement)) {
+        await sleep(300);
+        events.push('y reserves');
+      }
+    });
+    const xClaim = claimReady(x, { queues: ['default'], limit: 3, leases: THIRTY_SECOND_LEASES, lockedBy: 'x', cursors: new Map() }).then((jobs) => {
+      events.push('x reserved');
+      return jobs;
+    });
+    await xLocked.promise;
+    const far = new Map([['default', { availableAt: '1970-01-01 00:00:00.000000', id: 0, drained: true, ahead: 100 }]]);
+    const yClaim = claimReady(y, { queues: ['default'], limit: 10, leases: THIRTY_SECOND_LEASES, lockedBy: 'y', cursors: far });
+    const [xs, ys] = await Promise.all([xClaim, yClaim]);
+    expect(xs.map((j) => j.key)).toEqual(['pass-0', 'pass-1', 'pass-2']);
+    expect(ys.map((j) => j.key)).toEqual(['pass-3', 'pass-4', 'pass-5', 'pass-6', 'pass-7', 'pass-8', 'pass-9']);
+    expect(events).toEqual(['x reserved', 'y reserves']);
+  });
+
+  it('does not deadlock two claims that each lock one queue by key and read the other by range', async () => {
+    await insertJobsIfAbsent(t.database.db, [
+      ...Array.from({ length: 6 }, (_, i) => row(`cross-a-${i}`, { queue: 'a' })),
+      ...Array.from({ length: 6 }, (_, i) => row(`cross-b-${i}`, { queue: 'b' })),
+    ]);
+    const yLockedB = gate();
+    const xReadB = gate();
+    const far = { availableAt: '1970-01-01 00:00:00.000000', id: 0, drained: true, ahead: 100 };
+    const rangeOfB = (statement: string) => /queue = 'b' AND available_at > '1970/.test(statement);
+    // X locks a's rows by key, then reads b by range once Y has locked b's rows by key;
+    // Y then reads a by range, and reserves once X has read b.
+    const x = hookedClaims(async (statement, phase) => {
+      if (phase === 'before' && rangeOfB(statement)) await yLockedB.promise;
+      if (phase === 'after' && rangeOfB(statement)) xReadB.open();
+    });
+    const y = hookedClaims(async (statement, phase) => {
+      // Y's first locking read: b's rows, by key (b has no cursor).
+      if (phase === 'after' && /FOR UPDATE SKIP LOCKED/.test(statement) && /'b'/.test(statement)) yLockedB.open();
+      if (phase === 'before' && /UPDATE cronq_jobs/.test(statement)) await xReadB.promise;
+    });
+    const [xs, ys] = await Promise.all([
+      claimReady(x, { queues: ['a', 'b'], limit: 9, leases: THIRTY_SECOND_LEASES, lockedBy: 'x', cursors: new Map([['b', far]]) }),
+      claimReady(y, { queues: ['b', 'a'], limit: 9, leases: THIRTY_SECOND_LEASES, lockedBy: 'y', cursors: new Map([['a', far]]) }),
+    ]);
+    expect(xs.map((j) => j.key)).toEqual(Array.from({ length: 6 }, (_, i) => `cross-a-${i}`));
+    expect(ys.map((j) => j.key)).toEqual(Array.from({ length: 6 }, (_, i) => `cross-b-${i}`));
+  });
+
+  it('forgets the rows counted ahead of a cursor when a claim from it finds none, so the next claim reads plainly', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 20 }, (_, i) => row(`gone-${String(i).padStart(2, '0')}`)));
+    const counting = countingClaims();
+    const request = { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() };
+    await claimReady(counting.pool, request);
+    expect(request.cursors.get('default').ahead).toBe(8);
+    // Another daemon (its own cursors) takes every row that was counted.
+    expect(await claim(100)).toHaveLength(18);
+    expect(await claimReady(counting.pool, request)).toEqual([]);
+    expect(request.cursors.get('default')).toMatchObject({ drained: true, ahead: 0 });
+    // The next claim from the emptied queue is a plain read, not a locking read that runs out.
+    counting.reset();
+    expect(await claimReady(counting.pool, request)).toEqual([]);
+    expect(counting.packets().some((p) => /FOR UPDATE SKIP LOCKED/.test(p))).toBe(false);
+  });
+
+  it('hands back the jobs it reserved when the count of rows ahead, sent after its COMMIT, fails', async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('capped', 5)");
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 5 }, (_, i) => row(`count-fails-${i}`)));
+    await insertJobsIfAbsent(t.database.db, [row('count-fails-capped', { queue: 'capped', kind: 'capped' })]);
+    // The server refuses the count (as it would a statement timeout): the COMMIT before it
+    // in the packet has run.
+    const pool = {
+      getConnection: async () => {
+        const conn = await t.database.claims.getConnection();
+        return new Proxy(conn, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop);
+            if (prop === 'query') {
+              return (options: { sql: string }, ...rest: unknown[]) =>
+                value.call(target, { ...options, sql: options.sql.replace('SELECT COUNT(*) AS ahead FROM (', 'SELECT COUNT(*) AS ahead FROM no_such_table, (') }, ...rest);
+            }
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    } as unknown as Pool;
+    const cursors = new Map();
+    // The limited queue first: its row is kept and read with the UPDATE, in the failed packet.
+    const limits = new Map([['capped', { kind: 'capped', maxRunning: 5 }]]);
+    const got = await claimReady(pool, { queues: ['capped', 'default'], limit: 3, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors, limits });
+    expect(got.map((j) => [j.key, j.attempt, j.kind])).toEqual([
+      ['count-fails-0', 1, 'test'],
+      ['count-fails-1', 1, 'test'],
+      ['count-fails-capped', 1, 'capped'],
+    ]);
+    expect(cursors.get('default')).toMatchObject({ id: got[1].id, drained: false });
+    expect(await completeManyIfLeased(t.database.db, got.map(lease))).toEqual(new Set(got.map((j) => j.id)));
+    expect((await claim(10)).map((j) => j.key)).toEqual(['count-fails-2', 'count-fails-3', 'count-fails-4']);
+  });
+
+  it('reserves nothing and reports the rows when the reserving UPDATE fails, the count after the COMMIT not reached', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 5 }, (_, i) => row(`update-fails-${i}`)));
+    const pool = {
+      getConnection: async () => {
+        const conn = await t.database.claims.getConnection();
+        return new Proxy(conn, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop);
+            if (prop === 'query') {
+              return (options: { sql: string }, ...rest: unknown[]) =>
+                value.call(target, { ...options, sql: options.sql.replace('UPDATE cronq_jobs', 'UPDATE no_such_table') }, ...rest);
+            }
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    } as unknown as Pool;
+    const failed = await claimReady(pool, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() }).catch((e) => e);
+    expect(failed).toBeInstanceOf(ClaimUpdateError);
+    expect((failed as ClaimUpdateError).ids).toHaveLength(2);
+    expect((await claim(10)).map((j) => j.attempt)).toEqual([1, 1, 1, 1, 1]);
   });
 
   it('continues a limited queue from a drained cursor in the same two round trips', async () => {

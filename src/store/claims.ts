@@ -13,8 +13,9 @@
  * locking read opening the transaction, then the UPDATE and the COMMIT together, with a
  * plain count of the ready rows that follow (ClaimCursor.ahead). A claim that may run
  * out of rows (fewer follow its cursor than it asks for, or it has no cursor) costs one
- * round trip more: a plain read finds the rows, then they are locked by primary key, so
- * no locking read walks past the last ready row over the entries not yet purged. The
+ * round trip more: a plain read finds the rows, then they are locked by their exact keys
+ * in the claim index (claimByPositionSql), so no locking read walks past the last ready
+ * row over the entries not yet purged. The
  * locking read returns every column the worker needs (it visits each row to lock it
  * anyway), and the claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so
  * no row is read a second time. A limited queue's locking read is the exception: it may
@@ -32,11 +33,12 @@
  * (deleted by hand) leaves no room: the kind waits until a daemon starts and writes it.
  * One claim reads at most one limited queue (the others wait for a later claim's turn),
  * so it holds at most one limit row: two claims can never wait on each other's.
- * Every value in these statements is escaped by mysql2's formatter.
+ * Every value in these statements is escaped by mysql2's formatter, but the ids of
+ * idsCondition, which are checked to be whole numbers and written as they are.
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
+import { driverError, isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
 import type { Lease } from './fenced.ts';
 import { format, holderOf, idsCondition, parseDbTime } from './sql.ts';
 
@@ -82,7 +84,7 @@ export interface ClaimCursor {
    * size), less the rows claims have locked from it since; a plain read also counts rows
    * a concurrent claim has locked and not yet reserved. A claim that may reach the end of
    * a queue's ready rows (this is under twice its size, or unknown) finds them with a
-   * plain read first and locks them by primary key (lockFound): a locking range read that
+   * plain read first and locks them by their keys (lockFound): a locking range read that
    * runs out of rows walks on over every not-yet-purged entry after them, locking and
    * unlocking each (right after a drain of 20,000 jobs, 20,000 entries: 15–60 ms), where a
    * plain read skips them at a tenth of the cost. Undefined: not known.
@@ -210,6 +212,42 @@ export function claimByIdSql(ids: readonly number[], queues: readonly string[], 
     ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
     [ids, queues, ...(exclude.length === 0 ? [] : [exclude]), limit],
   );
+}
+
+/**
+ * Most rows one locking read by key locks (claimByPositionSql): MariaDB turns an IN list of
+ * in_predicate_conversion_threshold (1,000) values or more (each element of a row counting
+ * as one, by its manual) into a join with a table of them, planned on this index as a walk
+ * of the queue from its front (with FORCE INDEX (PRIMARY), as a scan of the whole table),
+ * locking and unlocking each row it passes. 400 rows are 800 values.
+ */
+const POSITIONS_PER_READ = 400;
+
+/**
+ * The locking reads of rows a plain read found (ClaimTransaction.lockFound): each row by
+ * its exact key in the claim index, one index dive per row (a point range on (status,
+ * queue, available_at, id), which ends at that key: no walk past it), at most
+ * POSITIONS_PER_READ rows a statement, for one packet. Rows still ready and due in
+ * `queue` only, in index order. A row is locked as a range read locks it, its claim-index
+ * entry first, so a concurrent range read skips it at that entry and holds no lock on it;
+ * locked by primary key alone, the range read would keep its lock on the entry, and the
+ * reserving UPDATE, which rewrites that entry, would wait for the other claim to commit
+ * (two such claims over two queues deadlock).
+ */
+export function claimByPositionSql(queue: string, positions: ReadonlyArray<{ available_at: string; id: number }>): string[] {
+  const reads: string[] = [];
+  for (let i = 0; i < positions.length; i += POSITIONS_PER_READ) {
+    const chunk = positions.slice(i, i + POSITIONS_PER_READ);
+    reads.push(
+      format(
+        `SELECT ${CLAIM_COLUMNS} FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+        WHERE status = 'ready' AND queue = ? AND available_at <= UTC_TIMESTAMP(6) AND (available_at, id) IN (?)
+        ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+        [queue, chunk.map((p) => [p.available_at, Number(p.id)]), chunk.length],
+      ),
+    );
+  }
+  return reads;
 }
 
 /**
@@ -366,7 +404,8 @@ class ClaimTransaction {
   /**
    * lockReady for a queue that may hold fewer ready rows than `limit` after the cursor
    * (ClaimCursor.ahead): a plain read finds them (up to `limit`), then they are locked by
-   * primary key, so no locking read goes past the last of them. Should some be locked by
+   * their exact keys in the claim index (claimByPositionSql), so no locking read goes past
+   * the last of them. Should some be locked by
    * another claim meanwhile, the rest of `limit` is locked by range after the last one
    * found, as a range read alone would have (only then can a read walk past the end).
    * `exhausted` when the plain read came back short: no ready row followed.
@@ -376,13 +415,8 @@ class ClaimTransaction {
     const reads = !cursor ? [plain(null)] : cursor.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
     const found = ((await this.send(reads)) as LockedId[][]).flat().slice(0, limit);
     if (found.length === 0) return { rows: [], exhausted: true };
-    const rows = await this.lockByIds(
-      found.map((r) => Number(r.id)),
-      [queue],
-      found.length,
-      exclude,
-    );
-    rows.sort(byPosition);
+    // In index order: each read's rows are, and the reads follow each other.
+    const rows = ((await this.send(claimByPositionSql(queue, found))) as Locked[][]).flat();
     if (rows.length < found.length && found.length === limit) {
       const last = found[found.length - 1];
       const more = await this.lockInRange(queue, limit - rows.length, { availableAt: last.available_at, id: Number(last.id) }, exclude);
@@ -398,6 +432,20 @@ class ClaimTransaction {
     if (same.length === limit) return same;
     const later = (await this.send([claimSelectSql(queue, limit - same.length, 'later', cursor, exclude)]))[0] as Locked[];
     return [...same, ...later];
+  }
+
+  /**
+   * After a packet holding this claim's COMMIT failed: ends the transaction should it still
+   * be open, then reads the rows of `ids` that the COMMIT reserved (status 'reserved', their
+   * fence this claim's `secret`: leaseTokenOf), as they were before the UPDATE (attempts
+   * not yet counted). None when it did not commit.
+   */
+  async reservedBy(secret: string, ids: readonly number[]): Promise<Locked[]> {
+    const [, found] = await this.send([
+      'ROLLBACK',
+      format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE ${idsCondition(ids)} AND status = 'reserved' AND LEFT(lease_fence, 16) = ?`, [secret]),
+    ]);
+    return (found as Locked[]).map((row) => ({ ...row, attempts: row.attempts - 1 }));
   }
 
   /** Locks the rows of `ids` still ready and due in `queues` (claimByIdSql), up to `limit`. */
@@ -530,9 +578,13 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
     // One random secret per claim; each row's token is that secret followed by its id
     // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
     // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
-    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT.
-    // A limited queue's rows kept are read first in the same packet, as they are before it.
+    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT if
+    // the UPDATE failed. A limited queue's rows kept are read first in the same packet, as
+    // they are before it. The count of the rows ahead (ClaimCursor.ahead) comes after the
+    // COMMIT: should it fail, the reservation has committed, and reading the rows back by
+    // their fence (reservedBy) tells the one case from the other.
     const secret = newClaimSecret();
+    const counted = peek !== null && request.cursors !== undefined;
     try {
       const kept = keptIds.length === 0 ? [] : [format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE id IN (?)`, [keptIds])];
       const results = await tx.send([
@@ -546,16 +598,23 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
           [secret, holderOf(request.lockedBy)],
         ),
         'COMMIT',
-        ...(peek && request.cursors ? [aheadSql(peek.queue, peek.at, peek.cap)] : []),
+        ...(counted ? [aheadSql(peek!.queue, peek!.at, peek!.cap)] : []),
       ]);
       if (kept.length > 0) lockedRows.push(...(results[0] as Locked[]));
-      if (peek && request.cursors) {
+      if (counted) {
         const [{ ahead }] = results[results.length - 1] as Array<{ ahead: number }>;
-        setAhead(request.cursors, peek.queue, peek.at, Number(ahead));
+        setAhead(request.cursors!, peek!.queue, peek!.at, Number(ahead));
       }
     } catch (error) {
-      if (isConnectionError(error)) throw error;
-      throw new ClaimUpdateError(lockedIds, error);
+      // A failed count (a statement timeout, a killed query) leaves the connection usable.
+      const mayHaveCommitted = counted && (!isConnectionError(error) || (driverError(error) as { code?: string })?.code === 'ER_QUERY_INTERRUPTED');
+      const reserved = mayHaveCommitted ? await tx.reservedBy(secret, lockedIds).catch(() => []) : [];
+      if (reserved.length === 0) {
+        if (isConnectionError(error)) throw error;
+        throw new ClaimUpdateError(lockedIds, error);
+      }
+      // Committed: only the count failed. The cursor keeps its estimate.
+      lockedRows.splice(0, lockedRows.length, ...reserved);
     }
     tx.release();
     lockedRows.sort((a, b) => Number(a.id) - Number(b.id));
@@ -592,14 +651,10 @@ function setAhead(cursors: Map<string, ClaimCursor>, queue: string, at: ClaimCur
   if (now && now.availableAt === at.availableAt && now.id === at.id) cursors.set(queue, { ...now, ahead });
 }
 
-/** Orders locked rows as the claim index does: by available_at, then id. */
-function byPosition(a: { available_at: string; id: number }, b: { available_at: string; id: number }): number {
-  return a.available_at < b.available_at ? -1 : a.available_at > b.available_at ? 1 : Number(a.id) - Number(b.id);
-}
-
-/** A claim found nothing after `cursor`: keep it, marked drained, unless a concurrent claim moved it meanwhile. */
+/** A claim found nothing after `cursor`: keep it, marked drained (nothing ahead), unless a concurrent claim moved it meanwhile. */
 function markDrained(cursors: Map<string, ClaimCursor> | undefined, queue: string, cursor: ClaimCursor): void {
-  if (cursors?.get(queue) === cursor) cursors.set(queue, { ...cursor, drained: true });
+  // Nothing follows it now, whatever was counted before (ClaimCursor.ahead).
+  if (cursors?.get(queue) === cursor) cursors.set(queue, { ...cursor, drained: true, ahead: 0 });
 }
 
 function rotate<T>(items: T[], by: number): T[] {

@@ -85,14 +85,18 @@ export function formatted(statement: string, values: unknown[]): SQL {
 }
 
 /**
- * A condition that holds for exactly the rows whose `id` is in `ids` (whole numbers, at
- * least one), written as primary-key ranges: each run of consecutive ids is one
+ * A condition that holds for exactly the rows whose `id` is in `ids` (whole numbers; none:
+ * no row), written as primary-key ranges: each run of consecutive ids is one
  * `id BETWEEN a AND b`, the ids standing alone one `id IN (...)`. InnoDB reads a range
  * with one index dive and then row after row, where an IN list costs a dive from the
  * root per id; the ids of a claim or a completion batch are mostly runs (jobs enqueued
  * together are claimed together), so this halves what finding the rows costs.
  */
 export function idsCondition(ids: readonly number[]): string {
+  // Written into the statement as they are, not escaped: whole numbers only (a fraction
+  // would make a run of it, and a string could be anything).
+  for (const id of ids) if (!Number.isSafeInteger(id)) throw new TypeError(`not a job id: ${String(id)}`);
+  if (ids.length === 0) return 'FALSE';
   const sorted = [...new Set(ids)].sort((a, b) => a - b);
   const ranges: string[] = [];
   const single: number[] = [];
