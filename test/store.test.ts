@@ -277,16 +277,40 @@ describe('claim', () => {
   it('claims past the rows another claim holds, as a range read would, when it found them by a plain read', async () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`held-${i}`)));
     const other = await t.database.claims.getConnection();
+    const counting = countingClaims();
     try {
       await other.query('START TRANSACTION');
       await other.query("SELECT id FROM cronq_jobs WHERE job_key IN ('held-0', 'held-1', 'held-2') FOR UPDATE");
-      const got = await claimReady(t.database.claims, { queues: ['default'], limit: 5, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
+      const got = await claimReady(counting.pool, { queues: ['default'], limit: 5, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
       expect(got.map((j) => j.key)).toEqual(['held-3', 'held-4', 'held-5', 'held-6', 'held-7']);
+      // The rows after those held are found by a plain read again, locked by key: no locking
+      // range read, which would walk on past the queue's last row.
+      const rangeLocks = counting.packets().filter((p) => /FORCE INDEX \(cronq_jobs_claim\)(?![\s\S]*\(available_at, id\) IN)[\s\S]*FOR UPDATE SKIP LOCKED/.test(p));
+      expect(rangeLocks).toEqual([]);
+      expect(counting.roundTrips()).toBe(5); // plain read, lock by key, twice; then UPDATE + COMMIT
     } finally {
       await other.query('ROLLBACK');
       other.release();
     }
     expect((await claim(10)).map((j) => j.key)).toEqual(['held-0', 'held-1', 'held-2', 'held-8', 'held-9']);
+  });
+
+  it('locks by range after two plain reads whose rows another claim held, so a queue held by others is still claimed past them', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`busy-${i}`)));
+    const other = await t.database.claims.getConnection();
+    const counting = countingClaims();
+    try {
+      await other.query('START TRANSACTION');
+      await other.query("SELECT id FROM cronq_jobs WHERE job_key IN ('busy-0', 'busy-1', 'busy-3', 'busy-4') FOR UPDATE");
+      const got = await claimReady(counting.pool, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
+      // busy-0 and busy-1 found held; then busy-2 locked and busy-3 found held; the range read skips busy-4 and takes busy-5.
+      expect(got.map((j) => j.key)).toEqual(['busy-2', 'busy-5']);
+      const rangeLocks = counting.packets().filter((p) => /FORCE INDEX \(cronq_jobs_claim\)(?![\s\S]*\(available_at, id\) IN)[\s\S]*FOR UPDATE SKIP LOCKED/.test(p));
+      expect(rangeLocks).toHaveLength(1);
+    } finally {
+      await other.query('ROLLBACK');
+      other.release();
+    }
   });
 
   it('reserves the rows it found by a plain read without waiting for a range read of another claim that passed them', async () => {

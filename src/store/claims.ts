@@ -12,8 +12,9 @@
  * a claim costs two round trips (three when a busy claim's cursor instant runs out): the
  * locking read opening the transaction, then the UPDATE and the COMMIT together, with a
  * plain count of the ready rows that follow (ClaimCursor.ahead). A claim that may run
- * out of rows (fewer follow its cursor than it asks for, or it has no cursor) costs one
- * round trip more: a plain read finds the rows, then they are locked by their exact keys
+ * out of rows (fewer than twice what it asks for follow its cursor, or it has no cursor)
+ * costs one round trip more (two or three more when another claim holds rows it found:
+ * lockFound): a plain read finds the rows, then they are locked by their exact keys
  * in the claim index (claimByPositionSql), so no locking read walks past the last ready
  * row over the entries not yet purged. The
  * locking read returns every column the worker needs (it visits each row to lock it
@@ -91,6 +92,9 @@ export interface ClaimCursor {
    */
   ahead?: number;
 }
+
+/** Plain reads a claim that may run out of rows makes before it locks the rest by range (lockFound). */
+const FOUND_ROUNDS = 2;
 
 /** A claim's look-ahead counts at most this many times its own size (ClaimCursor.ahead). */
 const AHEAD_FACTOR = 4;
@@ -405,24 +409,30 @@ class ClaimTransaction {
    * lockReady for a queue that may hold fewer ready rows than `limit` after the cursor
    * (ClaimCursor.ahead): a plain read finds them (up to `limit`), then they are locked by
    * their exact keys in the claim index (claimByPositionSql), so no locking read goes past
-   * the last of them. Should some be locked by
-   * another claim meanwhile, the rest of `limit` is locked by range after the last one
-   * found, as a range read alone would have (only then can a read walk past the end).
-   * `exhausted` when the plain read came back short: no ready row followed.
+   * the last of them. Rows found that another claim holds (a plain read sees rows a
+   * concurrent claim has locked and not yet reserved) are skipped, and the rows after the
+   * last one found are found and locked the same way, once more; should that too come
+   * back short while more rows follow, the rest of `limit` is locked by range after the
+   * last one found, as a range read alone would have (only then can a read walk past the
+   * end). `exhausted` when a plain read came back short: no ready row followed.
    */
   private async lockFound(queue: string, limit: number, cursor: ClaimCursor | undefined, exclude: readonly number[]): Promise<{ rows: Locked[]; exhausted: boolean }> {
-    const plain = (after: 'same-instant' | 'later' | null) => claimSelectSql(queue, limit, after, cursor, exclude, LOCK_COLUMNS, false);
-    const reads = !cursor ? [plain(null)] : cursor.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
-    const found = ((await this.send(reads)) as LockedId[][]).flat().slice(0, limit);
-    if (found.length === 0) return { rows: [], exhausted: true };
-    // In index order: each read's rows are, and the reads follow each other.
-    const rows = ((await this.send(claimByPositionSql(queue, found))) as Locked[][]).flat();
-    if (rows.length < found.length && found.length === limit) {
+    const rows: Locked[] = [];
+    let from = cursor;
+    for (let round = 0; round < FOUND_ROUNDS; round++) {
+      const want = limit - rows.length;
+      const plain = (after: 'same-instant' | 'later' | null) => claimSelectSql(queue, want, after, from, exclude, LOCK_COLUMNS, false);
+      const reads = !from ? [plain(null)] : from.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
+      const found = ((await this.send(reads)) as LockedId[][]).flat().slice(0, want);
+      // In index order: each read's rows are, and the reads follow each other.
+      if (found.length > 0) rows.push(...((await this.send(claimByPositionSql(queue, found))) as Locked[][]).flat());
+      if (found.length < want) return { rows, exhausted: true };
+      if (rows.length === limit) return { rows, exhausted: false };
       const last = found[found.length - 1];
-      const more = await this.lockInRange(queue, limit - rows.length, { availableAt: last.available_at, id: Number(last.id) }, exclude);
-      return { rows: [...rows, ...more], exhausted: more.length < limit - rows.length };
+      from = { availableAt: last.available_at, id: Number(last.id) };
     }
-    return { rows, exhausted: found.length < limit };
+    const more = await this.lockInRange(queue, limit - rows.length, from, exclude);
+    return { rows: [...rows, ...more], exhausted: more.length < limit - rows.length };
   }
 
   /** Locks up to `limit` ready rows of one queue by a locking range read from the cursor on (the front without one). */
