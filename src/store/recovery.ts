@@ -11,7 +11,7 @@
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  * - Rows are locked with SKIP LOCKED, so daemons recovering at once split the work.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { markDead } from './fenced.ts';
 import { LEASE_EXPIRIES } from '../defaults.ts';
@@ -20,6 +20,12 @@ import { NO_LEASE, NOW, rows } from './sql.ts';
 
 /** Who held an expired lease, as the row says (an expression: texts differ per row). */
 const HELD_BY = sql`COALESCE(NULLIF(RTRIM(lease_holder), ''), 'an unknown worker')`;
+
+/** The plain read of recovery's candidates (recoverExpiredLeases): expired leases, in claim-index order, at most `limit`. */
+export function expiredLeasesSql(limit: number): SQL {
+  return sql`SELECT id FROM cronq_jobs WHERE status = 'reserved' AND lease_deadline <= ${NOW}
+    ORDER BY queue, available_at, id LIMIT ${limit}`;
+}
 
 /**
  * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
@@ -33,7 +39,13 @@ const HELD_BY = sql`COALESCE(NULLIF(RTRIM(lease_holder), ''), 'an unknown worker
  *
  * Reads the status='reserved' prefix of the claim index in index order and checks each
  * row's lease: as many rows as jobs in flight, which spares every claim and completion
- * the cost of a second index on (status, lease_until).
+ * the cost of a second index on (status, lease_until). That read is plain (no locks):
+ * the expired leases it finds are then locked by primary key, each re-checked reserved
+ * and expired under its lock (SKIP LOCKED: a row a fenced write holds is left for the
+ * next pass). A locking read of the prefix would lock and unlock every lease it passes,
+ * live ones that completions are writing included, and every entry not yet purged that
+ * completions left in the prefix (right after a drain of 20,000 jobs, 19,000 of them:
+ * ~25 ms a batch, against ~3.5 ms for the plain read).
  */
 export async function recoverExpiredLeases(
   db: Db,
@@ -41,10 +53,12 @@ export async function recoverExpiredLeases(
   maxLeaseExpiries = LEASE_EXPIRIES.default,
 ): Promise<{ returned: number; dead: number }> {
   return db.transaction(async (tx) => {
+    const found = rows<{ id: number }>(await tx.execute(expiredLeasesSql(limit))).map((r) => Number(r.id));
+    if (found.length === 0) return { returned: 0, dead: 0 };
     const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
-      await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs
-        WHERE status = 'reserved' AND lease_deadline <= ${NOW}
-        ORDER BY queue, available_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
+      await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs FORCE INDEX (PRIMARY)
+        WHERE id IN ${found} AND status = 'reserved' AND lease_deadline <= ${NOW}
+        ORDER BY id FOR UPDATE SKIP LOCKED`),
     );
     const crashed = expired.filter((r) => r.lease_expiries + 1 >= maxLeaseExpiries).map((r) => Number(r.id));
     const exhausted = expired
