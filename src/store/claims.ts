@@ -13,8 +13,9 @@
  * locking read opening the transaction, then the UPDATE and the COMMIT together, with a
  * plain count of the ready rows that follow (ClaimCursor.ahead). A claim that may run
  * out of rows (fewer than twice what it asks for follow its cursor, or it has no cursor)
- * costs one round trip more (two or three more when another claim holds rows it found:
- * lockFound): a plain read finds the rows, then they are locked by their exact keys
+ * costs one round trip more (one to four more again when another claim holds rows it
+ * found: a second plain read and its lock by key, then should those fall short too one or
+ * two locking range reads; lockFound): a plain read finds the rows, then they are locked by their exact keys
  * in the claim index (claimByPositionSql), so no locking read walks past the last ready
  * row over the entries not yet purged. The
  * locking read returns every column the worker needs (it visits each row to lock it
@@ -414,7 +415,8 @@ class ClaimTransaction {
    * last one found are found and locked the same way, once more; should that too come
    * back short while more rows follow, the rest of `limit` is locked by range after the
    * last one found, as a range read alone would have (only then can a read walk past the
-   * end). `exhausted` when a plain read came back short: no ready row followed.
+   * end). `exhausted` when a plain read (or that range read) came back short: no ready
+   * row followed, but for rows another claim holds.
    */
   private async lockFound(queue: string, limit: number, cursor: ClaimCursor | undefined, exclude: readonly number[]): Promise<{ rows: Locked[]; exhausted: boolean }> {
     const rows: Locked[] = [];
