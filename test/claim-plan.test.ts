@@ -7,12 +7,12 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { MySqlDialect } from 'drizzle-orm/mysql-core';
-import type { Pool } from 'mysql2/promise';
 import { claimByIdSql, claimReady, claimSelectSql, limitSql, readyQueues } from '../src/store/claims.ts';
 import { recentDoneSql } from '../src/store/console.ts';
 import { expiredLeasesSql } from '../src/store/recovery.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { idsCondition, rows } from '../src/store/sql.ts';
+import { interceptedClaims } from './support/claimsPool.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 
@@ -59,23 +59,10 @@ describe('query plans', () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 1500 }, (_, i) => row(`big-${i}`)));
     await t.sql('ANALYZE TABLE cronq_jobs');
     const sent: string[] = [];
-    const pool = {
-      getConnection: async () => {
-        const conn = await t.database.claims.getConnection();
-        return new Proxy(conn, {
-          get(target, prop) {
-            const value = Reflect.get(target, prop);
-            if (prop === 'query') {
-              return (options: { sql: string }, ...rest: unknown[]) => {
-                sent.push(options.sql);
-                return value.call(target, options, ...rest);
-              };
-            }
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        });
-      },
-    } as unknown as Pool;
+    const pool = interceptedClaims(t.database.claims, (sql, send) => {
+      sent.push(sql);
+      return send(sql);
+    });
     // No cursor: a plain read finds the rows, then they are locked by key.
     const got = await claimReady(pool, { queues: ['default'], limit: 1200, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
     expect(got).toHaveLength(1200);

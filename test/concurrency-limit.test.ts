@@ -19,6 +19,7 @@ import { REPO_ROOT, runCli } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { eventually } from './support/events.ts';
 import { jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
+import { interceptedClaims } from './support/claimsPool.ts';
 
 const t = useTestDatabase();
 const dirs: string[] = [];
@@ -161,25 +162,10 @@ describe('claiming a limited queue', () => {
       if (Array.isArray(value)) value.forEach(tally);
       else if (value !== null && typeof value === 'object' && typeof (value as { payload?: unknown }).payload === 'string') received += (value as { payload: string }).payload.length;
     };
-    const pool = t.database.claims;
-    const counted = new Proxy(pool, {
-      get(target, property) {
-        if (property !== 'getConnection') return Reflect.get(target, property, target);
-        return async () => {
-          const conn = await target.getConnection();
-          return new Proxy(conn, {
-            get(c, p) {
-              const value = Reflect.get(c, p, c);
-              if (p !== 'query') return typeof value === 'function' ? value.bind(c) : value;
-              return async (...args: unknown[]) => {
-                const result = await (value as (...a: unknown[]) => Promise<[unknown, unknown]>).apply(c, args);
-                tally(result[0]);
-                return result;
-              };
-            },
-          });
-        };
-      },
+    const counted = interceptedClaims(t.database.claims, async (sql, send) => {
+      const result = (await send(sql)) as [unknown, unknown];
+      tally(result[0]);
+      return result;
     });
     const claimCapped = (n: number) =>
       claimReady(counted, { queues: ['capped'], limit: n, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:1', limits: new Map([['capped', { kind: 'capped', maxRunning: 2 }]]) });

@@ -1,5 +1,4 @@
 import { sql } from 'drizzle-orm';
-import type { Pool } from 'mysql2/promise';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased } from '../src/store/fenced.ts';
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
@@ -9,6 +8,7 @@ import { jobs as publicJobs } from '../src/schema.ts';
 import { connect } from '../src/db/client.ts';
 import { claimReady, ClaimUpdateError, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
 import { CLAIM_CONNECTIONS } from '../src/db/client.ts';
+import { interceptedClaims } from './support/claimsPool.ts';
 import { useTestDatabase } from './support/db.ts';
 import { claimJobs, jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 
@@ -26,47 +26,21 @@ const lease = (job: ClaimedJob) => job.lease;
 /** The claim pool, counting the packets its claims send (each one round trip). */
 function countingClaims() {
   let sent: string[] = [];
-  const pool = {
-    getConnection: async () => {
-      const conn = await t.database.claims.getConnection();
-      return new Proxy(conn, {
-        get(target, prop) {
-          const value = Reflect.get(target, prop);
-          if (prop === 'query') {
-            return (options: { sql: string }, ...rest: unknown[]) => {
-              sent.push(options.sql);
-              return value.call(target, options, ...rest);
-            };
-          }
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
-    },
-  } as unknown as Pool;
+  const pool = interceptedClaims(t.database.claims, (sql, send) => {
+    sent.push(sql);
+    return send(sql);
+  });
   return { pool, roundTrips: () => sent.length, packets: () => sent, reset: () => (sent = []) };
 }
 
 /** The claim pool, calling `hook` before and after each packet a claim sends. */
 function hookedClaims(hook: (statement: string, phase: 'before' | 'after') => Promise<void> | void) {
-  return {
-    getConnection: async () => {
-      const conn = await t.database.claims.getConnection();
-      return new Proxy(conn, {
-        get(target, prop) {
-          const value = Reflect.get(target, prop);
-          if (prop === 'query') {
-            return async (options: { sql: string }, ...rest: unknown[]) => {
-              await hook(options.sql, 'before');
-              const result = await value.call(target, options, ...rest);
-              await hook(options.sql, 'after');
-              return result;
-            };
-          }
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
-    },
-  } as unknown as Pool;
+  return interceptedClaims(t.database.claims, async (sql, send) => {
+    await hook(sql, 'before');
+    const result = await send(sql);
+    await hook(sql, 'after');
+    return result;
+  });
 }
 
 /** A promise and the function that resolves it. */
@@ -397,21 +371,7 @@ describe('claim', () => {
     await insertJobsIfAbsent(t.database.db, [row('count-fails-capped', { queue: 'capped', kind: 'capped' })]);
     // The server refuses the count (as it would a statement timeout): the COMMIT before it
     // in the packet has run.
-    const pool = {
-      getConnection: async () => {
-        const conn = await t.database.claims.getConnection();
-        return new Proxy(conn, {
-          get(target, prop) {
-            const value = Reflect.get(target, prop);
-            if (prop === 'query') {
-              return (options: { sql: string }, ...rest: unknown[]) =>
-                value.call(target, { ...options, sql: options.sql.replace('SELECT COUNT(*) AS ahead FROM (', 'SELECT COUNT(*) AS ahead FROM no_such_table, (') }, ...rest);
-            }
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        });
-      },
-    } as unknown as Pool;
+    const pool = interceptedClaims(t.database.claims, (sql, send) => send(sql.replace('SELECT COUNT(*) AS ahead FROM (', 'SELECT COUNT(*) AS ahead FROM no_such_table, (')));
     const cursors = new Map();
     // The limited queue first: its row is kept and read with the UPDATE, in the failed packet.
     const limits = new Map([['capped', { kind: 'capped', maxRunning: 5 }]]);
@@ -428,21 +388,7 @@ describe('claim', () => {
 
   it('reserves nothing and reports the rows when the reserving UPDATE fails, the count after the COMMIT not reached', async () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 5 }, (_, i) => row(`update-fails-${i}`)));
-    const pool = {
-      getConnection: async () => {
-        const conn = await t.database.claims.getConnection();
-        return new Proxy(conn, {
-          get(target, prop) {
-            const value = Reflect.get(target, prop);
-            if (prop === 'query') {
-              return (options: { sql: string }, ...rest: unknown[]) =>
-                value.call(target, { ...options, sql: options.sql.replace('UPDATE cronq_jobs', 'UPDATE no_such_table') }, ...rest);
-            }
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        });
-      },
-    } as unknown as Pool;
+    const pool = interceptedClaims(t.database.claims, (sql, send) => send(sql.replace('UPDATE cronq_jobs', 'UPDATE no_such_table')));
     const failed = await claimReady(pool, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() }).catch((e) => e);
     expect(failed).toBeInstanceOf(ClaimUpdateError);
     expect((failed as ClaimUpdateError).ids).toHaveLength(2);
