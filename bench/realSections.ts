@@ -10,6 +10,7 @@ import mysql from 'mysql2/promise';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { createCronq, defineTask, noopObserver } from '../src/index.ts';
 import { loadavg } from 'node:os';
+import { cpuMeter, databaseServerPid } from './cpu.ts';
 import { fmt, truncateJobs, type BenchContext, type BenchSection } from './util.ts';
 import { prepareWorker, startWorker, workerMode, type WorkerProcess, type WorkerReport } from './workerProcess.ts';
 
@@ -88,14 +89,24 @@ const drainReal: BenchSection = {
       await truncateJobs(context.url);
       await enqueueForWorker(context.url, total, `async:${total}`);
       let started = 0;
-      const worker = await startWorker(context.url, { startedAt: (at) => (started = at) });
+      let meter: ReturnType<typeof cpuMeter> | null = null;
+      let child: number | null = null;
+      const server = databaseServerPid();
+      const worker = await startWorker(context.url, {
+        startedAt: (at) => {
+          started = at;
+          meter = cpuMeter({ mysqld: server, worker: child });
+        },
+        spawned: (pid) => (child = pid),
+      });
       await worker.completed(total);
       const rate = total / ((performance.now() - started) / 1000);
+      const cpu = meter!.perJob(total);
       const peak = worker.peak();
       await worker.stop();
       context.results.push({
         label: `drain ${fmt(total)} jobs, async handler, ~100 B payloads, concurrency 16`,
-        value: `${fmt(rate)} jobs/s, worker peak RSS ${mb(peak)} (${workerMode}; ${load()})`,
+        value: `${fmt(rate)} jobs/s, worker peak RSS ${mb(peak)}, CPU per job: ${cpu} (${workerMode}; ${load()})`,
         ratio: ratioTo(context, rate),
         target: total === 20_000 ? '≥ 5× baseline' : 'peak RSS ≤ 160 MB',
       });

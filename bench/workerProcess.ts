@@ -89,13 +89,14 @@ export function statusField(pid: number, field: 'VmRSS' | 'VmHWM'): number {
  * called with performance.now() when the process is loaded and connected, right before
  * it is told to start: a drain timed from there leaves process start-up out.
  */
-export async function startWorker(url: string, options: { startedAt?: (at: number) => void } = {}): Promise<WorkerProcess> {
+export async function startWorker(url: string, options: { startedAt?: (at: number) => void; spawned?: (pid: number) => void } = {}): Promise<WorkerProcess> {
   await prepareWorker();
   const child: ChildProcess = fork(workerMode === 'compiled' ? BUNDLE : SOURCE, [], {
     execArgv: workerMode === 'compiled' ? ['--expose-gc'] : ['--expose-gc', '--import', 'tsx'],
     env: { ...process.env, BENCH_DATABASE_URL: url },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  if (child.pid !== undefined) options.spawned?.(child.pid);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const replies: Array<(report: WorkerReport) => void> = [];
   let ready: (() => void) | null = null;
