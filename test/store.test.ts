@@ -691,6 +691,25 @@ describe('recovery and release', () => {
     expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 5, dead: 0 });
   });
 
+  it('recovers the expired leases after those another recovery holds, so daemons recovering at once split them', async () => {
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 15 }, (_, i) => row(`split-${String(i).padStart(2, '0')}`)));
+    await claim(15);
+    await expireLeases();
+    const other = await t.database.claims.getConnection();
+    try {
+      // Another daemon's recovery batch holds the first ten.
+      await other.query('START TRANSACTION');
+      const held = Array.from({ length: 10 }, (_, i) => `split-${String(i).padStart(2, '0')}`);
+      await other.query('SELECT id FROM cronq_jobs FORCE INDEX (cronq_jobs_job_key) WHERE job_key IN (?) FOR UPDATE', [held]);
+      expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 5, dead: 0 });
+    } finally {
+      await other.query('ROLLBACK');
+      other.release();
+    }
+    const ready = await t.sql("SELECT job_key FROM cronq_jobs WHERE status = 'ready' ORDER BY job_key");
+    expect(ready.map((r) => r.job_key)).toEqual(Array.from({ length: 5 }, (_, i) => `split-${10 + i}`));
+  });
+
   it('release restores the attempt and makes the job available now', async () => {
     await insertJobIfAbsent(t.database.db, row('release'));
     const [job] = await claim(1);

@@ -21,6 +21,12 @@ import { NO_LEASE, NOW, rows } from './sql.ts';
 /** Who held an expired lease, as the row says (an expression: texts differ per row). */
 const HELD_BY = sql`COALESCE(NULLIF(RTRIM(lease_holder), ''), 'an unknown worker')`;
 
+/**
+ * Candidates a recovery batch reads, per row it takes: batches of up to this many daemons
+ * recovering at once split the expired leases instead of reading the same ones.
+ */
+const RECOVERY_CANDIDATES = 4;
+
 /** The plain read of recovery's candidates (recoverExpiredLeases): expired leases, in claim-index order, at most `limit`. */
 export function expiredLeasesSql(limit: number): SQL {
   return sql`SELECT id FROM cronq_jobs WHERE status = 'reserved' AND lease_deadline <= ${NOW}
@@ -40,9 +46,10 @@ export function expiredLeasesSql(limit: number): SQL {
  * Reads the status='reserved' prefix of the claim index in index order and checks each
  * row's lease: as many rows as jobs in flight, which spares every claim and completion
  * the cost of a second index on (status, lease_until). That read is plain (no locks):
- * the expired leases it finds are then locked by primary key, each re-checked reserved
- * and expired under its lock (SKIP LOCKED: a row a fenced write holds is left for the
- * next pass). A locking read of the prefix would lock and unlock every lease it passes,
+ * the expired leases it finds (up to RECOVERY_CANDIDATES times `limit`) are then locked
+ * by primary key, `limit` at most, each re-checked reserved and expired under its lock
+ * (SKIP LOCKED: a row another recovery or a fenced write holds is skipped, and the batch
+ * takes the next ones). A locking read of the prefix would lock and unlock every lease it passes,
  * live ones that completions are writing included, and every entry not yet purged that
  * completions left in the prefix (right after a drain of 20,000 jobs, 19,000 of them:
  * ~25 ms a batch, against ~3.5 ms for the plain read).
@@ -53,12 +60,14 @@ export async function recoverExpiredLeases(
   maxLeaseExpiries = LEASE_EXPIRIES.default,
 ): Promise<{ returned: number; dead: number }> {
   return db.transaction(async (tx) => {
-    const found = rows<{ id: number }>(await tx.execute(expiredLeasesSql(limit))).map((r) => Number(r.id));
+    // More candidates than the batch takes: those another daemon's recovery holds are
+    // skipped, and the batch goes on with the ones after them.
+    const found = rows<{ id: number }>(await tx.execute(expiredLeasesSql(RECOVERY_CANDIDATES * limit))).map((r) => Number(r.id));
     if (found.length === 0) return { returned: 0, dead: 0 };
     const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
       await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs FORCE INDEX (PRIMARY)
         WHERE id IN ${found} AND status = 'reserved' AND lease_deadline <= ${NOW}
-        ORDER BY id FOR UPDATE SKIP LOCKED`),
+        ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
     );
     const crashed = expired.filter((r) => r.lease_expiries + 1 >= maxLeaseExpiries).map((r) => Number(r.id));
     const exhausted = expired
