@@ -90,7 +90,8 @@ export function formatted(statement: string, values: unknown[]): SQL {
  * `id BETWEEN a AND b`, the ids standing alone one `id IN (...)`. InnoDB reads a range
  * with one index dive and then row after row, where an IN list costs a dive from the
  * root per id; the ids of a claim or a completion batch are mostly runs (jobs enqueued
- * together are claimed together), so this halves what finding the rows costs.
+ * together are claimed together). Measured here: an UPDATE of 500 consecutive rows cost
+ * ~4.8 µs a row by range against ~6.4 by IN list.
  */
 export function idsCondition(ids: readonly number[]): string {
   // Written into the statement as they are, not escaped: whole numbers only (a fraction
