@@ -43,6 +43,23 @@ function hookedClaims(hook: (statement: string, phase: 'before' | 'after') => Pr
   });
 }
 
+/** Runs `body` while another transaction holds the rows of `keys` (FOR UPDATE), as a concurrent claim would; then lets them go. */
+async function whileHeld<T>(keys: string[], body: () => Promise<T>): Promise<T> {
+  const other = await t.database.claims.getConnection();
+  try {
+    await other.query('START TRANSACTION');
+    await other.query('SELECT id FROM cronq_jobs FORCE INDEX (cronq_jobs_job_key) WHERE job_key IN (?) FOR UPDATE', [keys]);
+    return await body();
+  } finally {
+    await other.query('ROLLBACK');
+    other.release();
+  }
+}
+
+/** The packets holding a locking range read of the claim index (a lock by exact key is not one). */
+const rangeLocksIn = (packets: string[]) =>
+  packets.filter((p) => /FORCE INDEX \(cronq_jobs_claim\)(?![\s\S]*\(available_at, id\) IN)[\s\S]*FOR UPDATE SKIP LOCKED/.test(p));
+
 /** A promise and the function that resolves it. */
 function gate() {
   let open!: () => void;
@@ -250,41 +267,27 @@ describe('claim', () => {
 
   it('claims past the rows another claim holds, as a range read would, when it found them by a plain read', async () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`held-${i}`)));
-    const other = await t.database.claims.getConnection();
     const counting = countingClaims();
-    try {
-      await other.query('START TRANSACTION');
-      await other.query("SELECT id FROM cronq_jobs WHERE job_key IN ('held-0', 'held-1', 'held-2') FOR UPDATE");
+    await whileHeld(['held-0', 'held-1', 'held-2'], async () => {
       const got = await claimReady(counting.pool, { queues: ['default'], limit: 5, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
       expect(got.map((j) => j.key)).toEqual(['held-3', 'held-4', 'held-5', 'held-6', 'held-7']);
-      // The rows after those held are found by a plain read again, locked by key: no locking
-      // range read, which would walk on past the queue's last row.
-      const rangeLocks = counting.packets().filter((p) => /FORCE INDEX \(cronq_jobs_claim\)(?![\s\S]*\(available_at, id\) IN)[\s\S]*FOR UPDATE SKIP LOCKED/.test(p));
-      expect(rangeLocks).toEqual([]);
-      expect(counting.roundTrips()).toBe(5); // plain read, lock by key, twice; then UPDATE + COMMIT
-    } finally {
-      await other.query('ROLLBACK');
-      other.release();
-    }
+    });
+    // The rows after those held are found by a plain read again, locked by key: no locking
+    // range read, which would walk on past the queue's last row.
+    expect(rangeLocksIn(counting.packets())).toEqual([]);
+    expect(counting.roundTrips()).toBe(5); // plain read, lock by key, twice; then UPDATE + COMMIT
     expect((await claim(10)).map((j) => j.key)).toEqual(['held-0', 'held-1', 'held-2', 'held-8', 'held-9']);
   });
 
   it('locks by range after two plain reads whose rows another claim held, so a queue held by others is still claimed past them', async () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`busy-${i}`)));
-    const other = await t.database.claims.getConnection();
     const counting = countingClaims();
-    try {
-      await other.query('START TRANSACTION');
-      await other.query("SELECT id FROM cronq_jobs WHERE job_key IN ('busy-0', 'busy-1', 'busy-3', 'busy-4') FOR UPDATE");
+    await whileHeld(['busy-0', 'busy-1', 'busy-3', 'busy-4'], async () => {
       const got = await claimReady(counting.pool, { queues: ['default'], limit: 2, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map() });
       // busy-0 and busy-1 found held; then busy-2 locked and busy-3 found held; the range read skips busy-4 and takes busy-5.
       expect(got.map((j) => j.key)).toEqual(['busy-2', 'busy-5']);
-      const rangeLocks = counting.packets().filter((p) => /FORCE INDEX \(cronq_jobs_claim\)(?![\s\S]*\(available_at, id\) IN)[\s\S]*FOR UPDATE SKIP LOCKED/.test(p));
-      expect(rangeLocks).toHaveLength(1);
-    } finally {
-      await other.query('ROLLBACK');
-      other.release();
-    }
+    });
+    expect(rangeLocksIn(counting.packets())).toHaveLength(1);
   });
 
   it('reserves the rows it found by a plain read without waiting for a range read of another claim that passed them', async () => {
@@ -695,17 +698,11 @@ describe('recovery and release', () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 15 }, (_, i) => row(`split-${String(i).padStart(2, '0')}`)));
     await claim(15);
     await expireLeases();
-    const other = await t.database.claims.getConnection();
-    try {
-      // Another daemon's recovery batch holds the first ten.
-      await other.query('START TRANSACTION');
-      const held = Array.from({ length: 10 }, (_, i) => `split-${String(i).padStart(2, '0')}`);
-      await other.query('SELECT id FROM cronq_jobs FORCE INDEX (cronq_jobs_job_key) WHERE job_key IN (?) FOR UPDATE', [held]);
+    // Another daemon's recovery batch holds the first ten.
+    const held = Array.from({ length: 10 }, (_, i) => `split-${String(i).padStart(2, '0')}`);
+    await whileHeld(held, async () => {
       expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 5, dead: 0 });
-    } finally {
-      await other.query('ROLLBACK');
-      other.release();
-    }
+    });
     const ready = await t.sql("SELECT job_key FROM cronq_jobs WHERE status = 'ready' ORDER BY job_key");
     expect(ready.map((r) => r.job_key)).toEqual(Array.from({ length: 5 }, (_, i) => `split-${10 + i}`));
   });

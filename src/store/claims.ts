@@ -8,19 +8,18 @@
  * handler may start before its reservation is durable. Every later write is fenced by
  * that token (fenced.ts).
  *
- * It runs on Database.claims, whose connections take several statements per packet, so
- * a claim costs two round trips (three when a busy claim's cursor instant runs out): the
- * locking read opening the transaction, then the UPDATE and the COMMIT together, with a
- * plain count of the ready rows that follow (ClaimCursor.ahead). A claim that may run
- * out of rows (fewer than twice what it asks for follow its cursor, or it has no cursor)
- * costs one round trip more (one to four more again when another claim holds rows it
- * found: a second plain read and its lock by key, then should those fall short too one or
- * two locking range reads; lockFound): a plain read finds the rows, then they are locked by their exact keys
- * in the claim index (claimByPositionSql), so no locking read walks past the last ready
- * row over the entries not yet purged. The
- * locking read returns every column the worker needs (it visits each row to lock it
- * anyway), and the claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so
- * no row is read a second time. A limited queue's locking read is the exception: it may
+ * It runs on Database.claims, whose connections take several statements per packet. A
+ * claim whose cursor shows rows enough ahead costs two round trips (three when its
+ * cursor's instant runs out): the locking read opening the transaction, then the UPDATE
+ * and the COMMIT together, with a plain count of the ready rows that follow
+ * (ClaimCursor.ahead). A claim that may run out of rows (fewer than twice what it asks
+ * for follow its cursor, or it has no cursor) finds them with a plain read first and
+ * locks them by their exact keys in the claim index (lockFound, claimByPositionSql): one
+ * round trip more, up to four more when another claim holds rows it found. So no locking
+ * read walks past the last ready row over the entries not yet purged. The locking read
+ * returns every column the worker needs (it visits each row to lock it anyway), and the
+ * claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so no row is read a
+ * second time. A limited queue's locking read is the exception: it may
  * lock more rows than the limit leaves room for (see below), so it reads ids alone, and
  * the rows kept are read, locked, in the packet of the UPDATE (no round trip more); a
  * queue at its limit costs no payload transfer.
