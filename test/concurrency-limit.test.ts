@@ -170,11 +170,11 @@ describe('claiming a limited queue', () => {
     const claimCapped = (n: number) =>
       claimReady(counted, { queues: ['capped'], limit: n, leases: THIRTY_SECOND_LEASES, lockedBy: 'test:1', limits: new Map([['capped', { kind: 'capped', maxRunning: 2 }]]) });
 
-    const first = await claimCapped(10); // room for 2 of the 6 it could lock
+    const first = await claimCapped(10); // room for 2 of the 6 it finds
     expect(first.map((j) => JSON.parse(j.payloadText).i)).toEqual([0, 1]);
     expect(received).toBe(2 * big(0).length);
     received = 0;
-    expect(await claimCapped(10)).toEqual([]); // at its limit: the rows it locks are all let go
+    expect(await claimCapped(10)).toEqual([]); // at its limit: none of the rows it finds is kept
     expect(received).toBe(0);
   });
 

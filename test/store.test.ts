@@ -413,6 +413,43 @@ describe('claim', () => {
     expect(counting.roundTrips()).toBe(2);
   });
 
+  it("finds a limited queue's rows by a plain read under its limit row and locks none by range, so a queue with fewer rows than asked is not walked past", async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 8)");
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 3 }, (_, i) => row(`few-${i}`)));
+    const counting = countingClaims();
+    const limits = new Map([['default', { kind: 'test', maxRunning: 8 }]]);
+    const got = await claimReady(counting.pool, { queues: ['default'], limit: 8, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits });
+    expect(got.map((j) => [j.key, j.attempt])).toEqual([['few-0', 1], ['few-1', 1], ['few-2', 1]]);
+    expect(counting.roundTrips()).toBe(2); // limit row, count and plain read; then UPDATE, read back, COMMIT
+    const [first] = counting.packets();
+    expect(first).toMatch(/cronq_kind_limits[\s\S]*FOR UPDATE/);
+    expect(counting.packets().join('\n')).not.toMatch(/FOR UPDATE SKIP LOCKED/);
+    expect(await t.sql("SELECT job_key, attempts, LEFT(lease_fence, 16) = ? AS fenced FROM cronq_jobs WHERE status = 'reserved' ORDER BY id", [got[0].lease.token.slice(0, 16)])).toEqual([
+      { job_key: 'few-0', attempts: 1, fenced: 1 },
+      { job_key: 'few-1', attempts: 1, fenced: 1 },
+      { job_key: 'few-2', attempts: 1, fenced: 1 },
+    ]);
+  });
+
+  it("leaves out a limited queue's row that was cancelled after the claim found it, reserving the others", async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 8)");
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 3 }, (_, i) => row(`gone-${i}`)));
+    let cancelled: unknown;
+    const pool = hookedClaims(async (statement, phase) => {
+      // Between the claim's first packet (the plain read) and its UPDATE: a person cancels gone-1.
+      if (phase === 'after' && /cronq_kind_limits/.test(statement)) cancelled = await cancelJob(t.database.db, { key: 'gone-1' }, { by: 'test', reason: 'not needed' });
+    });
+    const limits = new Map([['default', { kind: 'test', maxRunning: 8 }]]);
+    const got = await claimReady(pool, { queues: ['default'], limit: 8, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits });
+    expect(cancelled).toMatchObject({ status: 'cancelled' });
+    expect(got.map((j) => j.key)).toEqual(['gone-0', 'gone-2']);
+    expect(await t.sql('SELECT job_key, status, attempts FROM cronq_jobs ORDER BY id')).toEqual([
+      { job_key: 'gone-0', status: 'reserved', attempts: 1 },
+      { job_key: 'gone-1', status: 'cancelled', attempts: 0 },
+      { job_key: 'gone-2', status: 'reserved', attempts: 1 },
+    ]);
+  });
+
   it('does not mark a limited queue drained when rows were left out for lack of room, so same-instant rows are claimed as room frees', async () => {
     await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 5)");
     // One instant for every row, as enqueueMany and a tick's fan-out write them.

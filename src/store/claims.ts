@@ -19,16 +19,16 @@
  * read walks past the last ready row over the entries not yet purged. The locking read
  * returns every column the worker needs (it visits each row to lock it anyway), and the
  * claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so no row is read a
- * second time. A limited queue's locking read is the exception: it may
- * lock more rows than the limit leaves room for (see below), so it reads ids alone, and
- * the rows kept are read, locked, in the packet of the UPDATE (no round trip more); a
- * queue at its limit costs no payload transfer.
+ * second time. A limited queue is the exception (see below): its rows are found by a plain
+ * read of ids alone, and the rows kept are read back by their fence in the packet of the
+ * UPDATE (no round trip more); a queue at its limit costs no payload transfer.
  *
  * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
- * two round trips: its first packet also locks the kind's `cronq_kind_limits` row
- * (FOR UPDATE: claims of that kind take turns, claims of other kinds never touch it) and
- * counts the queue's unexpired reservations, and the claim keeps only as many of the
- * rows it locked as the limit leaves room for (the rest are unlocked at COMMIT). The
+ * two round trips: its first packet locks the kind's `cronq_kind_limits` row (FOR
+ * UPDATE: claims of that kind take turns, claims of other kinds never touch it), counts
+ * the queue's unexpired reservations and finds its first ready rows by a plain read; the
+ * claim keeps only as many as the limit leaves room for, and the reserving UPDATE
+ * re-checks each still ready and due (findReadyWithin says why no row is locked). The
  * count commits before the lock is released, so claims of the kind together never hold
  * more than the limit; a lease that expires stops counting at once. No row for the kind
  * (deleted by hand) leaves no room: the kind waits until a daemon starts and writes it.
@@ -343,11 +343,11 @@ type Locked = {
 const CLAIM_COLUMNS = `id, available_at, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
     period_key, scheduled_at, lease_expiries`;
 
-/** What a limited queue's locking read reads: it may lock rows it then lets go, whose payloads it need not fetch. */
-const LOCK_COLUMNS = 'id, available_at';
+/** What a plain read of candidates reads: each row's position in the claim index, not its payload (the rows kept are read with their lock or their UPDATE). */
+const POSITION_COLUMNS = 'id, available_at';
 
-/** A row as a limited queue's locking read returns it (LOCK_COLUMNS). */
-type LockedId = Pick<Locked, 'id' | 'available_at'>;
+/** A row as a plain read of candidates returns it (POSITION_COLUMNS): found, not locked. */
+type Position = Pick<Locked, 'id' | 'available_at'>;
 
 /** One claim transaction on one connection: statements go out in as few packets as the reads allow. */
 class ClaimTransaction {
@@ -422,9 +422,9 @@ class ClaimTransaction {
     let from = cursor;
     for (let round = 0; round < FOUND_ROUNDS; round++) {
       const want = limit - rows.length;
-      const plain = (after: 'same-instant' | 'later' | null) => claimSelectSql(queue, want, after, from, exclude, LOCK_COLUMNS, false);
+      const plain = (after: 'same-instant' | 'later' | null) => claimSelectSql(queue, want, after, from, exclude, POSITION_COLUMNS, false);
       const reads = !from ? [plain(null)] : from.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
-      const found = ((await this.send(reads)) as LockedId[][]).flat().slice(0, want);
+      const found = ((await this.send(reads)) as Position[][]).flat().slice(0, want);
       // In index order: each read's rows are, and the reads follow each other.
       if (found.length > 0) rows.push(...((await this.send(claimByPositionSql(queue, found))) as Locked[][]).flat());
       if (found.length < want) return { rows, exhausted: true };
@@ -452,11 +452,8 @@ class ClaimTransaction {
    * not yet counted). None when it did not commit.
    */
   async reservedBy(secret: string, ids: readonly number[]): Promise<Locked[]> {
-    const [, found] = await this.send([
-      'ROLLBACK',
-      format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE ${idsCondition(ids)} AND status = 'reserved' AND LEFT(lease_fence, 16) = ?`, [secret]),
-    ]);
-    return (found as Locked[]).map((row) => ({ ...row, attempts: row.attempts - 1 }));
+    const [, found] = await this.send(['ROLLBACK', reservedBySql(secret, ids)]);
+    return asBeforeUpdate(found as Locked[]);
   }
 
   /** Locks the rows of `ids` still ready and due in `queues` (claimByIdSql), up to `limit`. */
@@ -466,39 +463,52 @@ class ClaimTransaction {
   }
 
   /**
-   * lockReady for a limited queue: locks the limit row and counts first (same packet),
-   * keeps at most the room left, reading ids alone (LOCK_COLUMNS: the caller reads the rows
-   * it keeps); `full` when the queue is at its limit with these rows.
-   * (Rows it locks beyond that room are unlocked at COMMIT; claims of the kind take turns
-   * on the limit row, so none of them skips such a row meanwhile.) `exhausted` only when
-   * the reads themselves came back short: the queue has no ready row past the rows
-   * returned. Rows left out for lack of room are not a drained queue.
+   * lockReady for a limited queue: locks the kind's limit row, counts the queue's live
+   * reservations and finds its first ready rows by a plain read, all in one packet, and
+   * keeps at most the room the limit leaves (rows are the candidates' ids alone:
+   * POSITION_COLUMNS). It locks none of those rows: claims of the kind take turns on the limit
+   * row, so no other claim reserves one of them meanwhile, and the reserving UPDATE
+   * re-checks each is still ready and due (a cancellation, or a daemon that does not know
+   * the limit, may have changed it since: that row is left out). A locking read here would
+   * walk on past the queue's last ready row over every claim-index entry not yet purged
+   * after it, holding the limit row the while (after a drain of 20,000 jobs of another
+   * queue: ~22 ms a claim, against ~1.3 ms for the plain read), and every claim of the kind
+   * in every daemon waits its turn behind that. `full` when the queue is at its limit with
+   * these rows. `exhausted` only when the reads themselves came back short: the queue has
+   * no ready row past the rows returned. Rows left out for lack of room are not a drained
+   * queue.
    */
-  async lockReadyWithin(
+  async findReadyWithin(
     queue: string,
     limit: QueueLimit,
     want: number,
     cursor: ClaimCursor | undefined,
     exclude: readonly number[],
-  ): Promise<{ rows: LockedId[]; full: boolean; exhausted: boolean }> {
+  ): Promise<{ rows: Position[]; full: boolean; exhausted: boolean }> {
     const ask = Math.min(want, limit.maxRunning);
-    const from = !cursor ? null : cursor.drained ? 'later' : 'same-instant';
-    const [maxRows, countRows, first] = await this.send([...limitSql(queue, limit), claimSelectSql(queue, ask, from, cursor, exclude, LOCK_COLUMNS)]);
+    const plain = (after: 'same-instant' | 'later' | null) => claimSelectSql(queue, ask, after, cursor, exclude, POSITION_COLUMNS, false);
+    const reads = !cursor ? [plain(null)] : cursor.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
+    const [maxRows, countRows, ...found] = await this.send([...limitSql(queue, limit), ...reads]);
     const max = Number((maxRows as Array<{ max_running: number }>)[0]?.max_running ?? 0);
     const running = Number((countRows as Array<{ running: number }>)[0].running);
     const take = Math.min(ask, Math.max(0, max - running));
-    const found = first as LockedId[];
-    const rows = found.slice(0, take);
+    // In index order: each read's rows are, and the reads follow each other.
+    const candidates = (found as Position[][]).flat().slice(0, ask);
+    const rows = candidates.slice(0, take);
     // Read to the end of what exists only when every row found was kept and fewer came than asked.
-    let exhausted = found.length < ask && rows.length === found.length && from !== 'same-instant';
-    if (from === 'same-instant' && rows.length < take && found.length < ask) {
-      const wanted = take - rows.length;
-      const later = (await this.send([claimSelectSql(queue, wanted, 'later', cursor, exclude, LOCK_COLUMNS)]))[0] as LockedId[];
-      rows.push(...later);
-      exhausted = later.length < wanted;
-    }
+    const exhausted = candidates.length < ask && rows.length === candidates.length;
     return { rows, full: running + rows.length >= max, exhausted };
   }
+}
+
+/** Reads the rows of `ids` reserved with `secret` (their fence: leaseTokenOf), every column a claim returns. */
+function reservedBySql(secret: string, ids: readonly number[]): string {
+  return format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE ${idsCondition(ids)} AND status = 'reserved' AND LEFT(lease_fence, 16) = ?`, [secret]);
+}
+
+/** Rows read after the reserving UPDATE, as a claim's locking read returns them (attempts not yet counted). */
+function asBeforeUpdate(rows: Locked[]): Locked[] {
+  return rows.map((row) => ({ ...row, attempts: row.attempts - 1 }));
 }
 
 /**
@@ -534,7 +544,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const tx = new ClaimTransaction(conn);
   const lockedIds: number[] = [];
   const lockedRows: Locked[] = [];
-  /** Rows of a limited queue: locked and kept, their columns read with the UPDATE. */
+  /** Rows of a limited queue: found and kept (not locked), re-checked by the UPDATE and read back with it. */
   const keptIds: number[] = [];
   let heldLimit = false;
   /** The queue whose ready rows may go on after this claim: its look-ahead is counted after the COMMIT. */
@@ -555,13 +565,13 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       const cursor = request.cursors?.get(queue);
       const exclude = [...(request.excludeIds ?? [])];
       const limit = request.limits?.get(queue);
-      let got: LockedId[];
+      let got: Position[];
       // Whether the queue's ready rows ran out: only then may the cursor be marked drained.
       let exhausted: boolean;
       if (limit) {
         if (heldLimit) continue;
         heldLimit = true;
-        const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
+        const within = await tx.findReadyWithin(queue, limit, want, cursor, exclude);
         got = within.rows;
         exhausted = within.exhausted;
         if (within.full) request.atLimit?.add(queue);
@@ -588,30 +598,31 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
     }
     // One random secret per claim; each row's token is that secret followed by its id
     // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
-    // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
-    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT if
-    // the UPDATE failed. A limited queue's rows kept are read first in the same packet, as
-    // they are before it. The count of the rows ahead (ClaimCursor.ahead) comes after the
-    // COMMIT: should it fail, the reservation has committed, and reading the rows back by
-    // their fence (reservedBy) tells the one case from the other.
+    // The UPDATE finds every row it locked: each was 'ready' under that lock. A limited
+    // queue's rows were found, not locked (findReadyWithin): the UPDATE re-checks them
+    // ready and due, and those it reserved are read back by their fence in the same
+    // packet, before the COMMIT. Should a statement fail, the server runs nothing after
+    // it: no COMMIT if the UPDATE failed. The count of the rows ahead (ClaimCursor.ahead)
+    // comes after the COMMIT: should it fail, the reservation has committed, and reading
+    // the rows back by their fence (reservedBy) tells the one case from the other.
     const secret = newClaimSecret();
     const counted = peek !== null && request.cursors !== undefined;
     try {
-      const kept = keptIds.length === 0 ? [] : [format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE id IN (?)`, [keptIds])];
+      const recheck = keptIds.length === 0 ? '' : "AND status = 'ready' AND available_at <= UTC_TIMESTAMP(6)";
       const results = await tx.send([
-        ...kept,
         format(
           `UPDATE cronq_jobs
           SET status = 'reserved', attempts = attempts + 1, lease_fence = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
               lease_deadline = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
               lease_holder = ?, updated_at = UTC_TIMESTAMP(6)
-          WHERE ${idsCondition(lockedIds)}`,
+          WHERE ${idsCondition(lockedIds)} ${recheck}`,
           [secret, holderOf(request.lockedBy)],
         ),
+        ...(keptIds.length === 0 ? [] : [reservedBySql(secret, keptIds)]),
         'COMMIT',
         ...(counted ? [aheadSql(peek!.queue, peek!.at, peek!.cap)] : []),
       ]);
-      if (kept.length > 0) lockedRows.push(...(results[0] as Locked[]));
+      if (keptIds.length > 0) lockedRows.push(...asBeforeUpdate(results[1] as Locked[]));
       if (counted) {
         const [{ ahead }] = results[results.length - 1] as Array<{ ahead: number }>;
         setAhead(request.cursors!, peek!.queue, peek!.at, Number(ahead));
