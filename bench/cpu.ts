@@ -18,6 +18,16 @@ export function cpuMsOf(pid: number): number | null {
   }
 }
 
+/** The write system calls process `pid` has made so far (/proc/PID/io syscw; null once it is gone or unreadable). */
+export function writeCallsOf(pid: number): number | null {
+  try {
+    const line = readFileSync(`/proc/${pid}/io`, 'utf8').split('\n').find((l) => l.startsWith('syscw:'));
+    return line === undefined ? null : Number(line.slice(6));
+  } catch {
+    return null;
+  }
+}
+
 /** The pid of a local MariaDB or MySQL server (mariadbd, mysqld), or null when none runs here. */
 export function databaseServerPid(): number | null {
   try {

@@ -10,7 +10,7 @@ import mysql from 'mysql2/promise';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { createCronq, defineTask, noopObserver } from '../src/index.ts';
 import { loadavg } from 'node:os';
-import { cpuMeter, databaseServerPid } from './cpu.ts';
+import { cpuMeter, databaseServerPid, writeCallsOf } from './cpu.ts';
 import { fmt, truncateJobs, type BenchContext, type BenchSection } from './util.ts';
 import { prepareWorker, startWorker, workerMode, type WorkerProcess, type WorkerReport } from './workerProcess.ts';
 
@@ -91,22 +91,26 @@ const drainReal: BenchSection = {
       let started = 0;
       let meter: ReturnType<typeof cpuMeter> | null = null;
       let child: number | null = null;
+      let writesBefore: number | null = null;
       const server = databaseServerPid();
       const worker = await startWorker(context.url, {
         startedAt: (at) => {
           started = at;
           meter = cpuMeter({ mysqld: server, worker: child });
+          writesBefore = child === null ? null : writeCallsOf(child);
         },
         spawned: (pid) => (child = pid),
       });
       await worker.completed(total);
       const rate = total / ((performance.now() - started) / 1000);
       const cpu = meter!.perJob(total);
+      const writesAfter = child === null ? null : writeCallsOf(child);
+      const writes = writesBefore === null || writesAfter === null ? '' : `, worker writes per 1,000 jobs ${((1000 * (writesAfter - writesBefore)) / total).toFixed(1)}`;
       const peak = worker.peak();
       await worker.stop();
       context.results.push({
         label: `drain ${fmt(total)} jobs, async handler, ~100 B payloads, concurrency 16`,
-        value: `${fmt(rate)} jobs/s, worker peak RSS ${mb(peak)}, CPU per job: ${cpu} (${workerMode}; ${load()})`,
+        value: `${fmt(rate)} jobs/s, worker peak RSS ${mb(peak)}, CPU per job: ${cpu}${writes} (${workerMode}; ${load()})`,
         ratio: ratioTo(context, rate),
         target: total === 20_000 ? '≥ 5× baseline' : 'peak RSS ≤ 160 MB',
       });

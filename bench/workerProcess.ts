@@ -92,7 +92,7 @@ export function statusField(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 export async function startWorker(url: string, options: { startedAt?: (at: number) => void; spawned?: (pid: number) => void } = {}): Promise<WorkerProcess> {
   await prepareWorker();
   const child: ChildProcess = fork(workerMode === 'compiled' ? BUNDLE : SOURCE, [], {
-    execArgv: workerMode === 'compiled' ? ['--expose-gc'] : ['--expose-gc', '--import', 'tsx'],
+    execArgv: [...(workerMode === 'compiled' ? ['--expose-gc'] : ['--expose-gc', '--import', 'tsx']), ...(process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     env: { ...process.env, BENCH_DATABASE_URL: url },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
