@@ -11,6 +11,9 @@
  *   presence; any daemon may delete rows not heard from for a day.
  * - Reads are plain (no locks) and may be a heartbeat stale, which the callers' bounds
  *   (several heartbeats) absorb.
+ * - `overlap_connections` lists the connections the daemon's overlap locks are held on,
+ *   each written (and committed) before its lock is taken, so a holder found by
+ *   IS_USED_LOCK afterwards is already listed in its daemon's row (store/overlap.ts).
  */
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
@@ -54,6 +57,19 @@ export async function heartbeatDaemon(exec: Executor, daemon: DaemonRecord): Pro
   await exec.execute(sql`INSERT INTO cronq_daemons (id, host, pid, kinds, queues, started_at, heartbeat_at, stopped_at)
     VALUES (${daemon.id}, ${daemon.host}, ${daemon.pid}, ${kinds}, ${queues}, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), NULL)
     ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), stopped_at = NULL`);
+}
+
+/**
+ * Writes the connection ids this daemon's overlap locks are (about to be) held on, when,
+ * and its heartbeat interval (`heartbeatMs`, by which other daemons judge it stale).
+ * Without a row (none registered) nothing is written: a lock then taken belongs to no
+ * daemon, so no other daemon ever ends its session. (Only this statement writes the
+ * columns of migration 0008, so a daemon started before `migrate()` still registers.)
+ */
+export async function listOverlapConnections(exec: Executor, daemon: { id: string; heartbeatMs: number }, connectionIds: readonly number[]): Promise<void> {
+  await exec.execute(sql`UPDATE cronq_daemons
+    SET overlap_connections = ${JSON.stringify(connectionIds)}, overlap_listed_at = UTC_TIMESTAMP(6), heartbeat_ms = ${daemon.heartbeatMs}
+    WHERE id = ${daemon.id}`);
 }
 
 /** Marks this daemon stopped now (a clean stop); its kinds count as served until now. */

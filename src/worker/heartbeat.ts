@@ -8,8 +8,9 @@ import { sleep } from '../runtime/wakeup.ts';
 const CLEANUP_EVERY_MS = 3_600_000;
 
 /**
- * Keeps this daemon's `cronq_daemons` row current while its workers run: registered
- * by `start` (awaited, so its kinds count as served before it claims), heart-beaten every
+ * Keeps this daemon's `cronq_daemons` row current while its workers or its scheduler run:
+ * registered by `start` (awaited, so its kinds count as served before it claims, and its
+ * overlap locks can be listed in the row from its first tick), heart-beaten every
  * `everyMs` from then on, marked stopped by `stop`. A failed heartbeat is reported
  * through DbHealth and retried at the next beat; it never ends the loop. Rows silent
  * for a day are deleted at start and hourly.
