@@ -27,6 +27,7 @@ const T0 = '2030-01-01 10:00:00';
 const T1 = new Date('2030-01-01T10:01:00.100Z'); // tick 10:01 due
 const T2 = new Date('2030-01-01T10:02:00.100Z'); // tick 10:02 due
 const T3 = new Date('2030-01-01T10:03:00.100Z'); // tick 10:03 due
+const T4 = new Date('2030-01-01T10:04:00.100Z'); // tick 10:04 due
 
 const every = (name: string) => defineSchedule({ name, cron: '* * * * *', timezone: 'UTC', overlap: 'skip', handle() {} });
 
@@ -184,27 +185,52 @@ describe('a daemon that stalls holding an overlap lock', () => {
   it("is not ended when no daemon's row lists its session, nor when a stale row's listing of that id predates the server's start", async () => {
     const s = every('unlisted');
     await seed(s.name);
+    const b = await daemon('b', s);
     // A holder no daemon lists (a daemon without a row, another version's).
     const other = connect(t.url);
     opened.push(other);
     const lock = await new Store(other).holdOverlapLock(s.name, 0);
     expect(lock).not.toBeNull();
     const holder = await lockHolder(s.name);
-    // A long-silent row that listed the same id before the server last started: another session then.
+    await b.ticker.catchUp(T2);
+    expect(await tick(s.name, '10:02')).toEqual({ outcome: 'skipped', note: 'previous run still in progress', jobs: 0 });
+
+    // A stale row that listed the same id before the server last started: another session then.
     await t.sql(
       `INSERT INTO cronq_daemons (id, host, pid, kinds, queues, started_at, heartbeat_at, heartbeat_ms, overlap_connections, overlap_listed_at)
-       VALUES ('ghost', 'h', 1, '[]', NULL, '2000-01-01', '2000-01-01', ?, ?, '2000-01-01')`,
+       VALUES ('ghost', 'h', 1, '[]', NULL, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, ?, ?, '2000-01-01')`,
       [BEAT_MS, JSON.stringify([holder])],
     );
-    const b = await daemon('b', s);
-
-    await b.ticker.catchUp(T2);
-
-    expect(await tick(s.name, '10:02')).toEqual({ outcome: 'skipped', note: 'previous run still in progress', jobs: 0 });
+    await b.ticker.catchUp(T3);
+    expect(await tick(s.name, '10:03')).toEqual({ outcome: 'skipped', note: 'previous run still in progress', jobs: 0 });
     expect(b.log.named('overlap_lock_freed')).toEqual([]);
     expect(await lockHolder(s.name)).toBe(holder);
+
+    // The same row listing it since the server started does name it: then it is ended.
+    await t.sql("UPDATE cronq_daemons SET overlap_listed_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = 'ghost'");
+    await b.ticker.catchUp(T4);
+    expect(await tick(s.name, '10:04')).toEqual({ outcome: 'enqueued', note: null, jobs: 1 });
+    expect(b.log.named('overlap_lock_freed')).toMatchObject([{ daemon: 'ghost', connection_id: holder }]);
     await lock!.release();
   }, 30_000);
+});
+
+describe("a stalled daemon's row", () => {
+  it("is kept for 30 days of silence while it lists overlap connections, so a daily schedule's next tick can still attribute the lock; other silent rows go after a day", async () => {
+    const row = (id: string, silentDays: number, listed: string | null) =>
+      t.sql(
+        `INSERT INTO cronq_daemons (id, host, pid, kinds, queues, started_at, heartbeat_at, heartbeat_ms, overlap_connections, overlap_listed_at)
+         VALUES (?, 'h', 1, '[]', NULL, UTC_TIMESTAMP(6) - INTERVAL ? DAY, UTC_TIMESTAMP(6) - INTERVAL ? DAY, 10000, ?, UTC_TIMESTAMP(6) - INTERVAL ? DAY)`,
+        [id, silentDays, silentDays, listed, silentDays],
+      );
+    await row('stalled-listing', 2, '[41]');
+    await row('silent-unlisted', 2, null);
+    await row('silent-empty-list', 2, '[]');
+    await row('gone-for-a-month', 31, '[42]');
+    await row('alive', 0, null);
+    expect(await new Store(t.database).deleteSilentDaemons()).toBe(3);
+    expect((await t.sql('SELECT id FROM cronq_daemons ORDER BY id')).map((r) => r.id)).toEqual(['alive', 'stalled-listing']);
+  });
 });
 
 describe('a stalled holder whose session the other daemon may not end (another database user)', () => {
