@@ -194,5 +194,4 @@ describe('a schedule, or its options, given to defineTask', () => {
       "schedule 'nightly-2': a defined schedule cannot be spread into defineSchedule (its fields, such as leaseMs, are not its options): define the task with defineTask and spread it into each schedule, defineSchedule({ ...task, cron })",
     );
   });
-
 });
