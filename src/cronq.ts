@@ -110,7 +110,11 @@ export interface CronqOptions {
    * a daemon that runs it, its attempt restored (see UnknownKinds).
    */
   unknownKindGraceMs?: number;
-  /** How often this daemon's cronq_daemons row is refreshed while its workers run (10ms–7d, default 10s). */
+  /**
+   * How often this daemon's cronq_daemons row is refreshed while its workers or scheduler
+   * run (10ms–7d, default 10s). Silent for three of these, it counts as stalled: another
+   * daemon may end the session of an overlap lock it holds (README, Overlap).
+   */
   heartbeatInterval?: Duration;
   /**
    * A job whose lease expired this many times goes dead (1–1000, default 3): the
@@ -507,6 +511,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     return written;
   }
 
+  function startPrune(): void {
+    if (pruneMs !== null && !prune) {
+      prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs: pruneEveryMs }, maintenanceStop.signal);
+    }
+  }
+
   /** start()'s work, run once at a time (start() shares a run in flight). Parts already running are left as they are. */
   async function startEngine(): Promise<void> {
     const registry = await loadTasksUnlessStopped();
@@ -514,23 +524,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     if (pruneMs !== null) checkRetention(pruneMs, schedules, 'pruneDoneOlderThan');
     await store.ping();
     if (options.catchUncaught && !uncaughtGuard) uncaughtGuard = catchUncaught(log);
-    if (options.scheduler !== false && !scheduler && schedules.length > 0) {
-      scheduler = new Scheduler({
-        store,
-        clock: options.clock ?? systemClock,
-        log,
-        schedules,
-        onEnqueued: () => pool?.wake(),
-        observer,
-      });
-      scheduler.start();
-    }
-    if (pruneMs !== null && !prune) {
-      prune = pruneLoop({ store, log, olderThanMs: pruneMs, everyMs: pruneEveryMs }, maintenanceStop.signal);
-    }
-    if (options.workers === false || pool) return;
-    // Registered before the first claim: other daemons then know these kinds are served.
-    // One per instance: a start that failed after registering left it beating, and stop() ends only this one.
+    const runsScheduler = options.scheduler !== false && schedules.length > 0;
+    if (!runsScheduler && options.workers === false) return startPrune();
+    // Registered before the scheduler's first tick (its overlap locks are listed in this row)
+    // and before the first claim (other daemons then know these kinds are served). Without
+    // workers it serves no kinds. One per instance: a start that failed after registering
+    // left it beating, and stop() ends only this one.
     heartbeat ??= new DaemonHeartbeat({
       store,
       log,
@@ -539,14 +538,28 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         id: lockedBy,
         host: hostname(),
         pid: process.pid,
-        kinds: registry.list().map((task) => task.name),
+        kinds: options.workers === false ? [] : registry.list().map((task) => task.name),
         queues: queues.length > 0 ? queues : null,
       },
       everyMs: heartbeatMs,
     });
     // The claim connections open meanwhile, so the first claims need no handshakes.
-    const claimConnections = store.openClaimConnections();
+    const claimConnections = options.workers === false || pool ? null : store.openClaimConnections();
     await heartbeat.start();
+    if (runsScheduler && !scheduler) {
+      scheduler = new Scheduler({
+        store,
+        clock: options.clock ?? systemClock,
+        log,
+        schedules,
+        onEnqueued: () => pool?.wake(),
+        observer,
+        daemon: { id: lockedBy, heartbeatMs },
+      });
+      scheduler.start();
+    }
+    startPrune();
+    if (claimConnections === null) return;
     // Before the first claim, which reads these rows: the latest daemon's values win.
     await store.setKindLimits(
       registry.list().flatMap((task) => (task.concurrency === null ? [] : [{ kind: task.name, maxRunning: task.concurrency }])),

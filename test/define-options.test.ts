@@ -165,3 +165,33 @@ describe('a schedule of a defined task: defineSchedule({ ...task, cron, ...optio
     );
   });
 });
+
+describe('a schedule, or its options, given to defineTask', () => {
+  const nightly = defineSchedule({ name: 'nightly', cron: '0 3 * * *', timezone: 'UTC', handle });
+  const nightlyOptions = { name: 'nightly', cron: '0 3 * * *', timezone: 'Europe/Berlin', overlap: 'skip' as const, handle };
+  const spreadSchedule =
+    "defineTask was given a spread schedule, whose cron, timezone, period, catchUp, overlap, jobs, command and expect a task does not take: define the task with defineTask, then spread it into defineSchedule({ ...task, cron })";
+
+  it('refuses a spread defined schedule in one line saying so, not as an unknown leaseMs', () => {
+    expect(refusal(() => defineTask({ ...nightly } as never))).toBe(`task 'nightly': ${spreadSchedule}`);
+    expect(refusal(() => defineTask({ ...nightly, name: 'by-hand' } as never))).toBe(`task 'by-hand': ${spreadSchedule}`);
+    // Also a schedule that was itself made of a spread task.
+    const digest = defineSchedule({ ...defineTask({ name: 'send', handle, timeout: '5s' }), name: 'digest', cron: '0 8 * * *' });
+    expect(refusal(() => defineTask({ ...digest } as never))).toBe(`task 'digest': ${spreadSchedule}`);
+  });
+
+  it("refuses a schedule's options naming those given that a task does not take", () => {
+    expect(refusal(() => defineTask({ ...nightlyOptions } as never))).toBe(
+      "task 'nightly': cron, timezone and overlap are options of a schedule, which a task does not take (use defineSchedule for a task that runs on a cron)",
+    );
+    expect(refusal(() => defineTask({ ...defineTask({ name: 'send', handle }), cron: '@daily' } as never))).toBe(
+      "task 'send': cron is an option of a schedule, which a task does not take (use defineSchedule for a task that runs on a cron)",
+    );
+  });
+
+  it('refuses a spread defined schedule in defineSchedule too, saying to spread its task', () => {
+    expect(refusal(() => defineSchedule({ ...nightly, name: 'nightly-2' } as never))).toBe(
+      "schedule 'nightly-2': a defined schedule cannot be spread into defineSchedule (its fields, such as leaseMs, are not its options): define the task with defineTask and spread it into each schedule, defineSchedule({ ...task, cron })",
+    );
+  });
+});

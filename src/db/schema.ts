@@ -223,6 +223,15 @@ export const daemons = mysqlTable(
     heartbeatAt: timestamp('heartbeat_at').notNull().default(utcNow),
     /** Set when the daemon stops cleanly. */
     stoppedAt: timestamp('stopped_at'),
+    /** How often it refreshes heartbeat_at, in ms, written with overlap_connections: its staleness is judged by its own interval. */
+    heartbeatMs: int('heartbeat_ms', { unsigned: true }),
+    /**
+     * JSON array of the connection ids (CONNECTION_ID()) its overlap locks are held on,
+     * each written before its lock is taken; may name connections that hold none any more.
+     */
+    overlapConnections: json('overlap_connections'),
+    /** When overlap_connections was last written (listings older than the server's start name other sessions). */
+    overlapListedAt: timestamp('overlap_listed_at'),
   },
   (t) => [index('cronq_daemons_heartbeat').on(t.heartbeatAt)],
 );

@@ -2,6 +2,9 @@ import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import {
   refuseUnknownOptions,
+  SCHEDULE_BRAND,
+  SCHEDULE_ONLY_OPTIONS,
+  isSpreadSchedule,
   spreadTaskOf,
   TASK_BRAND,
   TASK_OPTIONS,
@@ -19,7 +22,7 @@ import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
 import { withTimeout } from '../tasks/timeout.ts';
 
 /** Brands a value as a schedule across module copies. */
-export const SCHEDULE_BRAND = Symbol.for('cronq.schedule');
+export { SCHEDULE_BRAND };
 
 /** What a fan-out yields: one entity of the period. */
 export interface FanOutItem {
@@ -119,20 +122,9 @@ export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_40
 const CATCH_UP_MAX_LIMIT = 100_000;
 
 /** Every option defineSchedule takes: a task's, and its own (the compiler keeps this in step with ScheduleOptions). */
-const SCHEDULE_OPTION_KEYS = Object.keys({
-  ...TASK_OPTIONS,
-  cron: true,
-  timezone: true,
-  period: true,
-  catchUp: true,
-  overlap: true,
-  jobs: true,
-  command: true,
-  env: true,
-  stdin: true,
-  cwd: true,
-  expect: true,
-} satisfies Record<keyof ScheduleOptions, true>);
+const SCHEDULE_OPTION_KEYS = Object.keys({ ...TASK_OPTIONS, ...SCHEDULE_ONLY_OPTIONS } satisfies Record<keyof ScheduleOptions, true>);
+// And no option beyond ScheduleOptions' (the spread above escapes the excess-property check).
+SCHEDULE_ONLY_OPTIONS satisfies Record<Exclude<keyof ScheduleOptions, keyof TaskOptions>, true> & Record<Exclude<keyof typeof SCHEDULE_ONLY_OPTIONS, keyof ScheduleOptions>, never>;
 const CATCH_UP_KEYS = Object.keys({ window: true, mode: true, max: true } satisfies Record<keyof CatchUpOptions, true>);
 const EXPECT_KEYS = ['within'];
 
@@ -146,12 +138,21 @@ const EXPECT_KEYS = ['within'];
  * default, and the schedule keeps the task's name unless given one (a schedule is a task
  * of its kind, so a registry refuses the two side by side). Every task option applies to
  * a schedule; the task's handle comes with the spread, so a `command` is refused beside
- * it, as handle and command always are, unless `handle: undefined` is written too.
+ * it, as handle and command always are, unless `handle: undefined` is written too. A
+ * spread defined schedule is refused in one line saying to spread its task instead.
  */
 export function defineSchedule<P = any>(given: ScheduleOptions<P> | ScheduleFromTaskOptions<P>): Schedule {
   if (typeof given !== 'object' || given === null) throw new UsageError('defineSchedule needs an options object');
   const options = writtenOptions(given) as ScheduleOptions<P>;
-  refuseUnknownOptions(options, SCHEDULE_OPTION_KEYS, typeof options.name === 'string' ? `schedule '${options.name}'` : 'defineSchedule');
+  const named = typeof options.name === 'string' ? `schedule '${options.name}'` : 'defineSchedule';
+  if (isSpreadSchedule(given)) {
+    // Its resolved fields (leaseMs, a parsed catchUp...) are no options: refused as unknown, they said nothing useful.
+    throw new UsageError(
+      `${named}: a defined schedule cannot be spread into defineSchedule (its fields, such as leaseMs, are not its options): ` +
+        'define the task with defineTask and spread it into each schedule, defineSchedule({ ...task, cron })',
+    );
+  }
+  refuseUnknownOptions(options, SCHEDULE_OPTION_KEYS, named);
   const name = validateName(options.name, 'schedule name');
   const what = `schedule '${name}'`;
   const timezone = options.timezone ?? 'UTC';

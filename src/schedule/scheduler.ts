@@ -5,6 +5,7 @@ import type { Observer } from '../observe.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { HealthWatch } from './healthWatch.ts';
+import { OverlapGuard, type ListedDaemon } from './overlapGuard.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
 import { ScheduleTicker } from './ticker.ts';
 
@@ -21,6 +22,12 @@ export interface SchedulerOptions {
   claimedBy?: string;
   /** How often schedules with `expect` are checked for being overdue (default 60 s). */
   healthCheckEveryMs?: number;
+  /**
+   * This daemon as its DaemonHeartbeat records it (cronq_daemons id, heartbeat interval):
+   * the connections of its overlap locks are listed in that row (OverlapGuard). Null or
+   * left out: listed nowhere, so never ended by another daemon as stalled.
+   */
+  daemon?: ListedDaemon | null;
 }
 
 /**
@@ -41,6 +48,7 @@ export class Scheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     const claimedBy = options.claimedBy ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    const overlapGuard = new OverlapGuard({ store: options.store, log: options.log, daemon: options.daemon ?? null });
     this.tickers = options.schedules.map(
       (schedule) =>
         new ScheduleTicker(schedule, {
@@ -51,6 +59,7 @@ export class Scheduler {
           toleranceMs: options.toleranceMs,
           onEnqueued: options.onEnqueued,
           observer: options.observer,
+          overlapGuard,
         }),
     );
     this.health = new HealthWatch(options.schedules, { store: options.store, clock: options.clock, log: options.log, everyMs: options.healthCheckEveryMs });

@@ -2,7 +2,8 @@ import type { Store } from '../store/index.ts';
 
 /**
  * What the scheduler asks of the store: the tick ledger (claim, renew, finish, fail, skip,
- * release, record skipped, read), the overlap lock and read, the pause read, the health reads, and the
+ * release, record skipped, read), the overlap lock, its holder and the listing of this
+ * daemon's lock connections, the overlap read, the pause read, the health reads, and the
  * job inserts a fan-out writes (a JobWriter). The scheduler holds this and nothing of the
  * driver; `Store` satisfies it.
  */
@@ -19,6 +20,9 @@ export type SchedulerStore = Pick<
   | 'releaseTickIfOwned'
   | 'recordSkippedTicks'
   | 'holdOverlapLock'
+  | 'overlapLockHolder'
+  | 'endSession'
+  | 'listOverlapConnections'
   | 'otherTickInFlight'
   | 'tickHasJobs'
   | 'pauseOf'

@@ -9,6 +9,7 @@ import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
+import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
 
@@ -29,6 +30,12 @@ export interface TickerDeps {
   fanoutRetry?: FanoutRetry;
   /** Whole seconds an overlap:'skip' tick waits for the schedule's overlap lock (default OVERLAP_LOCK_WAIT_S; 0: no wait). */
   overlapLockWaitS?: number;
+  /**
+   * Takes the overlap locks, listing them as this daemon's and freeing one a stalled
+   * daemon holds; one per daemon, shared by its tickers (default: this ticker's own,
+   * listing nothing).
+   */
+  overlapGuard?: OverlapGuard;
 }
 
 /** A tick whose fan-out this daemon owns (claimTickFanout returned its ledger row id). */
@@ -92,6 +99,7 @@ export class TickTakenOverError extends Error {
 export class ScheduleTicker {
   private readonly log: Logger;
   private readonly toleranceMs: number;
+  private readonly overlapGuard: OverlapGuard;
   /** performance.now() of the last look for abandoned fan-outs; a failed pass resets it. */
   private resumeCheckedAt = Number.NEGATIVE_INFINITY;
 
@@ -101,6 +109,7 @@ export class ScheduleTicker {
   ) {
     this.log = deps.log.child({ schedule: schedule.name });
     this.toleranceMs = deps.toleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
+    this.overlapGuard = deps.overlapGuard ?? new OverlapGuard({ store: deps.store, log: deps.log, daemon: null });
   }
 
   /**
@@ -236,7 +245,8 @@ export class ScheduleTicker {
    * made holding the schedule's overlap lock (store/overlap.ts): the tick is recorded as
    * skipped (OVERLAP_NOTE) when a job of any other tick, earlier or later, is still in
    * flight, or when another daemon's fan-out of this schedule kept the lock for
-   * `overlapLockWaitS`; otherwise its jobs are committed before the lock is released, so
+   * `overlapLockWaitS` (a holder that is a stalled daemon's session is ended first and the
+   * lock asked for again: OverlapGuard); otherwise its jobs are committed before the lock is released, so
    * the next tick's owner, whoever it is, sees them. A resumed fan-out (taken over, or
    * our own after a failed pass) is decided afresh only if the tick has no job yet;
    * otherwise, or when the lock stays taken, it is finished unchecked. Overlap 'allow'
@@ -262,7 +272,7 @@ export class ScheduleTicker {
       await this.fanOutOwned(tick, now, signal);
       return;
     }
-    const lock = await store.holdOverlapLock(this.schedule.name, this.deps.overlapLockWaitS ?? OVERLAP_LOCK_WAIT_S);
+    const lock = await this.overlapGuard.hold(this.schedule.name, this.deps.overlapLockWaitS ?? OVERLAP_LOCK_WAIT_S);
     try {
       if (resumed && (lock === null || (await store.tickHasJobs(this.schedule.name, periodKey, scheduledAt)))) {
         // Decided when it began (it wrote jobs), or the lock's holder may be the stalled

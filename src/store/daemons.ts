@@ -8,9 +8,13 @@
  *   daemons never contend; every time is the database clock (`UTC_TIMESTAMP(6)`).
  * - Rows are history, not locks: a crashed daemon's row simply stops being refreshed.
  *   Readers judge liveness by `heartbeat_at` (and `stopped_at`), never by the row's
- *   presence; any daemon may delete rows not heard from for a day.
+ *   presence; any daemon may delete rows not heard from for a day (30 days for rows that
+ *   list overlap connections).
  * - Reads are plain (no locks) and may be a heartbeat stale, which the callers' bounds
  *   (several heartbeats) absorb.
+ * - `overlap_connections` lists the connections the daemon's overlap locks are held on,
+ *   each written (and committed) before its lock is taken, so a holder found by
+ *   IS_USED_LOCK afterwards is already listed in its daemon's row (store/overlap.ts).
  */
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
@@ -28,7 +32,7 @@ export interface DaemonRecord {
   queues: string[] | null;
 }
 
-/** Rows not heard from for this long may be deleted by any daemon. */
+/** Rows not heard from for this long may be deleted by any daemon (but see LISTING_DAEMON_ROW_RETENTION_MS). */
 export const DAEMON_ROW_RETENTION_MS = 24 * 3_600_000;
 
 /**
@@ -56,16 +60,41 @@ export async function heartbeatDaemon(exec: Executor, daemon: DaemonRecord): Pro
     ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), stopped_at = NULL`);
 }
 
+/**
+ * Writes the connection ids this daemon's overlap locks are (about to be) held on, when,
+ * and its heartbeat interval (`heartbeatMs`, by which other daemons judge it stale).
+ * Without a row (none registered) nothing is written: a lock then taken belongs to no
+ * daemon, so no other daemon ever ends its session. (Only this statement writes the
+ * columns of migration 0008, so a daemon started before `migrate()` still registers.)
+ */
+export async function listOverlapConnections(exec: Executor, daemon: { id: string; heartbeatMs: number }, connectionIds: readonly number[]): Promise<void> {
+  await exec.execute(sql`UPDATE cronq_daemons
+    SET overlap_connections = ${JSON.stringify(connectionIds)}, overlap_listed_at = UTC_TIMESTAMP(6), heartbeat_ms = ${daemon.heartbeatMs}
+    WHERE id = ${daemon.id}`);
+}
+
 /** Marks this daemon stopped now (a clean stop); its kinds count as served until now. */
 export async function markDaemonStopped(exec: Executor, id: string): Promise<void> {
   await exec.execute(sql`UPDATE cronq_daemons
     SET stopped_at = UTC_TIMESTAMP(6), heartbeat_at = UTC_TIMESTAMP(6) WHERE id = ${id}`);
 }
 
-/** Deletes rows not heard from for `olderThanMs`; returns how many. */
+/**
+ * A row listing overlap connections is kept this long after its last heartbeat: the
+ * daemon may be stalled holding a lock, which can be freed only while its row names the
+ * session, and a daily schedule's next tick comes a day after its last.
+ */
+export const LISTING_DAEMON_ROW_RETENTION_MS = 30 * DAEMON_ROW_RETENTION_MS;
+
+/**
+ * Deletes rows not heard from for `olderThanMs`, or for LISTING_DAEMON_ROW_RETENTION_MS
+ * when they list overlap connections; returns how many.
+ */
 export async function deleteSilentDaemons(exec: Executor, olderThanMs = DAEMON_ROW_RETENTION_MS): Promise<number> {
   const result = await exec.execute(sql`DELETE FROM cronq_daemons
-    WHERE heartbeat_at < UTC_TIMESTAMP(6) - ${interval(olderThanMs)}`);
+    WHERE heartbeat_at < UTC_TIMESTAMP(6) - ${interval(olderThanMs)}
+      AND (overlap_connections IS NULL OR JSON_LENGTH(overlap_connections) = 0
+        OR heartbeat_at < UTC_TIMESTAMP(6) - ${interval(Math.max(olderThanMs, LISTING_DAEMON_ROW_RETENTION_MS))})`);
   return header(result).affectedRows;
 }
 

@@ -9,7 +9,7 @@
 import { CLAIM_CONNECTIONS, type Database } from '../db/client.ts';
 import { cancelJob, cancellationOf, cancelMatching, type BulkCancelResult, type CancelBy, type Cancellation, type CancelFilter, type CancelOutcome, type CancelTarget } from './cancel.ts';
 import { claimReady, openClaimConnections, readyQueues, type ClaimedJob, type ClaimRequest } from './claims.ts';
-import { deleteSilentDaemons, heartbeatDaemon, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
+import { deleteSilentDaemons, heartbeatDaemon, listOverlapConnections, markDaemonStopped, registerDaemon, servingOf, type DaemonRecord, type Serving } from './daemons.ts';
 import {
   getDeadLetter,
   groupDeadLetters,
@@ -58,7 +58,7 @@ import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, w
 import { recoverExpiredLeases } from './recovery.ts';
 import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
 import type { PauseTarget } from '../db/schema.ts';
-import { holdOverlapLock, otherTickInFlight, tickHasJobs, type OverlapLock } from './overlap.ts';
+import { endSession, holdOverlapLock, otherTickInFlight, overlapLockHolder, tickHasJobs, type EndSessionOutcome, type HoldOptions, type LockHolder, type OverlapLock } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
@@ -227,8 +227,18 @@ export class Store implements JobWriter {
   // Overlap (overlap.ts)
 
   /** Takes the schedule's overlap lock, waiting at most `waitS` s; null when another fan-out held it all along (holdOverlapLock). */
-  holdOverlapLock(scheduleName: string, waitS: number): Promise<OverlapLock | null> {
-    return holdOverlapLock(this.database.overlapLocks, scheduleName, waitS);
+  holdOverlapLock(scheduleName: string, waitS: number, options?: HoldOptions): Promise<OverlapLock | null> {
+    return holdOverlapLock(this.database.overlapLocks, scheduleName, waitS, options);
+  }
+
+  /** The session holding the schedule's overlap lock and the daemons listing it, or null when free (overlapLockHolder). */
+  overlapLockHolder(scheduleName: string): Promise<LockHolder | null> {
+    return overlapLockHolder(this.db, scheduleName);
+  }
+
+  /** Ends a session, freeing its named locks; 'refused' without the privilege (endSession). */
+  endSession(connectionId: number): Promise<EndSessionOutcome> {
+    return endSession(this.db, connectionId);
   }
 
   /** Whether a job of another tick of the schedule (earlier or later) is still ready or running (otherTickInFlight). */
@@ -355,6 +365,11 @@ export class Store implements JobWriter {
     return heartbeatDaemon(this.db, daemon);
   }
 
+  /** Lists the connections this daemon's overlap locks are (about to be) held on (listOverlapConnections). */
+  listOverlapConnections(daemon: { id: string; heartbeatMs: number }, connectionIds: readonly number[]): Promise<void> {
+    return listOverlapConnections(this.db, daemon, connectionIds);
+  }
+
   /** Marks this daemon stopped now. */
   markDaemonStopped(id: string): Promise<void> {
     return markDaemonStopped(this.db, id);
@@ -425,7 +440,7 @@ export { ClaimUpdateError } from './claims.ts';
 export type { EffectBound, Failure, FailOutcome, Lease } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
-export type { OverlapLock } from './overlap.ts';
+export type { EndSessionOutcome, HolderListing, HoldOptions, LockHolder, OverlapLock } from './overlap.ts';
 export type { Stats } from './stats.ts';
 export type { Completions, DaemonSeen, JobRecord } from './console.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';

@@ -7,6 +7,8 @@ import { withTimeout } from './timeout.ts';
 
 /** Brands a value as a cronq task across module copies (a schedule file may load its own copy of cronq). */
 export const TASK_BRAND = Symbol.for('cronq.task');
+/** Brands a task as a schedule across module copies (defineSchedule sets it; here so defineTask can tell a spread schedule). */
+export const SCHEDULE_BRAND = Symbol.for('cronq.schedule');
 
 export const TASK_DEFAULTS = {
   queue: 'default',
@@ -107,6 +109,54 @@ export const TASK_OPTIONS = {
 } as const satisfies Record<keyof TaskOptions, true>;
 const TASK_OPTION_KEYS = Object.keys(TASK_OPTIONS);
 
+/**
+ * The options defineSchedule takes beyond a task's (schedule/define.ts builds its option
+ * list from these and TASK_OPTIONS, and the compiler checks the two against ScheduleOptions).
+ */
+export const SCHEDULE_ONLY_OPTIONS = {
+  cron: true,
+  timezone: true,
+  period: true,
+  catchUp: true,
+  overlap: true,
+  jobs: true,
+  command: true,
+  env: true,
+  stdin: true,
+  cwd: true,
+  expect: true,
+} as const;
+const SCHEDULE_ONLY_KEYS = Object.keys(SCHEDULE_ONLY_OPTIONS);
+
+/**
+ * Refuses (UsageError, one line) options a schedule takes and a task does not (`cron`,
+ * `timezone`...), naming those given, before they could be taken for typos. A spread
+ * defined schedule (`{ ...nightly }`, which also brings fields such as `leaseMs` that are
+ * no option at all) is named as such, with what to write instead.
+ */
+function refuseScheduleOptions(given: object, options: object, what: string): void {
+  const found = Object.keys(options).filter((key) => SCHEDULE_ONLY_KEYS.includes(key));
+  if (isSpreadSchedule(given)) {
+    throw new UsageError(
+      `${what}: defineTask was given a spread schedule, whose ${listed(found.length > 0 ? found : ['cron'])} a task does not take: ` +
+        'define the task with defineTask, then spread it into defineSchedule({ ...task, cron })',
+    );
+  }
+  if (found.length === 0) return;
+  const are = found.length === 1 ? 'is an option' : 'are options';
+  throw new UsageError(`${what}: ${listed(found)} ${are} of a schedule, which a task does not take (use defineSchedule for a task that runs on a cron)`);
+}
+
+/** True for `{ ...schedule }`: a defined schedule's fields, spread (its brand comes with them). */
+export function isSpreadSchedule(given: object): boolean {
+  return (given as Record<symbol, unknown>)[SCHEDULE_BRAND] === true;
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(names: string[]): string {
+  return names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
 const BACKOFF_KEYS = Object.keys({ base: true, max: true } satisfies Record<keyof NonNullable<TaskOptions['backoff']>, true>);
 
 /**
@@ -160,12 +210,15 @@ function editDistance(a: string, b: string): number {
  * variant's queue is its own name). An option written as `undefined` is not given, as in
  * any options object, so it takes its default, not the task's value (`timeout:
  * undefined`: no timeout). A spread field (`leaseMs`) set to another value is refused
- * like any unknown option.
+ * like any unknown option. A schedule's options (`cron`...) and a spread defined schedule
+ * are refused naming them: a task runs only when enqueued.
  */
 export function defineTask<P = any>(given: TaskOptions<P> | TaskVariantOptions<P>): Task<P> {
   if (typeof given !== 'object' || given === null) throw new UsageError('defineTask needs an options object');
   const options = writtenOptions(given) as TaskOptions<P>;
-  refuseUnknownOptions(options, TASK_OPTION_KEYS, typeof options.name === 'string' ? `task '${options.name}'` : 'defineTask');
+  const what = typeof options.name === 'string' ? `task '${options.name}'` : 'defineTask';
+  refuseScheduleOptions(given, options, what);
+  refuseUnknownOptions(options, TASK_OPTION_KEYS, what);
   const name = validateName(options.name, 'name');
   if (typeof options.handle !== 'function') throw new UsageError(`task '${name}': handle must be a function`);
   const base = validateJobOptions(options, `task '${name}'`, name);

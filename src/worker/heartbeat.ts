@@ -8,11 +8,12 @@ import { sleep } from '../runtime/wakeup.ts';
 const CLEANUP_EVERY_MS = 3_600_000;
 
 /**
- * Keeps this daemon's `cronq_daemons` row current while its workers run: registered
- * by `start` (awaited, so its kinds count as served before it claims), heart-beaten every
+ * Keeps this daemon's `cronq_daemons` row current while its workers or its scheduler run:
+ * registered by `start` (awaited, so its kinds count as served before it claims, and its
+ * overlap locks can be listed in the row from its first tick), heart-beaten every
  * `everyMs` from then on, marked stopped by `stop`. A failed heartbeat is reported
- * through DbHealth and retried at the next beat; it never ends the loop. Rows silent
- * for a day are deleted at start and hourly.
+ * through DbHealth and retried at the next beat; it never ends the loop. Silent rows
+ * are deleted at start and hourly (deleteSilentDaemons), both best effort.
  */
 export class DaemonHeartbeat {
   private readonly stopping = new AbortController();
@@ -26,7 +27,9 @@ export class DaemonHeartbeat {
     if (this.loop) return;
     const { store, record, log } = this.options;
     await store.registerDaemon(record);
-    await store.deleteSilentDaemons();
+    // Best effort, like the hourly one: a start must not fail on housekeeping (nor, from
+    // code, on a schema that migrate() has yet to bring up to date).
+    await store.deleteSilentDaemons().catch((error: unknown) => this.options.health.backoffAfter(error, 'heartbeat'));
     log.info({ event: 'daemon_registered', daemon: record.id, kinds: record.kinds.length, queues: record.queues }, 'daemon registered');
     this.loop = this.beat();
   }

@@ -1,0 +1,1 @@
+ALTER TABLE `cronq_daemons` ADD `heartbeat_ms` int unsigned, ADD `overlap_connections` json, ADD `overlap_listed_at` datetime(6);
