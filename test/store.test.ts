@@ -329,19 +329,23 @@ describe('claim', () => {
       ...Array.from({ length: 6 }, (_, i) => row(`cross-a-${i}`, { queue: 'a' })),
       ...Array.from({ length: 6 }, (_, i) => row(`cross-b-${i}`, { queue: 'b' })),
     ]);
+    const xLockedA = gate();
     const yLockedB = gate();
     const xReadB = gate();
     const far = { availableAt: '1970-01-01 00:00:00.000000', id: 0, drained: true, ahead: 100 };
-    const rangeOfB = (statement: string) => /queue = 'b' AND available_at > '1970/.test(statement);
+    const rangeOf = (queue: string) => (statement: string) => new RegExp(`queue = '${queue}' AND available_at > '1970`).test(statement);
+    const lockByKeyOf = (queue: string) => (statement: string) => /FOR UPDATE SKIP LOCKED/.test(statement) && new RegExp(`queue = '${queue}'`).test(statement);
     // X locks a's rows by key, then reads b by range once Y has locked b's rows by key;
-    // Y then reads a by range, and reserves once X has read b.
+    // Y reads a by range once X has locked a's rows, and reserves once X has read b.
     const x = hookedClaims(async (statement, phase) => {
-      if (phase === 'before' && rangeOfB(statement)) await yLockedB.promise;
-      if (phase === 'after' && rangeOfB(statement)) xReadB.open();
+      if (phase === 'after' && lockByKeyOf('a')(statement)) xLockedA.open();
+      if (phase === 'before' && rangeOf('b')(statement)) await yLockedB.promise;
+      if (phase === 'after' && rangeOf('b')(statement)) xReadB.open();
     });
     const y = hookedClaims(async (statement, phase) => {
       // Y's first locking read: b's rows, by key (b has no cursor).
-      if (phase === 'after' && /FOR UPDATE SKIP LOCKED/.test(statement) && /'b'/.test(statement)) yLockedB.open();
+      if (phase === 'after' && lockByKeyOf('b')(statement)) yLockedB.open();
+      if (phase === 'before' && rangeOf('a')(statement)) await xLockedA.promise;
       if (phase === 'before' && /UPDATE cronq_jobs/.test(statement)) await xReadB.promise;
     });
     const [xs, ys] = await Promise.all([
