@@ -4,6 +4,7 @@ import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, 
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { cancelJob } from '../src/store/cancel.ts';
+import { rows } from '../src/store/sql.ts';
 import { jobs as publicJobs } from '../src/schema.ts';
 import { connect } from '../src/db/client.ts';
 import { claimReady, ClaimUpdateError, openClaimConnections, type ClaimedJob } from '../src/store/claims.ts';
@@ -402,7 +403,7 @@ describe('claim', () => {
     expect((await claim(10)).map((j) => j.attempt)).toEqual([1, 1, 1, 1, 1]);
   });
 
-  it('continues a limited queue from a drained cursor in the same two round trips', async () => {
+  it("continues a limited queue from a drained cursor reading only its later instants, in the limited claim's three round trips", async () => {
     await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 5)");
     const base = Math.floor(Date.now() / 1000) * 1000;
     await insertJobIfAbsent(t.database.db, row('limited-0', { runAt: new Date(base - 60_000) }));
@@ -414,20 +415,21 @@ describe('claim', () => {
     await insertJobIfAbsent(t.database.db, row('limited-1', { runAt: new Date(base - 30_000) }));
     counting.reset();
     expect((await claimReady(counting.pool, request)).map((j) => j.key)).toEqual(['limited-1']);
-    expect(counting.roundTrips()).toBe(2);
+    expect(counting.roundTrips()).toBe(3); // limit row, count and plain read; lock by key; then UPDATE + COMMIT
+    expect(counting.packets()[0]).not.toMatch(/available_at = '/); // not the cursor's instant first
   });
 
-  it("finds a limited queue's rows by a plain read under its limit row and locks none by range, so a queue with fewer rows than asked is not walked past", async () => {
+  it("finds a limited queue's rows by a plain read under its limit row and locks only those it keeps, by key, so a queue with fewer rows than asked is not walked past", async () => {
     await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 8)");
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 3 }, (_, i) => row(`few-${i}`)));
     const counting = countingClaims();
     const limits = new Map([['default', { kind: 'test', maxRunning: 8 }]]);
     const got = await claimReady(counting.pool, { queues: ['default'], limit: 8, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits });
     expect(got.map((j) => [j.key, j.attempt])).toEqual([['few-0', 1], ['few-1', 1], ['few-2', 1]]);
-    expect(counting.roundTrips()).toBe(2); // limit row, count and plain read; then UPDATE, read back, COMMIT
+    expect(counting.roundTrips()).toBe(3); // limit row, count and plain read; lock by key; then UPDATE + COMMIT
     const [first] = counting.packets();
     expect(first).toMatch(/cronq_kind_limits[\s\S]*FOR UPDATE/);
-    expect(counting.packets().join('\n')).not.toMatch(/FOR UPDATE SKIP LOCKED/);
+    expect(rangeLocksIn(counting.packets())).toEqual([]);
     expect(await t.sql("SELECT job_key, attempts, LEFT(lease_fence, 16) = ? AS fenced FROM cronq_jobs WHERE status = 'reserved' ORDER BY id", [got[0].lease.token.slice(0, 16)])).toEqual([
       { job_key: 'few-0', attempts: 1, fenced: 1 },
       { job_key: 'few-1', attempts: 1, fenced: 1 },
@@ -451,6 +453,57 @@ describe('claim', () => {
       { job_key: 'gone-0', status: 'reserved', attempts: 1 },
       { job_key: 'gone-1', status: 'cancelled', attempts: 0 },
       { job_key: 'gone-2', status: 'reserved', attempts: 1 },
+    ]);
+  });
+
+  it("claims past a limited queue's row that a caller's transaction holds by enqueueing its key again, without waiting for it", async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 8)");
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 4 }, (_, i) => row(`again-${i}`)));
+    const enqueued = gate();
+    const done = gate();
+    // A caller's transaction enqueues again-1 (already there: the insert finds it and keeps its row locked) and stays open.
+    const caller = t.database.db.transaction(async (tx) => {
+      expect(await insertJobIfAbsent(tx, row('again-1'))).toMatchObject({ created: false });
+      enqueued.open();
+      await done.promise;
+    });
+    await enqueued.promise;
+    try {
+      const limits = new Map([['default', { kind: 'test', maxRunning: 8 }]]);
+      const got = await claimReady(t.database.claims, { queues: ['default'], limit: 8, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits });
+      expect(got.map((j) => j.key)).toEqual(['again-0', 'again-2', 'again-3']);
+    } finally {
+      done.open();
+      await caller;
+    }
+    expect((await claim(8)).map((j) => j.key)).toEqual(['again-1']);
+  });
+
+  it("never deadlocks with a caller's transaction enqueueing existing keys of a limited queue and of an unlimited one the same claim reads", async () => {
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('capped', 8)");
+    await insertJobsIfAbsent(t.database.db, [row('mixed-capped', { queue: 'capped', kind: 'capped' }), row('mixed-plain')]);
+    let caller: Promise<number> | undefined;
+    const pool = hookedClaims(async (statement, phase) => {
+      if (phase !== 'after' || !/cronq_kind_limits/.test(statement)) return;
+      // The claim holds mixed-plain and has found mixed-capped. Now a caller's transaction
+      // enqueues both keys again: its insert locks mixed-capped, then waits for mixed-plain.
+      const waiting = gate();
+      caller = t.database.db.transaction(async (tx) => {
+        const [{ thread }] = rows<{ thread: number }>(await tx.execute(sql`SELECT CONNECTION_ID() AS thread`));
+        const insert = insertJobsIfAbsent(tx, [row('mixed-capped', { queue: 'capped', kind: 'capped' }), row('mixed-plain')]);
+        while ((await t.sql("SELECT 1 FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", [thread])).length === 0) await sleep(5);
+        waiting.open();
+        return insert;
+      });
+      await waiting.promise;
+    });
+    const limits = new Map([['capped', { kind: 'capped', maxRunning: 8 }]]);
+    const got = await claimReady(pool, { queues: ['default', 'capped'], limit: 8, leases: THIRTY_SECOND_LEASES, lockedBy: 'c', cursors: new Map(), limits });
+    expect(got.map((j) => j.key)).toEqual(['mixed-plain']);
+    expect(await caller).toBe(0); // both keys were there: nothing inserted, and no deadlock
+    expect(await t.sql('SELECT job_key, status FROM cronq_jobs ORDER BY id')).toEqual([
+      { job_key: 'mixed-capped', status: 'ready' },
+      { job_key: 'mixed-plain', status: 'reserved' },
     ]);
   });
 

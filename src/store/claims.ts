@@ -20,15 +20,15 @@
  * returns every column the worker needs (it visits each row to lock it anyway), and the
  * claim derives what the UPDATE writes (attempts + 1, leaseTokenOf), so no row is read a
  * second time. A limited queue is the exception (see below): its rows are found by a plain
- * read of ids alone, and the rows kept are read back by their fence in the packet of the
- * UPDATE (no round trip more); a queue at its limit costs no payload transfer.
+ * read of ids alone, and only the rows kept are locked by their keys and read (one round
+ * trip more); a queue at its limit costs no payload transfer.
  *
- * A queue of a kind with a cluster-wide limit (ClaimRequest.limits) is read in the same
- * two round trips: its first packet locks the kind's `cronq_kind_limits` row (FOR
- * UPDATE: claims of that kind take turns, claims of other kinds never touch it), counts
- * the queue's unexpired reservations and finds its first ready rows by a plain read; the
- * claim keeps only as many as the limit leaves room for, and the reserving UPDATE
- * re-checks each still ready and due (findReadyWithin says why no row is locked). The
+ * A queue of a kind with a cluster-wide limit (ClaimRequest.limits): its first packet locks
+ * the kind's `cronq_kind_limits` row (FOR UPDATE: claims of that kind take turns, claims
+ * of other kinds never touch it), counts the queue's unexpired reservations and finds its
+ * first ready rows by a plain read; the claim keeps only as many as the limit leaves room
+ * for and locks those by their keys, skipping any another transaction holds
+ * (lockReadyWithin says why not by range): one round trip more when it keeps any. The
  * count commits before the lock is released, so claims of the kind together never hold
  * more than the limit; a lease that expires stops counting at once. No row for the kind
  * (deleted by hand) leaves no room: the kind waits until a daemon starts and writes it.
@@ -343,7 +343,7 @@ type Locked = {
 const CLAIM_COLUMNS = `id, available_at, queue, kind, job_key, CAST(payload AS CHAR) AS payload, attempts, max_attempts,
     period_key, scheduled_at, lease_expiries`;
 
-/** What a plain read of candidates reads: each row's position in the claim index, not its payload (the rows kept are read with their lock or their UPDATE). */
+/** What a plain read of candidates reads: each row's position in the claim index, not its payload (the rows kept are read with their lock). */
 const POSITION_COLUMNS = 'id, available_at';
 
 /** A row as a plain read of candidates returns it (POSITION_COLUMNS): found, not locked. */
@@ -464,27 +464,29 @@ class ClaimTransaction {
 
   /**
    * lockReady for a limited queue: locks the kind's limit row, counts the queue's live
-   * reservations and finds its first ready rows by a plain read, all in one packet, and
-   * keeps at most the room the limit leaves (rows are the candidates' ids alone:
-   * POSITION_COLUMNS). It locks none of those rows: claims of the kind take turns on the limit
-   * row, so no other claim reserves one of them meanwhile, and the reserving UPDATE
-   * re-checks each is still ready and due (a cancellation, or a daemon that does not know
-   * the limit, may have changed it since: that row is left out). A locking read here would
-   * walk on past the queue's last ready row over every claim-index entry not yet purged
-   * after it, holding the limit row the while (after a drain of 20,000 jobs of another
-   * queue: ~22 ms a claim, against ~1.3 ms for the plain read), and every claim of the kind
-   * in every daemon waits its turn behind that. `full` when the queue is at its limit with
-   * these rows. `exhausted` only when the reads themselves came back short: the queue has
-   * no ready row past the rows returned. Rows left out for lack of room are not a drained
-   * queue.
+   * reservations and finds its first ready rows by a plain read (POSITION_COLUMNS), all in
+   * one packet; then locks at most the room the limit leaves of them by their keys
+   * (claimByPositionSql, SKIP LOCKED), reading every column of those alone. A locking
+   * range read here would walk on past the queue's last ready row over every claim-index
+   * entry not yet purged after it, holding the limit row the while (after a drain of
+   * 20,000 jobs of another queue: ~22 ms a claim, against ~1.3 ms for the plain read), and
+   * every claim of the kind in every daemon waits its turn behind that. The rows must still
+   * be locked, not only re-checked by the reserving UPDATE: claims of the kind take turns
+   * on the limit row, but a cancellation, a caller's transaction that enqueued an existing
+   * key, or a daemon that does not know the limit may hold one, and an UPDATE would wait
+   * for it (up to the lock wait timeout) holding the limit row, or deadlock with it over
+   * the rows this claim locked in other queues. A row held is skipped. `full` when the
+   * queue is at its limit with the rows locked. `exhausted` only when the reads themselves
+   * came back short: the queue has no ready row past the rows found, but for rows another
+   * transaction holds. Rows left out for lack of room are not a drained queue.
    */
-  async findReadyWithin(
+  async lockReadyWithin(
     queue: string,
     limit: QueueLimit,
     want: number,
     cursor: ClaimCursor | undefined,
     exclude: readonly number[],
-  ): Promise<{ rows: Position[]; full: boolean; exhausted: boolean }> {
+  ): Promise<{ rows: Locked[]; full: boolean; exhausted: boolean }> {
     const ask = Math.min(want, limit.maxRunning);
     const plain = (after: 'same-instant' | 'later' | null) => claimSelectSql(queue, ask, after, cursor, exclude, POSITION_COLUMNS, false);
     const reads = !cursor ? [plain(null)] : cursor.drained ? [plain('later')] : [plain('same-instant'), plain('later')];
@@ -494,9 +496,10 @@ class ClaimTransaction {
     const take = Math.min(ask, Math.max(0, max - running));
     // In index order: each read's rows are, and the reads follow each other.
     const candidates = (found as Position[][]).flat().slice(0, ask);
-    const rows = candidates.slice(0, take);
+    const kept = candidates.slice(0, take);
     // Read to the end of what exists only when every row found was kept and fewer came than asked.
-    const exhausted = candidates.length < ask && rows.length === candidates.length;
+    const exhausted = candidates.length < ask && kept.length === candidates.length;
+    const rows = kept.length === 0 ? [] : ((await this.send(claimByPositionSql(queue, kept))) as Locked[][]).flat();
     return { rows, full: running + rows.length >= max, exhausted };
   }
 }
@@ -544,8 +547,6 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   const tx = new ClaimTransaction(conn);
   const lockedIds: number[] = [];
   const lockedRows: Locked[] = [];
-  /** Rows of a limited queue: found and kept (not locked), re-checked by the UPDATE and read back with it. */
-  const keptIds: number[] = [];
   let heldLimit = false;
   /** The queue whose ready rows may go on after this claim: its look-ahead is counted after the COMMIT. */
   let peek: { queue: string; at: ClaimCursor; cap: number } | null = null;
@@ -565,23 +566,22 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       const cursor = request.cursors?.get(queue);
       const exclude = [...(request.excludeIds ?? [])];
       const limit = request.limits?.get(queue);
-      let got: Position[];
+      let got: Locked[];
       // Whether the queue's ready rows ran out: only then may the cursor be marked drained.
       let exhausted: boolean;
       if (limit) {
         if (heldLimit) continue;
         heldLimit = true;
-        const within = await tx.findReadyWithin(queue, limit, want, cursor, exclude);
+        const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
         got = within.rows;
         exhausted = within.exhausted;
         if (within.full) request.atLimit?.add(queue);
-        for (const r of got) keptIds.push(Number(r.id));
       } else {
         const locked = await tx.lockReady(queue, want, cursor, exclude);
         got = locked.rows;
         exhausted = locked.exhausted;
-        lockedRows.push(...locked.rows);
       }
+      lockedRows.push(...got);
       for (const r of got) lockedIds.push(Number(r.id));
       const last = got.at(-1);
       if (last) {
@@ -598,31 +598,26 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
     }
     // One random secret per claim; each row's token is that secret followed by its id
     // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
-    // The UPDATE finds every row it locked: each was 'ready' under that lock. A limited
-    // queue's rows were found, not locked (findReadyWithin): the UPDATE re-checks them
-    // ready and due, and those it reserved are read back by their fence in the same
-    // packet, before the COMMIT. Should a statement fail, the server runs nothing after
-    // it: no COMMIT if the UPDATE failed. The count of the rows ahead (ClaimCursor.ahead)
-    // comes after the COMMIT: should it fail, the reservation has committed, and reading
-    // the rows back by their fence (reservedBy) tells the one case from the other.
+    // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
+    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT if
+    // the UPDATE failed. The count of the rows ahead (ClaimCursor.ahead) comes after the
+    // COMMIT: should it fail, the reservation has committed, and reading the rows back by
+    // their fence (reservedBy) tells the one case from the other.
     const secret = newClaimSecret();
     const counted = peek !== null && request.cursors !== undefined;
     try {
-      const recheck = keptIds.length === 0 ? '' : "AND status = 'ready' AND available_at <= UTC_TIMESTAMP(6)";
       const results = await tx.send([
         format(
           `UPDATE cronq_jobs
           SET status = 'reserved', attempts = attempts + 1, lease_fence = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
               lease_deadline = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
               lease_holder = ?, updated_at = UTC_TIMESTAMP(6)
-          WHERE ${idsCondition(lockedIds)} ${recheck}`,
+          WHERE ${idsCondition(lockedIds)}`,
           [secret, holderOf(request.lockedBy)],
         ),
-        ...(keptIds.length === 0 ? [] : [reservedBySql(secret, keptIds)]),
         'COMMIT',
         ...(counted ? [aheadSql(peek!.queue, peek!.at, peek!.cap)] : []),
       ]);
-      if (keptIds.length > 0) lockedRows.push(...asBeforeUpdate(results[1] as Locked[]));
       if (counted) {
         const [{ ahead }] = results[results.length - 1] as Array<{ ahead: number }>;
         setAhead(request.cursors!, peek!.queue, peek!.at, Number(ahead));
