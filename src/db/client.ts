@@ -2,6 +2,7 @@ import { DrizzleQueryError } from 'drizzle-orm';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
 import { DatabaseUnreachableError } from '../errors.ts';
+import { endSession } from './endSession.ts';
 import * as schema from './schema.ts';
 import { parseDatabaseUrl, type DatabaseTarget } from './url.ts';
 
@@ -99,8 +100,8 @@ export interface DedicatedConnection {
   release(): void;
   /**
    * Closes the connection at once, whatever it is doing, and drops it from its pool; then
-   * ends its session on the server (KILL, from another connection of the pool), so the
-   * server rolls back its open transaction and frees its locks even while it is still
+   * ends its session on the server (endSession: KILL, from a connection of its own), so
+   * the server rolls back its open transaction and frees its locks even while it is still
    * running one of its statements. Statements sent on it afterwards fail. Not released
    * afterwards.
    */
@@ -126,13 +127,7 @@ export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> 
     destroy: () => {
       if (gone) return;
       gone = true;
-      const thread = Number(conn.threadId);
-      conn.destroy();
-      // The server notices a closed socket only when it next reads or writes it: a statement
-      // still running there (a slow UPDATE, a SLEEP) would go on holding the transaction's
-      // row locks until it ends. Ending one's own session needs no privilege; a session
-      // already gone answers 'unknown thread', ignored like any other failure here.
-      if (Number.isSafeInteger(thread) && thread > 0) pool.query(`KILL ${thread}`).catch(() => undefined);
+      void endSession(conn);
     },
   };
 }
@@ -182,10 +177,12 @@ function sessionPool(options: PoolOptions): Pool {
 
 /**
  * The pool as drizzle sees it: every `query`/`execute`, on the pool or on a connection
- * taken from it for a transaction, gets mysql2's `timeout` option, and a connection
- * whose statement timed out is destroyed (mysql2 only fails the statement: the
- * connection would stay in the pool with an unanswered command, and `end()` would wait
- * for it forever).
+ * taken from it for a transaction, gets mysql2's `timeout` option (unless it sets its
+ * own), and a connection whose statement timed out is destroyed and its session ended
+ * (endSession). mysql2 only fails the statement: the connection would stay in the pool
+ * with an unanswered command, and `end()` would wait for it forever; and the server would
+ * go on running the statement, holding its transaction's row locks (a lock wait for up to
+ * innodb_lock_wait_timeout, and then the transaction stays open) until it ends.
  */
 function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
   const timed = (q: unknown) => (typeof q === 'string' ? { sql: q, timeout: timeoutMs } : { timeout: timeoutMs, ...(q as object) });
@@ -199,7 +196,7 @@ function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
       } catch (error) {
         if (isTimeout(error) && !destroyed) {
           destroyed = true;
-          conn.destroy();
+          void endSession(conn);
         }
         throw error;
       }
@@ -208,6 +205,12 @@ function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
       query: run('query'),
       execute: run('execute'),
       release: () => destroyed || conn.release(),
+      // Destroyed from outside (dedicatedConnection): never released afterwards either.
+      destroy: () => {
+        if (destroyed) return;
+        destroyed = true;
+        conn.destroy();
+      },
     };
     return new Proxy(conn, {
       get(target, property) {

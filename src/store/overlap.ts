@@ -22,6 +22,7 @@
 import { sql } from 'drizzle-orm';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { TIMEOUTS, type Executor } from '../db/client.ts';
+import { endSession } from '../db/endSession.ts';
 import { rows, toDbTime } from './sql.ts';
 
 /** A schedule's overlap lock, held until `release` (which never throws, and may be called again). */
@@ -58,7 +59,8 @@ export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: 
     });
     got = (result as Array<{ got: unknown }>)[0]?.got;
   } catch (error) {
-    conn.destroy(); // whatever the server did, the lock goes with the connection
+    // Whatever the server did (a GET_LOCK still waiting there, or granted since), the lock goes with the session.
+    void endSession(conn);
     throw error;
   }
   if (got === null || got === undefined) {
@@ -109,9 +111,10 @@ function heldOn(conn: PoolConnection, scheduleName: string): OverlapLock {
           return;
         }
       } catch {
-        // A lost connection freed the lock already; ending it frees it otherwise.
+        // A lost connection freed the lock already; ending its session frees it otherwise
+        // (a RELEASE_LOCK that timed out: the session, and the lock, would live on).
       }
-      conn.destroy();
+      void endSession(conn);
     },
   };
 }
