@@ -3,6 +3,7 @@ import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
 import { DatabaseUnreachableError } from '../errors.ts';
 import { endSession } from './endSession.ts';
+import { Permits } from './permits.ts';
 import * as schema from './schema.ts';
 import { parseDatabaseUrl, type DatabaseTarget } from './url.ts';
 
@@ -41,9 +42,29 @@ export interface Database {
    * once, the others wait for a connection here. Same session settings as `pool`.
    */
   readonly overlapLocks: Pool;
+  /**
+   * Takes one connection of `pool` for a transaction that may hang and have to be
+   * abandoned (a completion's effects: store/fenced.ts completeIfLeased). At most
+   * `dedicatedLimit` are held at once, so however many such transactions hang, the
+   * pool's other connections (at least RESERVED_CONNECTIONS of it) stay free for the
+   * short statements the daemon's own bookkeeping runs on `db`: lease renewals,
+   * completions, failures, recovery, heartbeats, enqueues. A caller beyond the limit
+   * waits, first come, first served, until one is released or destroyed; `signal`
+   * aborting ends that wait (rejecting with its reason, holding nothing), not a wait for
+   * the pool itself, which the reserve keeps short.
+   */
+  dedicated(signal?: AbortSignal): Promise<DedicatedConnection>;
+  /** Most connections `dedicated` hands out at once. */
+  readonly dedicatedLimit: number;
   target: DatabaseTarget;
   close(): Promise<void>;
 }
+
+/**
+ * Connections of the pool that Database.dedicated never hands out (when the pool has more
+ * than this): what renewals and completions run on while effects hang.
+ */
+export const RESERVED_CONNECTIONS = 2;
 
 /** Connections in Database.claims: one per claim lane of a worker pool. */
 export const CLAIM_CONNECTIONS = 2;
@@ -59,6 +80,11 @@ export interface ConnectOptions {
    * network that silently drops packets costs seconds, not TCP's ~15 minutes.
    */
   queryTimeoutMs?: number;
+  /**
+   * Most connections of the pool Database.dedicated holds at once (default: poolSize less
+   * RESERVED_CONNECTIONS, at least 1).
+   */
+  dedicatedConnections?: number;
 }
 
 /**
@@ -68,13 +94,26 @@ export interface ConnectOptions {
  */
 export function connect(url: string, options: ConnectOptions = {}): Database {
   const target = parseDatabaseUrl(url);
-  const pool = sessionPool({ ...poolOptions(target, options.poolSize ?? 10) });
-  const db = drizzle(withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs), { schema, mode: 'default' });
+  const poolSize = options.poolSize ?? 10;
+  const pool = sessionPool({ ...poolOptions(target, poolSize) });
+  const timed = withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs);
+  const db = drizzle(timed, { schema, mode: 'default' });
+  const share = new Permits(options.dedicatedConnections ?? Math.max(1, poolSize - RESERVED_CONNECTIONS));
   let claims: Pool | null = null;
   let overlapLocks: Pool | null = null;
   return {
     db,
     pool,
+    dedicated: async (signal) => {
+      const permit = await share.acquire(signal);
+      try {
+        return await dedicatedConnection(timed, permit);
+      } catch (error) {
+        permit();
+        throw error;
+      }
+    },
+    dedicatedLimit: share.limit,
     get claims() {
       // Times as the server wrote them ('YYYY-MM-DD HH:MM:SS.ffffff'): a claim cursor must
       // keep every microsecond of available_at, which a Date would round to milliseconds.
@@ -92,7 +131,7 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
   };
 }
 
-/** One connection of a pool held for a transaction that may have to be abandoned (dedicatedConnection). */
+/** One connection of a pool held for a transaction that may have to be abandoned (Database.dedicated). */
 export interface DedicatedConnection {
   /** Runs statements on this connection only (each with the pool's statement timeout). */
   tx: Executor;
@@ -109,12 +148,11 @@ export interface DedicatedConnection {
 }
 
 /**
- * Takes one connection from `db`'s pool for a transaction the caller runs itself, so it
- * can abandon it (destroy) when something inside never ends: drizzle's `transaction()`
- * offers no way to.
+ * Takes one connection of `pool` (the timed pool behind `db`) for a transaction the caller
+ * runs itself, so it can abandon it (destroy) when something inside never ends: drizzle's
+ * `transaction()` offers no way to. `permit` is given back with the connection.
  */
-export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> {
-  const pool = (db as unknown as { $client: Pool }).$client;
+async function dedicatedConnection(pool: Pool, permit: () => void): Promise<DedicatedConnection> {
   const conn = await pool.getConnection();
   let gone = false;
   return {
@@ -123,11 +161,13 @@ export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> 
       if (gone) return;
       gone = true;
       conn.release();
+      permit();
     },
     destroy: () => {
       if (gone) return;
       gone = true;
       void endSession(conn);
+      permit();
     },
   };
 }
