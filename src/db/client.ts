@@ -107,7 +107,7 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
     dedicated: async (signal) => {
       const permit = await share.acquire(signal);
       try {
-        return await dedicatedConnection(timed, permit);
+        return await dedicatedConnection(timed, pool, permit);
       } catch (error) {
         permit();
         throw error;
@@ -139,7 +139,7 @@ export interface DedicatedConnection {
   release(): void;
   /**
    * Closes the connection at once, whatever it is doing, and drops it from its pool; then
-   * ends its session on the server (endSession: KILL, from a connection of its own), so
+   * ends its session on the server (endSession: KILL, from another connection of the pool), so
    * the server rolls back its open transaction and frees its locks even while it is still
    * running one of its statements. Statements sent on it afterwards fail. Not released
    * afterwards.
@@ -148,12 +148,13 @@ export interface DedicatedConnection {
 }
 
 /**
- * Takes one connection of `pool` (the timed pool behind `db`) for a transaction the caller
- * runs itself, so it can abandon it (destroy) when something inside never ends: drizzle's
- * `transaction()` offers no way to. `permit` is given back with the connection.
+ * Takes one connection of `timed` (the timed pool behind `db`, over `pool`) for a
+ * transaction the caller runs itself, so it can abandon it (destroy) when something inside
+ * never ends: drizzle's `transaction()` offers no way to. `permit` is given back with the
+ * connection.
  */
-async function dedicatedConnection(pool: Pool, permit: () => void): Promise<DedicatedConnection> {
-  const conn = await pool.getConnection();
+async function dedicatedConnection(timed: Pool, pool: Pool, permit: () => void): Promise<DedicatedConnection> {
+  const conn = await timed.getConnection();
   let gone = false;
   return {
     tx: drizzle({ client: conn, schema, mode: 'default' }),
@@ -166,7 +167,7 @@ async function dedicatedConnection(pool: Pool, permit: () => void): Promise<Dedi
     destroy: () => {
       if (gone) return;
       gone = true;
-      void endSession(conn);
+      void endSession(conn, pool);
       permit();
     },
   };
@@ -236,7 +237,7 @@ function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
       } catch (error) {
         if (isTimeout(error) && !destroyed) {
           destroyed = true;
-          void endSession(conn);
+          void endSession(conn, pool);
         }
         throw error;
       }

@@ -284,7 +284,7 @@ export async function openClaimConnections(claims: Pool, count: number): Promise
         // Queued behind the session settings: once it answers, they have run.
         await conn.query({ sql: 'DO 0', timeout: TIMEOUTS.queryMs });
       } catch (error) {
-        void endSession(conn); // timed out: whatever the session is doing, it goes
+        void endSession(conn, claims); // timed out: whatever the session is doing, it goes
         throw error;
       }
       conn.release();
@@ -355,7 +355,11 @@ class ClaimTransaction {
   private open = false;
   private done = false;
 
-  constructor(private readonly conn: PoolConnection) {}
+  /** `conn` is a connection of `pool` (which ends its session should it be dropped). */
+  constructor(
+    private readonly conn: PoolConnection,
+    private readonly pool: Pick<Pool, 'getConnection'>,
+  ) {}
 
   /** Sends `statements` as one packet (opening the transaction with the first); returns each one's result. */
   async send(statements: string[]): Promise<unknown[]> {
@@ -396,7 +400,7 @@ class ClaimTransaction {
       }
     }
     this.done = true;
-    void endSession(this.conn);
+    void endSession(this.conn, this.pool);
   }
 
   /**
@@ -537,7 +541,7 @@ function leaseMicros(leases: LeaseLengths): string {
 export async function claimReady(claims: Pool, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
   if (request.limit <= 0 || request.queues.length === 0) return [];
   const conn = await claims.getConnection();
-  const tx = new ClaimTransaction(conn);
+  const tx = new ClaimTransaction(conn, claims);
   const lockedIds: number[] = [];
   const lockedRows: Locked[] = [];
   /** Rows of a limited queue: locked and kept, their columns read with the UPDATE. */

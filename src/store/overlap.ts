@@ -60,7 +60,7 @@ export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: 
     got = (result as Array<{ got: unknown }>)[0]?.got;
   } catch (error) {
     // Whatever the server did (a GET_LOCK still waiting there, or granted since), the lock goes with the session.
-    void endSession(conn);
+    void endSession(conn, locks);
     throw error;
   }
   if (got === null || got === undefined) {
@@ -71,7 +71,7 @@ export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: 
     conn.release(); // timed out: holds nothing
     return null;
   }
-  return heldOn(conn, scheduleName);
+  return heldOn(conn, locks, scheduleName);
 }
 
 /**
@@ -96,7 +96,7 @@ async function connectionWithin(locks: Pool, ms: number): Promise<PoolConnection
   }
 }
 
-function heldOn(conn: PoolConnection, scheduleName: string): OverlapLock {
+function heldOn(conn: PoolConnection, locks: Pool, scheduleName: string): OverlapLock {
   let released = false;
   return {
     async release() {
@@ -114,7 +114,7 @@ function heldOn(conn: PoolConnection, scheduleName: string): OverlapLock {
         // A lost connection freed the lock already; ending its session frees it otherwise
         // (a RELEASE_LOCK that timed out: the session, and the lock, would live on).
       }
-      void endSession(conn);
+      void endSession(conn, locks);
     },
   };
 }
