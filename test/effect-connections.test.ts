@@ -32,7 +32,7 @@ const CONCURRENCY = 60;
 /** More effects than the general pool has connections (48 at this concurrency). */
 const HANGING = 52;
 /** How long each hanging effect holds its connection: the test's every wait is well inside it. */
-const EFFECT_TIMEOUT = '8s';
+const EFFECT_TIMEOUT = '12s';
 
 const never = () => new Promise<void>(() => undefined);
 
@@ -86,10 +86,10 @@ describe('effects that hang, more of them than the pool has connections', () => 
           });
         },
       }),
-      // Outlives its 1 s lease three times over: it completes only if its renewals land.
+      // Outlives its 2 s lease twice over: it completes only if its renewals land (a renewal every 667 ms).
       defineTask({
         name: 'long',
-        lease: '1s',
+        lease: '2s',
         handle: () => {
           longStarted();
           return longMayEnd;
@@ -108,8 +108,8 @@ describe('effects that hang, more of them than the pool has connections', () => 
     await log.waitFor('job_completed', 1, 3_000, (e) => e.job_id !== undefined && e.kind === 'quick');
     expect(Date.now() - quickAt).toBeLessThan(3_000);
 
-    // Three leases' worth while the effects still hang: only renewals keep it.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Two leases' worth while the effects still hang: only renewals keep it.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
     releaseLong();
     await log.waitFor('job_completed', 1, 3_000, (e) => e.kind === 'long');
     expect(log.named('job_lease_lost')).toEqual([]);
