@@ -131,6 +131,17 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
   };
 }
 
+/**
+ * The pool behind `db`, as drizzle holds it (withQueryTimeout): a statement sent on it gets
+ * `db`'s client-side timeout unless it sets its own, and a connection whose statement
+ * timed out is destroyed and its session ended. For a plain statement that needs a
+ * timeout of its own (ping); `Database.pool`'s statements have none, and one given a
+ * `timeout` there stays unanswered on its connection, which the pool never gets back.
+ */
+export function timedPool(db: Db): Pool {
+  return (db as unknown as { $client: Pool }).$client;
+}
+
 /** One connection of a pool held for a transaction that may have to be abandoned (Database.dedicated). */
 export interface DedicatedConnection {
   /** Runs statements on this connection only (each with the pool's statement timeout). */
