@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { createAdmin, type CronqAdmin } from './admin.ts';
-import { connect, type Executor } from './db/client.ts';
+import { connect, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
@@ -266,7 +266,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
     // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all, and up to
     // OVERLAP_LOCK_CONNECTIONS more while overlap:'skip' schedules fan out (Database.overlapLocks).
-    poolSize: Math.min(concurrency + 2, 48),
+    // Effects hold at most all but RESERVED_CONNECTIONS of this pool (Database.dedicated): one
+    // each for up to 46 running at once, beyond that they wait their turn, and renewals,
+    // completions and the scheduler's enqueues always have the reserve.
+    poolSize: Math.min(concurrency + RESERVED_CONNECTIONS, 48),
   });
   const store = new Store(database);
   const healthTracker = new DbHealth(log);

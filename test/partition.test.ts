@@ -2,6 +2,7 @@ import { createServer, connect as tcpConnect, type Server, type Socket } from 'n
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, isConnectionError } from '../src/db/client.ts';
+import { ping } from '../src/store/health.ts';
 import { useTestDatabase } from './support/db.ts';
 
 /**
@@ -75,4 +76,26 @@ describe('a network that silently drops packets', () => {
       await database.close();
     }
   });
+
+  it('costs a ping that timed out its connection only: once the network is back, the pool is whole again', async () => {
+    const url = new URL(t.url);
+    url.host = `127.0.0.1:${proxy.port}`;
+    const database = connect(url.toString(), { poolSize: 2 });
+    try {
+      await Promise.all([database.db.execute(sql`SELECT 1`), database.db.execute(sql`SELECT 1`)]); // two connections open
+      proxy.blackhole = true;
+      // As many pings as the pool has connections (the health endpoint's, say), each timing out.
+      const pings = await Promise.all([ping(database), ping(database)].map((p) => p.then(() => 'answered', () => 'failed')));
+      expect(pings).toEqual(['failed', 'failed']);
+      proxy.blackhole = false;
+      // A connection a ping kept for its unanswered statement would never come back to the pool.
+      const answered = await Promise.race([
+        database.db.execute(sql`SELECT 2 AS two`).then(() => 'answered'),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting for a connection'), 2_000)),
+      ]);
+      expect(answered).toBe('answered');
+    } finally {
+      await database.close();
+    }
+  }, 20_000);
 });

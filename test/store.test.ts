@@ -639,7 +639,7 @@ describe('fencing', () => {
 
     let effectRan = false;
     expect(
-      await completeIfLeased(t.database.db, lease(stale), async (tx) => {
+      await completeIfLeased(t.database, lease(stale), async (tx) => {
         effectRan = true;
         await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('fenced')`);
       }),
@@ -656,7 +656,7 @@ describe('fencing', () => {
     expect(await t.sql('SELECT * FROM cronq_dead_letters')).toHaveLength(0);
 
     expect(
-      await completeIfLeased(t.database.db, lease(fresh), async (tx) => {
+      await completeIfLeased(t.database, lease(fresh), async (tx) => {
         await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('fenced')`);
       }),
     ).toBe(true);
@@ -667,7 +667,7 @@ describe('fencing', () => {
     await insertJobIfAbsent(t.database.db, row('expired'));
     const [job] = await claim(1);
     await expireLeases();
-    expect(await completeIfLeased(t.database.db, lease(job))).toBe(false);
+    expect(await completeIfLeased(t.database, lease(job))).toBe(false);
     expect(await renewIfLeased(t.database.db, lease(job), 30_000)).toBe(false);
   });
 
@@ -685,7 +685,7 @@ describe('fencing', () => {
     await insertJobIfAbsent(t.database.db, row('effect-throws'));
     const [job] = await claim(1);
     await expect(
-      completeIfLeased(t.database.db, lease(job), async (tx) => {
+      completeIfLeased(t.database, lease(job), async (tx) => {
         await tx.execute(sql`INSERT INTO effects (job_key) VALUES ('effect-throws')`);
         throw new Error('effect failed');
       }),

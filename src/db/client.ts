@@ -2,6 +2,8 @@ import { DrizzleQueryError } from 'drizzle-orm';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
 import { DatabaseUnreachableError } from '../errors.ts';
+import { endSession } from './endSession.ts';
+import { Permits } from './permits.ts';
 import * as schema from './schema.ts';
 import { parseDatabaseUrl, type DatabaseTarget } from './url.ts';
 
@@ -40,9 +42,29 @@ export interface Database {
    * once, the others wait for a connection here. Same session settings as `pool`.
    */
   readonly overlapLocks: Pool;
+  /**
+   * Takes one connection of `pool` for a transaction that may hang and have to be
+   * abandoned (a completion's effects: store/fenced.ts completeIfLeased). At most
+   * `dedicatedLimit` are held at once, so however many such transactions hang, the
+   * pool's other connections (at least RESERVED_CONNECTIONS of it) stay free for the
+   * short statements the daemon's own bookkeeping runs on `db`: lease renewals,
+   * completions, failures, recovery, heartbeats, enqueues. A caller beyond the limit
+   * waits, first come, first served, until one is released or destroyed; `signal`
+   * aborting ends that wait (rejecting with its reason, holding nothing), not a wait for
+   * the pool itself, which the reserve keeps short.
+   */
+  dedicated(signal?: AbortSignal): Promise<DedicatedConnection>;
+  /** Most connections `dedicated` hands out at once. */
+  readonly dedicatedLimit: number;
   target: DatabaseTarget;
   close(): Promise<void>;
 }
+
+/**
+ * Connections of the pool that Database.dedicated never hands out (when the pool has more
+ * than this): what renewals and completions run on while effects hang.
+ */
+export const RESERVED_CONNECTIONS = 2;
 
 /** Connections in Database.claims: one per claim lane of a worker pool. */
 export const CLAIM_CONNECTIONS = 2;
@@ -58,6 +80,11 @@ export interface ConnectOptions {
    * network that silently drops packets costs seconds, not TCP's ~15 minutes.
    */
   queryTimeoutMs?: number;
+  /**
+   * Most connections of the pool Database.dedicated holds at once (default: poolSize less
+   * RESERVED_CONNECTIONS, at least 1).
+   */
+  dedicatedConnections?: number;
 }
 
 /**
@@ -67,13 +94,26 @@ export interface ConnectOptions {
  */
 export function connect(url: string, options: ConnectOptions = {}): Database {
   const target = parseDatabaseUrl(url);
-  const pool = sessionPool({ ...poolOptions(target, options.poolSize ?? 10) });
-  const db = drizzle(withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs), { schema, mode: 'default' });
+  const poolSize = options.poolSize ?? 10;
+  const pool = sessionPool({ ...poolOptions(target, poolSize) });
+  const timed = withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs);
+  const db = drizzle(timed, { schema, mode: 'default' });
+  const share = new Permits(options.dedicatedConnections ?? Math.max(1, poolSize - RESERVED_CONNECTIONS));
   let claims: Pool | null = null;
   let overlapLocks: Pool | null = null;
   return {
     db,
     pool,
+    dedicated: async (signal) => {
+      const permit = await share.acquire(signal);
+      try {
+        return await dedicatedConnection(timed, pool, permit);
+      } catch (error) {
+        permit();
+        throw error;
+      }
+    },
+    dedicatedLimit: share.limit,
     get claims() {
       // Times as the server wrote them ('YYYY-MM-DD HH:MM:SS.ffffff'): a claim cursor must
       // keep every microsecond of available_at, which a Date would round to milliseconds.
@@ -91,7 +131,18 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
   };
 }
 
-/** One connection of a pool held for a transaction that may have to be abandoned (dedicatedConnection). */
+/**
+ * The pool behind `db`, as drizzle holds it (withQueryTimeout): a statement sent on it gets
+ * `db`'s client-side timeout unless it sets its own, and a connection whose statement
+ * timed out is destroyed and its session ended. For a plain statement that needs a
+ * timeout of its own (ping); `Database.pool`'s statements have none, and one given a
+ * `timeout` there stays unanswered on its connection, which the pool never gets back.
+ */
+export function timedPool(db: Db): Pool {
+  return (db as unknown as { $client: Pool }).$client;
+}
+
+/** One connection of a pool held for a transaction that may have to be abandoned (Database.dedicated). */
 export interface DedicatedConnection {
   /** Runs statements on this connection only (each with the pool's statement timeout). */
   tx: Executor;
@@ -99,8 +150,8 @@ export interface DedicatedConnection {
   release(): void;
   /**
    * Closes the connection at once, whatever it is doing, and drops it from its pool; then
-   * ends its session on the server (KILL, from another connection of the pool), so the
-   * server rolls back its open transaction and frees its locks even while it is still
+   * ends its session on the server (endSession: KILL, from another connection of the pool), so
+   * the server rolls back its open transaction and frees its locks even while it is still
    * running one of its statements. Statements sent on it afterwards fail. Not released
    * afterwards.
    */
@@ -108,13 +159,13 @@ export interface DedicatedConnection {
 }
 
 /**
- * Takes one connection from `db`'s pool for a transaction the caller runs itself, so it
- * can abandon it (destroy) when something inside never ends: drizzle's `transaction()`
- * offers no way to.
+ * Takes one connection of `timed` (the timed pool behind `db`, over `pool`) for a
+ * transaction the caller runs itself, so it can abandon it (destroy) when something inside
+ * never ends: drizzle's `transaction()` offers no way to. `permit` is given back with the
+ * connection.
  */
-export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> {
-  const pool = (db as unknown as { $client: Pool }).$client;
-  const conn = await pool.getConnection();
+async function dedicatedConnection(timed: Pool, pool: Pool, permit: () => void): Promise<DedicatedConnection> {
+  const conn = await timed.getConnection();
   let gone = false;
   return {
     tx: drizzle({ client: conn, schema, mode: 'default' }),
@@ -122,17 +173,13 @@ export async function dedicatedConnection(db: Db): Promise<DedicatedConnection> 
       if (gone) return;
       gone = true;
       conn.release();
+      permit();
     },
     destroy: () => {
       if (gone) return;
       gone = true;
-      const thread = Number(conn.threadId);
-      conn.destroy();
-      // The server notices a closed socket only when it next reads or writes it: a statement
-      // still running there (a slow UPDATE, a SLEEP) would go on holding the transaction's
-      // row locks until it ends. Ending one's own session needs no privilege; a session
-      // already gone answers 'unknown thread', ignored like any other failure here.
-      if (Number.isSafeInteger(thread) && thread > 0) pool.query(`KILL ${thread}`).catch(() => undefined);
+      void endSession(conn, pool);
+      permit();
     },
   };
 }
@@ -182,10 +229,12 @@ function sessionPool(options: PoolOptions): Pool {
 
 /**
  * The pool as drizzle sees it: every `query`/`execute`, on the pool or on a connection
- * taken from it for a transaction, gets mysql2's `timeout` option, and a connection
- * whose statement timed out is destroyed (mysql2 only fails the statement: the
- * connection would stay in the pool with an unanswered command, and `end()` would wait
- * for it forever).
+ * taken from it for a transaction, gets mysql2's `timeout` option (unless it sets its
+ * own), and a connection whose statement timed out is destroyed and its session ended
+ * (endSession). mysql2 only fails the statement: the connection would stay in the pool
+ * with an unanswered command, and `end()` would wait for it forever; and the server would
+ * go on running the statement, holding its transaction's row locks (a lock wait for up to
+ * innodb_lock_wait_timeout, and then the transaction stays open) until it ends.
  */
 function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
   const timed = (q: unknown) => (typeof q === 'string' ? { sql: q, timeout: timeoutMs } : { timeout: timeoutMs, ...(q as object) });
@@ -199,7 +248,7 @@ function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
       } catch (error) {
         if (isTimeout(error) && !destroyed) {
           destroyed = true;
-          conn.destroy();
+          void endSession(conn, pool);
         }
         throw error;
       }
@@ -208,6 +257,12 @@ function withQueryTimeout(pool: Pool, timeoutMs: number): Pool {
       query: run('query'),
       execute: run('execute'),
       release: () => destroyed || conn.release(),
+      // Destroyed from outside (dedicatedConnection): never released afterwards either.
+      destroy: () => {
+        if (destroyed) return;
+        destroyed = true;
+        conn.destroy();
+      },
     };
     return new Proxy(conn, {
       get(target, property) {

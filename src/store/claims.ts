@@ -40,6 +40,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { driverError, isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
+import { endSession } from '../db/endSession.ts';
 import type { Lease } from './fenced.ts';
 import { format, holderOf, idsCondition, parseDbTime } from './sql.ts';
 
@@ -283,7 +284,7 @@ export async function openClaimConnections(claims: Pool, count: number): Promise
         // Queued behind the session settings: once it answers, they have run.
         await conn.query({ sql: 'DO 0', timeout: TIMEOUTS.queryMs });
       } catch (error) {
-        conn.destroy();
+        void endSession(conn, claims); // timed out: whatever the session is doing, it goes
         throw error;
       }
       conn.release();
@@ -354,7 +355,11 @@ class ClaimTransaction {
   private open = false;
   private done = false;
 
-  constructor(private readonly conn: PoolConnection) {}
+  /** `conn` is a connection of `pool` (which ends its session should it be dropped). */
+  constructor(
+    private readonly conn: PoolConnection,
+    private readonly pool: Pick<Pool, 'getConnection'>,
+  ) {}
 
   /** Sends `statements` as one packet (opening the transaction with the first); returns each one's result. */
   async send(statements: string[]): Promise<unknown[]> {
@@ -377,7 +382,12 @@ class ClaimTransaction {
     this.conn.release();
   }
 
-  /** After a failure: roll back and hand the connection back if it still answers, else drop it. */
+  /**
+   * After a failure: roll back and hand the connection back if it still answers, else drop
+   * it and end its session (endSession): a packet that timed out may still be running on
+   * the server, holding the rows its locking read locked (other claims would skip them)
+   * and about to reserve them.
+   */
   async abandon(error: unknown): Promise<void> {
     if (this.done) return;
     if (!isConnectionError(error)) {
@@ -390,7 +400,7 @@ class ClaimTransaction {
       }
     }
     this.done = true;
-    this.conn.destroy();
+    void endSession(this.conn, this.pool);
   }
 
   /**
@@ -544,7 +554,7 @@ function leaseMicros(leases: LeaseLengths): string {
 export async function claimReady(claims: Pool, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
   if (request.limit <= 0 || request.queues.length === 0) return [];
   const conn = await claims.getConnection();
-  const tx = new ClaimTransaction(conn);
+  const tx = new ClaimTransaction(conn, claims);
   const lockedIds: number[] = [];
   const lockedRows: Locked[] = [];
   let heldLimit = false;

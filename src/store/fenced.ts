@@ -11,7 +11,7 @@
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { dedicatedConnection, type Db, type Executor } from '../db/client.ts';
+import type { Database, Db, Executor } from '../db/client.ts';
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
@@ -63,13 +63,20 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
 
 /** How long a completion's effect may run, and what ends it sooner (completeIfLeased). */
 export interface EffectBound {
-  /** Most milliseconds the effect may take, counted from when it starts. */
+  /**
+   * Most milliseconds the completion may take until its effect has run, counted from when
+   * completeIfLeased is called: a wait for a connection (Database.dedicated, when as many
+   * effects as it hands out are running) counts, so a completion never waits past it.
+   */
   limitMs: number;
   /** What the effect fails with when `limitMs` passes. */
   timedOut: () => Error;
-  /** Aborting it abandons the effect at once; it fails with the signal's reason. */
+  /** Aborting it abandons the effect (or the wait for its connection) at once; it fails with the signal's reason. */
   signal?: AbortSignal;
 }
+
+/** What completeIfLeased needs of the database: `db`, and for an effect a connection of the effects' share. */
+export type CompletionDatabase = Pick<Database, 'db' | 'dedicated'>;
 
 /**
  * Marks one job done inside a transaction that first locks the row and re-checks the
@@ -77,66 +84,106 @@ export interface EffectBound {
  * Returns false, having run nothing, when the lease was lost. An error thrown by the
  * effect rolls everything back and propagates.
  *
+ * With an effect, the transaction runs on a connection of Database.dedicated: effects
+ * take at most their share of the pool (waiting for it, first come, first served), so
+ * however many of them hang, the rest of the pool stays free for renewals and other
+ * completions.
+ *
  * An effect still running when its `bound` ends (or its signal aborts) is abandoned:
  * the transaction's connection is destroyed and its session ended (a statement still
  * running on the server too), so the server rolls it back and frees the row lock, and
  * this rejects with the bound's error at once. The effect's code may go on in the
- * background, but every statement it sends fails and "done" is never written.
+ * background, but every statement it sends fails and "done" is never written. A bound
+ * that ends while the completion still waits for its connection rejects the same way,
+ * having run nothing.
  */
 export async function completeIfLeased(
-  db: Db,
+  database: CompletionDatabase,
   lease: Lease,
   effect?: (tx: Executor) => Promise<void>,
   bound?: EffectBound,
 ): Promise<boolean> {
-  if (!effect) return db.transaction(async (tx) => markDoneIfHeld(tx, lease));
-  const conn = await dedicatedConnection(db);
-  let abandonedWith: Error | null = null;
+  if (!effect) return database.db.transaction(async (tx) => markDoneIfHeld(tx, lease));
+  const ending = boundEnding(bound);
   try {
-    const { tx } = conn;
-    await tx.execute(sql`BEGIN`);
-    const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
-    if (held.length === 0) {
-      await tx.execute(sql`ROLLBACK`);
-      return false;
+    const conn = await database.dedicated(ending.signal);
+    let abandonedWith: Error | null = null;
+    try {
+      if (ending.signal?.aborted) throw ending.signal.reason; // ended during the pool's own (short) wait
+      const { tx } = conn;
+      const ran = await untilEnded(
+        (async () => {
+          await tx.execute(sql`BEGIN`);
+          const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
+          if (held.length === 0) return false;
+          await effect(tx);
+          return true;
+        })(),
+        ending.signal,
+        (error) => {
+          abandonedWith = error;
+          conn.destroy();
+        },
+      );
+      if (!ran) {
+        await tx.execute(sql`ROLLBACK`);
+        return false;
+      }
+      await markDone(tx, lease);
+      await tx.execute(sql`COMMIT`);
+      return true;
+    } catch (error) {
+      if (abandonedWith) throw abandonedWith;
+      if (error === ending.signal?.reason) throw error; // nothing sent yet
+      // As drizzle's transaction() does: roll back, and a failed rollback's error wins (the connection is gone).
+      await conn.tx.execute(sql`ROLLBACK`);
+      throw error;
+    } finally {
+      conn.release(); // a no-op once destroyed
     }
-    await withinBound(effect(tx), bound, (error) => {
-      abandonedWith = error;
-      conn.destroy();
-    });
-    await markDone(tx, lease);
-    await tx.execute(sql`COMMIT`);
-    return true;
-  } catch (error) {
-    if (abandonedWith) throw abandonedWith;
-    // As drizzle's transaction() does: roll back, and a failed rollback's error wins (the connection is gone).
-    await conn.tx.execute(sql`ROLLBACK`);
-    throw error;
   } finally {
-    conn.release(); // a no-op once destroyed
+    ending.clear();
   }
 }
 
-/** Settles as `work` does, or rejects sooner when `bound` ends, calling `abandon` with the error first. */
-function withinBound(work: Promise<void>, bound: EffectBound | undefined, abandon: (error: Error) => void): Promise<void> {
-  if (!bound) return work;
+/**
+ * A signal that aborts when `bound` ends: with `bound.timedOut()` once `limitMs` has
+ * passed from now, or with the reason of `bound.signal`. No signal without a bound.
+ */
+function boundEnding(bound: EffectBound | undefined): { signal: AbortSignal | undefined; clear(): void } {
+  if (!bound) return { signal: undefined, clear: () => undefined };
+  const ended = new AbortController();
   const { signal } = bound;
-  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => ended.abort(signal!.reason);
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(() => ended.abort(bound.timedOut()), Math.max(0, bound.limitMs));
+  return {
+    signal: ended.signal,
+    clear: () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/** Settles as `work` does, or rejects sooner when `signal` aborts, calling `abandon` with its reason first. */
+function untilEnded<T>(work: Promise<T>, signal: AbortSignal | undefined, abandon: (error: Error) => void): Promise<T> {
+  if (!signal) return work;
   let onAbort: (() => void) | undefined;
   const ended = new Promise<never>((_, reject) => {
-    const end = (error: Error) => {
-      abandon(error);
-      reject(error);
+    const end = () => {
+      abandon(signal.reason as Error);
+      reject(signal.reason);
     };
-    if (signal?.aborted) return end(signal.reason as Error);
-    timer = setTimeout(() => end(bound.timedOut()), Math.max(0, bound.limitMs));
-    onAbort = () => end(signal!.reason as Error);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) return end();
+    onAbort = end;
+    signal.addEventListener('abort', onAbort, { once: true });
   });
   ended.catch(() => undefined); // an abort landing as `work` settles must not go unhandled
+  work.catch(() => undefined); // nor a failure of `work` after it was abandoned
   return Promise.race([work, ended]).finally(() => {
-    clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
   });
 }
 

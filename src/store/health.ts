@@ -3,7 +3,7 @@
  * locks, no transaction.
  */
 import { sql } from 'drizzle-orm';
-import { TIMEOUTS, unreachable, type Database, type Executor } from '../db/client.ts';
+import { timedPool, TIMEOUTS, unreachable, type Database, type Executor } from '../db/client.ts';
 import { DatabaseMissingError } from '../errors.ts';
 import { parseDbTime, rows } from './sql.ts';
 
@@ -20,7 +20,9 @@ export async function databaseNow(exec: Executor): Promise<Date> {
  */
 export async function ping(database: Database): Promise<void> {
   try {
-    await database.pool.query({ sql: 'SELECT 1', timeout: TIMEOUTS.connectMs });
+    // On the timed pool: a ping that times out (a network dropping packets) has its
+    // connection dropped and its session ended, rather than kept by the pool for good.
+    await timedPool(database.db).query({ sql: 'SELECT 1', timeout: TIMEOUTS.connectMs });
   } catch (error) {
     const { database: name, address } = database.target;
     if ((error as { code?: string })?.code === 'ER_BAD_DB_ERROR') {

@@ -108,7 +108,7 @@ export class Store implements JobWriter {
    * once `bound` ends; false when the lease was lost (completeIfLeased).
    */
   complete(lease: Lease, effect?: (tx: Executor) => Promise<void>, bound?: EffectBound): Promise<boolean> {
-    return completeIfLeased(this.db, lease, effect, bound);
+    return completeIfLeased(this.database, lease, effect, bound);
   }
 
   /** Records a failure: retry later or dead with a dead letter (failIfLeased). */

@@ -30,6 +30,8 @@
 import { sql } from 'drizzle-orm';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { driverError, TIMEOUTS, type Executor } from '../db/client.ts';
+// Named apart from this module's endSession, which ends another daemon's session by id.
+import { endSession as abandonConnection } from '../db/endSession.ts';
 import { parseDbTime, rows, toDbTime } from './sql.ts';
 
 /** A schedule's overlap lock, held until `release` (which never throws, and may be called again). */
@@ -89,7 +91,8 @@ export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: 
     });
     got = (result as Array<{ got: unknown }>)[0]?.got;
   } catch (error) {
-    conn.destroy(); // whatever the server did, the lock goes with the connection
+    // Whatever the server did (a GET_LOCK still waiting there, or granted since), the lock goes with the session.
+    void abandonConnection(conn, locks);
     throw error;
   }
   if (got === null || got === undefined) {
@@ -100,7 +103,7 @@ export async function holdOverlapLock(locks: Pool, scheduleName: string, waitS: 
     conn.release(); // timed out: holds nothing
     return null;
   }
-  return heldOn(conn, connectionId, scheduleName);
+  return heldOn(conn, locks, connectionId, scheduleName);
 }
 
 /**
@@ -125,7 +128,7 @@ async function connectionWithin(locks: Pool, ms: number): Promise<PoolConnection
   }
 }
 
-function heldOn(conn: PoolConnection, connectionId: number, scheduleName: string): OverlapLock {
+function heldOn(conn: PoolConnection, locks: Pool, connectionId: number, scheduleName: string): OverlapLock {
   let released = false;
   return {
     connectionId,
@@ -141,9 +144,10 @@ function heldOn(conn: PoolConnection, connectionId: number, scheduleName: string
           return;
         }
       } catch {
-        // A lost connection freed the lock already; ending it frees it otherwise.
+        // A lost connection freed the lock already; ending its session frees it otherwise
+        // (a RELEASE_LOCK that timed out: the session, and the lock, would live on).
       }
-      conn.destroy();
+      void abandonConnection(conn, locks);
     },
   };
 }

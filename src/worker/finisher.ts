@@ -385,7 +385,8 @@ export class Finisher {
  * How long `run`'s effects may hold their transaction (the row lock and a connection):
  * the task's `timeout` if it has one, and in any case no later than a third of a lease
  * before the lease ends, so that their failure can still be recorded under the lease.
- * Computed as the write is sent (a retry after database trouble gets what is left).
+ * Computed as the write is sent (a retry after database trouble gets what is left); a
+ * wait for a connection of the effects' share (Database.dedicated) counts against it.
  */
 function effectBound(run: JobRun): EffectBound {
   const byTimeout = run.task?.timeoutMs ?? Infinity;
