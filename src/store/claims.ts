@@ -462,8 +462,11 @@ class ClaimTransaction {
    * not yet counted). None when it did not commit.
    */
   async reservedBy(secret: string, ids: readonly number[]): Promise<Locked[]> {
-    const [, found] = await this.send(['ROLLBACK', reservedBySql(secret, ids)]);
-    return asBeforeUpdate(found as Locked[]);
+    const [, found] = await this.send([
+      'ROLLBACK',
+      format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE ${idsCondition(ids)} AND status = 'reserved' AND LEFT(lease_fence, 16) = ?`, [secret]),
+    ]);
+    return (found as Locked[]).map((row) => ({ ...row, attempts: row.attempts - 1 }));
   }
 
   /** Locks the rows of `ids` still ready and due in `queues` (claimByIdSql), up to `limit`. */
@@ -512,16 +515,6 @@ class ClaimTransaction {
     const rows = kept.length === 0 ? [] : ((await this.send(claimByPositionSql(queue, kept))) as Locked[][]).flat();
     return { rows, full: running + rows.length >= max, exhausted };
   }
-}
-
-/** Reads the rows of `ids` reserved with `secret` (their fence: leaseTokenOf), every column a claim returns. */
-function reservedBySql(secret: string, ids: readonly number[]): string {
-  return format(`SELECT ${CLAIM_COLUMNS} FROM cronq_jobs WHERE ${idsCondition(ids)} AND status = 'reserved' AND LEFT(lease_fence, 16) = ?`, [secret]);
-}
-
-/** Rows read after the reserving UPDATE, as a claim's locking read returns them (attempts not yet counted). */
-function asBeforeUpdate(rows: Locked[]): Locked[] {
-  return rows.map((row) => ({ ...row, attempts: row.attempts - 1 }));
 }
 
 /**
