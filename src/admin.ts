@@ -44,9 +44,9 @@ export type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget } from
 
 /** Why an operator cancels, and who (default `user@host` of this process). */
 export interface CancelOptions {
-  /** Required: 1–MAX_CANCEL_TEXT_LENGTH characters, stored in `cancel_reason`. */
+  /** Required: 1–255 characters, stored in `cancel_reason`. */
   reason: string;
-  /** Stored in `cancelled_by`; default `user@host` of this process. */
+  /** Stored in `cancelled_by` (1–255 characters); default `user@host` of this process. */
   by?: string;
 }
 
@@ -63,7 +63,7 @@ export type DeadLetterQuery = DeadLetterFilter & { includeReviewed?: boolean };
 /**
  * Dead-letter triage. A review (requeue or discard) marks a dead letter reviewed at most
  * once, however many operators race on it: the loser gets 'already_reviewed' and
- * changes nothing. Reasons are required (1–MAX_REASON_LENGTH characters; UsageError).
+ * changes nothing. Reasons are required (1–1000 characters; UsageError).
  */
 export interface DeadLetterAdmin {
   /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (default 1000); `more` when others match. */
@@ -76,9 +76,9 @@ export interface DeadLetterAdmin {
   requeue(id: number, reason: string): Promise<ReviewOutcome>;
   /** Leaves the job dead and marks the dead letter reviewed. */
   discard(id: number, reason: string): Promise<ReviewOutcome>;
-  /** requeue for every unreviewed dead letter matching `filter` (all when empty), REVIEW_BATCH_SIZE per transaction. */
+  /** requeue for every unreviewed dead letter matching `filter` (all when empty), 500 per transaction. */
   requeueMatching(filter: DeadLetterFilter, reason: string): Promise<BulkReviewResult>;
-  /** discard for every unreviewed dead letter matching `filter` (all when empty), REVIEW_BATCH_SIZE per transaction. */
+  /** discard for every unreviewed dead letter matching `filter` (all when empty), 500 per transaction. */
   discardMatching(filter: DeadLetterFilter, reason: string): Promise<BulkReviewResult>;
 }
 
@@ -138,7 +138,6 @@ export interface CronqAdmin {
   readonly deadLetters: DeadLetterAdmin;
   /** Pause and resume schedules and queues on every daemon (see PauseAdmin). */
   readonly pauses: PauseAdmin;
-  /** Jobs per queue and status, the oldest waiting age, dead letters awaiting review, each schedule's last tick. */
   /**
    * Cancels one job by id or key if it is 'ready' (it never runs) or 'reserved' (its
    * handler's ctx.signal aborts at its next lease renewal with JobCancelledError and its
@@ -149,7 +148,7 @@ export interface CronqAdmin {
   cancel(target: CancelTarget, options: CancelOptions): Promise<CancelOutcome>;
   /**
    * cancel for every 'ready' or 'reserved' job matching `filter` (all of them when empty)
-   * that exists when the call starts, CANCEL_BATCH_SIZE per transaction.
+   * that exists when the call starts, 500 per transaction.
    */
   cancelMatching(filter: CancelFilter, options: CancelOptions): Promise<BulkCancelResult>;
   /**
@@ -160,7 +159,7 @@ export interface CronqAdmin {
   /**
    * Each loaded schedule's health at `at` (default the database clock): the fire time of
    * its last tick whose jobs are all done, and whether it is overdue against its
-   * `expect: { within }` (schedule/health.ts). Reads at most the latest 10 ledger rows per
+   * `expect: { within }` (README, "Schedule health"). Reads at most the latest 10 ledger rows per
    * schedule, and the jobs of the ticks since its last success.
    */
   scheduleHealth(options?: { at?: Date }): Promise<ScheduleHealth[]>;
@@ -192,8 +191,8 @@ export interface CronqAdmin {
   recentTicks(schedule: string, count?: number, options?: { before?: Date }): Promise<TickRow[]>;
   /**
    * Jobs marked done in each of the last 60 minutes (database clock), all queues together.
-   * Bounded: per queue it reads at most COMPLETIONS_SCAN_MAX done jobs, newest available
-   * first, that became available within COMPLETION_LAG_MAX_MS (`capped` when a queue hit
+   * Bounded: per queue it reads at most 20,000 done jobs, newest available
+   * first, that became available within 6 hours (`capped` when a queue hit
    * the bound), from the claim index alone. `queues`: the queues to count (default:
    * every queue holding a done job).
    */

@@ -29,7 +29,7 @@ import { WorkerPool, type StopResult } from './worker/pool.ts';
 import { UnknownKinds } from './worker/unknownKinds.ts';
 import { catchUncaught } from './worker/uncaught.ts';
 
-export type { EnqueueJob };
+export type { EnqueueJob, StopResult };
 
 /** A job for a given task (`cronq.enqueue(task, job)`): the kind is the task's, the payload its type. */
 export type TaskJob<P> = Omit<EnqueueJob, 'kind' | 'payload'> & { payload: P };
@@ -54,12 +54,12 @@ export interface CronqOptions {
   schedulesDir?: string | null;
   /** How long importing one schedule file may take before the folder is refused (ms, 100–86400000, default 10 s). */
   importTimeoutMs?: number;
-  /** Handlers running at once (default 10). */
+  /** Handlers running at once (1–1000, default 10). */
   concurrency?: number;
   /**
    * Most jobs claimed ahead of free slots (0–10000, default 1000). The read-ahead is
    * what handlers use up in about two claim round trips, so slow handlers get none and
-   * no-op ones the most; 0 claims only for free slots. See WorkerPool.
+   * no-op ones the most; 0 claims only for free slots (README, "Claiming").
    */
   prefetch?: number;
   /** Queues to claim from (default: all); each a queue name as tasks take it. */
@@ -107,7 +107,7 @@ export interface CronqOptions {
    * How long a kind may go unserved before claimed jobs of that kind go dead (ms,
    * default 15 minutes): measured from the last heartbeat of a daemon that ran it, or
    * from the job's creation when none ever did. Until then such a job is released for
-   * a daemon that runs it, its attempt restored (see UnknownKinds).
+   * a daemon that runs it, its attempt restored (README, "Kinds this daemon does not run").
    */
   unknownKindGraceMs?: number;
   /**
@@ -212,7 +212,7 @@ export interface Cronq {
    * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops.
    */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
-  /** True once start() ran and the claim loop is alive. */
+  /** Whether each part this instance runs is alive now (null for a part it does not run); what `/healthz` reports. */
   health(): CronqHealth;
 }
 

@@ -40,7 +40,7 @@ export const GRACE_MS = 10_000;
 export const GRACE_BOUND: Pick<Bounded, 'min' | 'max'> = { min: 0, max: 24 * 3_600_000 };
 /** How long a kind may go unserved before its claimed jobs go dead, in ms (`unknownKindGraceMs`, `--unknown-kind-grace`). */
 export const UNKNOWN_KIND_GRACE_MS = 15 * 60_000;
-/** How often a daemon with workers refreshes its cronq_daemons row, in ms (`heartbeatInterval`). */
+/** How often a daemon running workers or a scheduler refreshes its cronq_daemons row, in ms (`heartbeatInterval`). */
 export const HEARTBEAT_MS = 10_000;
 /** Retention passes: rows per DELETE, the pause between them, the id span scanned at once, and how often `--prune-done-older-than` runs. */
 export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, everyMs: 5 * 60_000 };

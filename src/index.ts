@@ -1,7 +1,7 @@
 /**
  * cronq's public API: what schedule files and applications import from 'cronq'.
  */
-export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type EnqueueJob, type EnqueueOptions, type LoadedTasks, type TaskJob } from './cronq.ts';
+export { createCronq, type Cronq, type CronqHealth, type CronqOptions, type EnqueueJob, type EnqueueOptions, type LoadedTasks, type StopResult, type TaskJob } from './cronq.ts';
 export type {
   BulkCancelResult,
   AdminStats,

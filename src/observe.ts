@@ -6,8 +6,8 @@
 
 /**
  * Receives engine events. Calls are synchronous and made on the engine's hot paths:
- * an implementation must return quickly and must not throw (createCronq wraps whatever
- * it is given with `guardObserver`, so a throwing one is logged, never fatal).
+ * an implementation must return quickly and should not throw (createCronq guards it: an
+ * exception is logged as `observer_error`, once per method, never fatal).
  */
 export interface Observer {
   /** `count` jobs were claimed in one claim (each also logs `job_claimed`). */

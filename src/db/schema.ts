@@ -204,14 +204,15 @@ export const scheduleTicks = mysqlTable(
 );
 
 /**
- * One row per running daemon, written at start and refreshed by its heartbeat: which
- * kinds and queues it serves. A job whose kind no live daemon serves can then be told
+ * One row per running daemon (workers, a scheduler or both), written at start and
+ * refreshed by its heartbeat: which kinds and queues it serves (none without workers),
+ * and the connections its overlap locks are held on. A job whose kind no live daemon serves can then be told
  * apart from one that an older or newer daemon in a rolling deploy can still run.
  */
 export const daemons = mysqlTable(
   'cronq_daemons',
   {
-    /** `host:pid`, the value written to cronq_jobs.locked_by. */
+    /** Its `lockedBy` (`host:pid` by default), the value written to cronq_jobs.locked_by. */
     id: varchar('id', { length: 255 }).primaryKey(),
     host: varchar('host', { length: 255 }).notNull(),
     pid: int('pid', { unsigned: true }).notNull(),

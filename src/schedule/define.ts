@@ -47,14 +47,18 @@ export interface CatchUpOptions {
   window?: Duration;
   /** 'all': every missed tick in the window, up to `max`; 'latest': only the most recent. */
   mode?: CatchUpMode;
-  /** With mode 'all', at most this many missed ticks (the most recent) per catch-up (default 1000). */
+  /** With mode 'all', at most this many missed ticks (the most recent) per catch-up (1–100000, default 1000). */
   max?: number;
 }
 
 export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'> {
   /** Unique; the first part of every job key. */
   name: string;
-  /** croner syntax: 5 fields (minute first), 6 (seconds first), or @hourly, @daily, @weekly, @monthly, @yearly. */
+  /**
+   * A crontab line's time fields, read as Vixie cron reads them (README, "Cron dialect"): 5
+   * fields (minute first), 6 (seconds first), or @hourly, @daily (@midnight), @weekly,
+   * @monthly, @yearly (@annually).
+   */
   cron: string;
   /** IANA time zone the cron and the period keys are read in (default UTC). */
   timezone?: string;
@@ -63,9 +67,10 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   /** Missed-tick policy (default { mode: 'all', window: '1d', max: 1000 }); false: missed ticks are skipped. */
   catchUp?: CatchUpOptions | false;
   /**
-   * What a tick does while a job of an earlier tick of this schedule is still ready or
-   * reserved (any job of it, with a fan-out): 'allow' enqueues anyway (default), 'skip'
-   * records the tick as skipped ("previous run still in progress") and enqueues nothing.
+   * What a tick does while a job of any other tick of this schedule, earlier or later, is
+   * still ready or reserved (any job of it, with a fan-out): 'allow' enqueues anyway
+   * (default), 'skip' records the tick as skipped ("previous run still in progress") and
+   * enqueues nothing, deciding under a lock shared by every daemon (README, "Overlap").
    */
   overlap?: Overlap;
   /** Optional fan-out: one job per yielded entity, per period. Streamed, never held in memory at once. */
@@ -82,8 +87,8 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
   cwd?: string;
   /**
    * A dead-man's switch: every tick's jobs must all be done within `within` of the tick
-   * (at least 1m), else the schedule is overdue until a later tick completes (see
-   * schedule/health.ts). Default: no expectation.
+   * (at least 1m), else the schedule is overdue until a later tick completes (README,
+   * "Schedule health"). Default: no expectation.
    */
   expect?: { within: Duration };
 }

@@ -23,7 +23,7 @@ export interface Completions {
   minutes: Date[];
   /** Jobs marked done in each minute, all queues together. */
   counts: number[];
-  /** True when a queue had COMPLETIONS_SCAN_MAX recent done jobs or more: counts may be a lower bound. */
+  /** True when a queue had 20,000 recent done jobs or more (the most read): counts may be a lower bound. */
   capped: boolean;
 }
 
@@ -72,6 +72,7 @@ export interface DaemonSeen {
   id: string;
   host: string;
   pid: number;
+  /** The kinds it runs (none for a daemon that runs only the scheduler). */
   kinds: string[];
   /** null: every queue. */
   queues: string[] | null;

@@ -240,7 +240,8 @@ export type EndSessionOutcome = { ended: true } | { ended: false; why: 'gone' } 
 /**
  * Ends the session `connectionId` (KILL CONNECTION): the server rolls back its open
  * transaction and frees its named locks as it ends. A user may end its own sessions;
- * another user's needs PROCESS/SUPER (CONNECTION ADMIN on MySQL 8), else 'refused'.
+ * another user's needs SUPER or CONNECTION ADMIN (CONNECTION_ADMIN on MySQL 8; PROCESS
+ * is not enough), else 'refused'.
  * Other failures (a lost connection) throw.
  */
 export async function endSession(exec: Executor, connectionId: number): Promise<EndSessionOutcome> {

@@ -24,8 +24,9 @@ export const DEAD_LETTER_COUNT_CAP = 100_000;
 export interface QueueStats extends Record<JobStatus, number> {
   queue: string;
   /**
-   * The statuses with more rows than their cap (COUNT_CAPS): the number shown is the
-   * cap, a lower bound. Empty when every count is exact.
+   * The statuses with more rows than their cap (100,000 ready or reserved, 10,000 done,
+   * dead or cancelled): the number shown is the cap, a lower bound. Empty when every
+   * count is exact.
    */
   capped: JobStatus[];
   /**
@@ -73,9 +74,9 @@ export interface ScheduleStats {
 
 /** Dead letters as a whole. */
 export interface DeadLetterStats {
-  /** Dead letters with `reviewed_at IS NULL`, counted up to DEAD_LETTER_COUNT_CAP. */
+  /** Dead letters with `reviewed_at IS NULL`, counted up to 100,000. */
   awaitingReview: number;
-  /** True when there are more than DEAD_LETTER_COUNT_CAP: `awaitingReview` is the cap, a lower bound. */
+  /** True when there are more than 100,000: `awaitingReview` is the cap, a lower bound. */
   capped: boolean;
 }
 

@@ -30,14 +30,21 @@ export interface TaskOptions<P = any> {
   /** The job kind this task handles: letters, digits, `.`, `_`, `-`; up to 64. */
   name: string;
   handle: Handler<P>;
+  /** The queue its jobs go to (1-64 of letters, digits, `.`, `_`, `-`; default 'default', or with `concurrency` the task's name). */
   queue?: string;
+  /** Attempts before a job goes dead (1–1000, default 5). */
   maxAttempts?: number;
+  /**
+   * Delay before retry n: base·2^(n−1), capped at max, jittered to ½–1 of that (default
+   * { base: '1s', max: '1h' }; each at most 365d).
+   */
   backoff?: { base?: Duration; max?: Duration };
-  /** How long a claim holds the job before recovery may take it back; renewed while the handler runs. */
+  /** How long a claim holds the job before recovery may take it back (1s–24h, default 60s); renewed every third of it while the handler runs. */
   lease?: Duration;
   /**
    * Fail an attempt that runs longer than this (retryable): `ctx.signal` aborts with a
-   * JobTimeoutError and the slot is freed, whether or not the handler stops. Default: none.
+   * JobTimeoutError and the slot is freed, whether or not the handler stops (at most 7d).
+   * Also bounds the attempt's effects, counted from when its completion is sent. Default: none.
    */
   timeout?: Duration;
   /**

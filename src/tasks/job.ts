@@ -21,7 +21,11 @@ export interface Job<P = unknown> {
 export type Effect = (tx: Executor) => Promise<unknown>;
 
 export interface JobContext {
-  /** Aborts when the lease is lost or the shutdown grace runs out: stop work and return. */
+  /**
+   * Aborts when the task's `timeout` passes (JobTimeoutError), the lease is lost
+   * (LeaseLostError; JobCancelledError when an operator cancelled the job) or the shutdown
+   * grace runs out (ShutdownAbortError): stop work and return.
+   */
   signal: AbortSignal;
   /** A child logger carrying job_id and kind. */
   log: Logger;
@@ -29,12 +33,14 @@ export interface JobContext {
    * Registers `fn(tx)` to run inside the fenced transaction that marks the job done.
    * Effects run in registration order; if any throws, nothing commits and the job
    * fails like a handler error. They never run when the lease was lost. Together they may
-   * run for the task's `timeout` and at most until a third of the lease before it ends;
-   * past that their transaction is rolled back and the attempt fails with EffectTimeoutError.
+   * run for the task's `timeout`, counted from when the completion is sent (as the handler
+   * returns), and at most until a third of the lease before it ends; past that their
+   * transaction is abandoned and rolled back and the attempt fails with EffectTimeoutError.
    * Called after the handler returned (outside a running effect), it registers nothing
    * and logs `job_effect_ignored`.
    */
   effect(fn: Effect): void;
 }
 
+/** Runs one attempt of a job: returning (or resolving) is success, throwing is a failure (PermanentError: no retry). */
 export type Handler<P = any> = (job: Job<P>, ctx: JobContext) => unknown | Promise<unknown>;

@@ -63,7 +63,9 @@ export interface WorkerPoolOptions {
 
 /** What `stop` reports. */
 export interface StopResult {
+  /** Jobs handed back to the queue, attempt restored: claimed but never started, or cut off by the grace. */
   released: number;
+  /** Of those, the jobs whose handlers were still running when the grace ran out. */
   abandoned: number;
 }
 
