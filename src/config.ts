@@ -83,6 +83,11 @@ export function parseIntFlag(value: string, flag: string, min: number, max: numb
   return wholeNumberWithin(/^\d+$/.test(value.trim()) ? Number(value) : Number.NaN, flag, { min, max }, `'${value}'`);
 }
 
+/** A queue name given as `flag`, validated as tasks take it (a UsageError naming the flag). */
+export function parseQueueFlag(value: string, flag: string): string {
+  return validateQueue(value, flag);
+}
+
 /** Splits `a,b` into validated queue names. */
 export function parseQueues(value: string | undefined): string[] {
   if (value === undefined) return [];

@@ -108,6 +108,15 @@ describe('instants past what the database holds', () => {
   });
 });
 
+describe('cronq enqueue --queue', () => {
+  it('a bad queue name is refused naming --queue, before the database is opened', async () => {
+    // No server there: a refusal after connecting would be a connection error instead.
+    expect(await refused(['enqueue', 'report', '--key', 'k', '--queue', 'a b'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe(
+      `cronq: --queue must be 1-64 letters, digits, '.', '_' or '-' (got "a b")`,
+    );
+  });
+});
+
 describe('MIGRATION_DATABASE_URL', () => {
   it('a malformed MIGRATION_DATABASE_URL is refused under its own name, not as DATABASE_URL', async () => {
     expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'postgres://root@127.0.0.1/cronq' })).toBe('cronq: MIGRATION_DATABASE_URL must start with mysql:// (got postgres://)');

@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.ts';
-import { parseIntFlag } from '../../config.ts';
+import { parseIntFlag, parseQueueFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -56,6 +56,7 @@ ${COMMON_HELP}`,
     }
     const runAt = values['run-at'] === undefined ? undefined : parseIsoInstant(values['run-at'] as string, '--run-at');
     const maxAttempts = values['max-attempts'] === undefined ? undefined : parseIntFlag(values['max-attempts'] as string, '--max-attempts', 1, 1000);
+    const queue = values.queue === undefined ? undefined : parseQueueFlag(values.queue as string, '--queue');
     const cronq = await openForCommand({ values, positionals, env, out });
     try {
       const registry = await cronq.ready();
@@ -64,7 +65,7 @@ ${COMMON_HELP}`,
           `cronq enqueue: unknown kind '${kind}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
         );
       }
-      const { id } = await cronq.enqueue({ kind, key, payload, queue: values.queue as string | undefined, maxAttempts, runAt }, { allowUnknownKind: true });
+      const { id } = await cronq.enqueue({ kind, key, payload, queue, maxAttempts, runAt }, { allowUnknownKind: true });
       out(String(id));
       return 0;
     } finally {
