@@ -63,8 +63,6 @@ their attempt restored; running handlers get the grace period; exit 0. While
 schedule files are still importing: exit 0 at once, nothing started. A second
 signal exits at once.
 
-  CRONQ_FAULT_POST_CLAIM_PAUSE_MS   test hook: pause 0-10000 ms after each claim commits
-
 ${COMMON_HELP}`,
   options: {
     ...COMMON_OPTIONS,
