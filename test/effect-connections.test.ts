@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
 import { createCronq, defineTask, type Cronq, type Task } from '../src/index.ts';
-import { completeIfLeased, renewIfLeased, type EffectBound } from '../src/store/fenced.ts';
+import { completeIfLeased, EffectNotStartedError, renewIfLeased, type EffectBound } from '../src/store/fenced.ts';
 import { insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
@@ -165,7 +165,7 @@ describe("a completion with an effect, when the effects' share of the pool is ta
     ]);
   });
 
-  it("whose bound ends while it waits fails with the bound's error, having run nothing", async () => {
+  it('whose bound ends while it waits fails saying its effects never started (EffectNotStartedError), having run nothing', async () => {
     const { database, first, second } = await twoJobs();
     const firstRunning = gate();
     const firstMayEnd = gate();
@@ -178,7 +178,7 @@ describe("a completion with an effect, when the effects' share of the pool is ta
     const secondDone = completeIfLeased(database, second.lease, async () => {
       secondRan = true;
     }, boundOf(200));
-    await expect(secondDone).rejects.toThrow('bound of 200ms ended');
+    await expect(secondDone).rejects.toThrow(new EffectNotStartedError('effects did not start within 200ms: still waiting for a database connection; nothing was written'));
     firstMayEnd.open();
     expect(await firstDone).toBe(true);
     expect(secondRan).toBe(false);
@@ -207,5 +207,67 @@ describe("a completion with an effect, when the effects' share of the pool is ta
     expect(secondRan).toBe(false);
     // The share is whole again: the job whose wait was abandoned completes with its effect.
     expect(await completeIfLeased(database, second.lease, async () => undefined, boundOf(5_000))).toBe(true);
+  });
+});
+
+describe('a completion with an effect whose bound runs out before its effect begins', () => {
+  it("while another transaction holds the job's row: fails with EffectNotStartedError naming the row lock, having run nothing", async () => {
+    small = connect(t.url, { poolSize: 4 });
+    await insertJobsIfAbsent(small.db, [jobRow('locked')]);
+    const [job] = await claimJobs(small, 1);
+    const holder = await small.pool.getConnection();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT id FROM cronq_jobs WHERE job_key = 'locked' FOR UPDATE");
+      let ran = false;
+      const done = completeIfLeased(small, job.lease, async () => {
+        ran = true;
+      }, boundOf(300));
+      await expect(done).rejects.toThrow(new EffectNotStartedError("effects did not start within 300ms: still waiting for the job's row lock; nothing was written"));
+      expect(ran).toBe(false);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    expect(await t.sql("SELECT status FROM cronq_jobs WHERE job_key = 'locked'")).toEqual([{ status: 'reserved' }]);
+  });
+
+  it('in a daemon, waiting for a connection of the effects\' share: is tried again under its renewed lease and completes once one frees, not counted as a failure', async () => {
+    const effects = countingEffects();
+    const hangMayEnd = gate();
+    await start([
+      // Each holds one connection of the effects' share (46 of the 48 at concurrency 60) until the gate opens.
+      defineTask({
+        name: 'hold',
+        timeout: EFFECT_TIMEOUT,
+        handle: (_job, ctx) => {
+          ctx.effect(async () => {
+            effects.onStart();
+            await hangMayEnd.opened;
+          });
+        },
+      }),
+      // Its effects' bound is what is left of a 2 s lease less a third of it: it runs out while waiting.
+      defineTask({
+        name: 'waiter',
+        lease: '2s',
+        handle: (job, ctx) => {
+          ctx.effect(async (tx) => {
+            await tx.execute(sql`UPDATE cronq_jobs SET payload = '{"wrote":true}' WHERE job_key = ${job.key}`);
+          });
+        },
+      }),
+    ]);
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 46 }, (_, i) => jobRow(`hold:${i}`, { kind: 'hold' })));
+    await effects.atLeast(46);
+    await insertJobsIfAbsent(t.database.db, [jobRow('waiter:1', { kind: 'waiter' })]);
+    // The waiter's bound ran out while it waited for a connection: the database's slowness, backed off from.
+    const [slow] = await log.waitFor('job_effects_delayed', 1, 10_000, (e) => e.kind === 'waiter');
+    expect(slow.error).toMatch(/^EffectNotStartedError: effects did not start within \d+ms: still waiting for a database connection; nothing was written$/);
+    hangMayEnd.open();
+    await log.waitFor('job_completed', 1, 10_000, (e) => e.kind === 'waiter');
+    expect(log.named('job_failed')).toEqual([]);
+    expect(log.named('job_finish_abandoned')).toEqual([]);
+    expect(await t.sql("SELECT status, attempts, payload FROM cronq_jobs WHERE job_key = 'waiter:1'")).toEqual([{ status: 'done', attempts: 1, payload: { wrote: true } }]);
   });
 });

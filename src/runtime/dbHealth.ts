@@ -77,7 +77,7 @@ export class DbHealth {
     const now = Date.now();
     if (now - (this.statementErrorLoggedAt.get(where) ?? 0) >= STATEMENT_ERROR_LOG_EVERY_MS) {
       this.statementErrorLoggedAt.set(where, now);
-      this.log.warn({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX) }, 'database refused a statement; backing off');
+      this.log.warn({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX) }, 'database refused or delayed a statement; backing off');
     }
     return retryDelayMs(STATEMENT_ERROR_BACKOFF, 1);
   }

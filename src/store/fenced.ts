@@ -11,7 +11,7 @@
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Database, Db, Executor } from '../db/client.ts';
+import type { Database, Db, DedicatedConnection, Executor } from '../db/client.ts';
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
@@ -75,6 +75,16 @@ export interface EffectBound {
   signal?: AbortSignal;
 }
 
+/**
+ * The bound of a completion with effects ran out before its effects began: while it
+ * waited for a connection of the effects' share, or for the job's row lock. Nothing ran
+ * and nothing was written; the lease may still hold. The database's slowness, not the
+ * effects': a caller may try the completion again under the lease.
+ */
+export class EffectNotStartedError extends Error {
+  override name = 'EffectNotStartedError';
+}
+
 /** What completeIfLeased needs of the database: `db`, and for an effect a connection of the effects' share. */
 export type CompletionDatabase = Pick<Database, 'db' | 'dedicated'>;
 
@@ -94,8 +104,9 @@ export type CompletionDatabase = Pick<Database, 'db' | 'dedicated'>;
  * running on the server too), so the server rolls it back and frees the row lock, and
  * this rejects with the bound's error at once. The effect's code may go on in the
  * background, but every statement it sends fails and "done" is never written. A bound
- * that ends while the completion still waits for its connection rejects the same way,
- * having run nothing.
+ * that runs out while the completion still waits for its connection or for the job's
+ * row lock rejects with EffectNotStartedError instead, having run nothing (an abort of
+ * `bound.signal` there rejects with the signal's reason).
  */
 export async function completeIfLeased(
   database: CompletionDatabase,
@@ -105,23 +116,36 @@ export async function completeIfLeased(
 ): Promise<boolean> {
   if (!effect) return database.db.transaction(async (tx) => markDoneIfHeld(tx, lease));
   const ending = boundEnding(bound);
+  // Where the completion was when its bound ran out, for the error that says so.
+  let waitingFor: 'a database connection' | "the job's row lock" | null = 'a database connection';
+  const notStarted = (reason: unknown) =>
+    ending.timedOut && waitingFor !== null
+      ? new EffectNotStartedError(`effects did not start within ${bound!.limitMs}ms: still waiting for ${waitingFor}; nothing was written`)
+      : reason;
   try {
-    const conn = await database.dedicated(ending.signal);
+    let conn: DedicatedConnection;
+    try {
+      conn = await database.dedicated(ending.signal);
+    } catch (error) {
+      throw error === ending.signal?.reason ? notStarted(error) : error;
+    }
     let abandonedWith: Error | null = null;
     try {
-      if (ending.signal?.aborted) throw ending.signal.reason; // ended during the pool's own (short) wait
+      if (ending.signal?.aborted) throw notStarted(ending.signal.reason); // ended during the pool's own wait (a new connection's handshake)
       const { tx } = conn;
+      waitingFor = "the job's row lock";
       const ran = await untilEnded(
         (async () => {
           await tx.execute(sql`BEGIN`);
           const held = rows(await tx.execute(sql`SELECT id FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
           if (held.length === 0) return false;
+          waitingFor = null;
           await effect(tx);
           return true;
         })(),
         ending.signal,
         (error) => {
-          abandonedWith = error;
+          abandonedWith = notStarted(error) as Error;
           conn.destroy();
         },
       );
@@ -134,7 +158,7 @@ export async function completeIfLeased(
       return true;
     } catch (error) {
       if (abandonedWith) throw abandonedWith;
-      if (error === ending.signal?.reason) throw error; // nothing sent yet
+      if (error instanceof EffectNotStartedError || error === ending.signal?.reason) throw error; // nothing sent yet
       // As drizzle's transaction() does: roll back, and a failed rollback's error wins (the connection is gone).
       await conn.tx.execute(sql`ROLLBACK`);
       throw error;
@@ -148,18 +172,26 @@ export async function completeIfLeased(
 
 /**
  * A signal that aborts when `bound` ends: with `bound.timedOut()` once `limitMs` has
- * passed from now, or with the reason of `bound.signal`. No signal without a bound.
+ * passed from now (`timedOut` is then true), or with the reason of `bound.signal`. No
+ * signal without a bound.
  */
-function boundEnding(bound: EffectBound | undefined): { signal: AbortSignal | undefined; clear(): void } {
-  if (!bound) return { signal: undefined, clear: () => undefined };
+function boundEnding(bound: EffectBound | undefined): { signal: AbortSignal | undefined; readonly timedOut: boolean; clear(): void } {
+  if (!bound) return { signal: undefined, timedOut: false, clear: () => undefined };
   const ended = new AbortController();
   const { signal } = bound;
   const onAbort = () => ended.abort(signal!.reason);
   if (signal?.aborted) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => ended.abort(bound.timedOut()), Math.max(0, bound.limitMs));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = !ended.signal.aborted;
+    ended.abort(bound.timedOut());
+  }, Math.max(0, bound.limitMs));
   return {
     signal: ended.signal,
+    get timedOut() {
+      return timedOut;
+    },
     clear: () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);

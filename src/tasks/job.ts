@@ -36,6 +36,8 @@ export interface JobContext {
    * run for the task's `timeout`, counted from when the completion is sent (as the handler
    * returns), and at most until a third of the lease before it ends; past that their
    * transaction is abandoned and rolled back and the attempt fails with EffectTimeoutError.
+   * A bound that ends before they began (waiting for a connection or the row lock) fails
+   * nothing: the lease is renewed and the completion tried again (`job_effects_delayed`).
    * Called after the handler returned (outside a running effect), it registers nothing
    * and logs `job_effect_ignored`.
    */

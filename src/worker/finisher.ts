@@ -5,7 +5,7 @@ import type { Observer } from '../observe.ts';
 import { isDatabaseTrouble, isOutage, type DbHealth } from '../runtime/dbHealth.ts';
 import { errorText } from '../runtime/errorText.ts';
 import { sleep } from '../runtime/wakeup.ts';
-import type { ClaimedJob, EffectBound } from '../store/index.ts';
+import { EffectNotStartedError, type ClaimedJob, type EffectBound } from '../store/index.ts';
 import type { Effect } from '../tasks/job.ts';
 import type { JobRun } from './jobRun.ts';
 import { failureOf } from './retryPolicy.ts';
@@ -273,7 +273,8 @@ export class Finisher {
     if (done.ok === false) {
       // Shutdown's grace ran out during the effects: rolled back; the drain hands the job back.
       if (done.error instanceof ShutdownAbortError) return;
-      // An effect threw or timed out (not the database going away): a handler failure like any other.
+      // An effect threw or timed out once running (not the database going away or too slow
+      // to let it start): a handler failure like any other.
       await this.recordFailure(run, done.error);
       return;
     }
@@ -339,12 +340,13 @@ export class Finisher {
 
   /**
    * Runs one fenced write for `run`, retrying database trouble (with backoff) while its
-   * lease may still be valid. Undefined when it gave up (recovery will return the job),
+   * lease may still be valid; so too effects that never began (EffectNotStartedError). Undefined when it gave up (recovery will return the job),
    * `{ ok: false }` when the write failed for a reason not the database's.
    */
   private async writeWithRetry<T>(run: JobRun, where: string, write: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
     const { health } = this.deps;
     let stopRenewal: (() => void) | null = null;
+    let delayedLogged = false;
     try {
       for (;;) {
         if (!health.healthy) {
@@ -362,11 +364,24 @@ export class Finisher {
           health.ok(sentAt);
           return { ok: true, value };
         } catch (error) {
-          if (!isDatabaseTrouble(error)) return { ok: false, error };
+          // Effects whose bound ran out before they began (no connection, or no row lock, in
+          // time): the database's slowness, not theirs; nothing ran, so they are tried again.
+          const notStarted = error instanceof EffectNotStartedError;
+          if (!notStarted && !isDatabaseTrouble(error)) return { ok: false, error };
           stopRenewal ??= run.keepLeaseAlive(); // keep the lease alive while the trouble lasts
+          if (notStarted) {
+            // Their bound ended a third of a lease before the lease: renew it now, and the
+            // next try gets a bound of its own. A renewal that did not land backs off below.
+            if (!delayedLogged) run.log.info({ event: 'job_effects_delayed', error: errorText(error) }, 'effects could not start in time; renewing the lease and trying again');
+            delayedLogged = true;
+            const before = run.leaseDeadline;
+            await run.renewLeaseNow();
+            if (run.leaseLost) return undefined; // marked lost (or cancelled) and logged
+            if (run.leaseDeadline > before) continue;
+          }
           // An outage already reported (say, by another job's write) is not reported
           // again: the loop's top waits for the database to come back.
-          if (!health.healthy && isOutage(error)) continue;
+          if (!notStarted && !health.healthy && isOutage(error)) continue;
           const wait = health.backoffAfter(error, where);
           if (Date.now() + wait >= run.leaseDeadline || run.leaseLost) {
             this.logAbandoned(run, where);

@@ -6,7 +6,7 @@ import type { Task } from '../tasks/define.ts';
 import type { Effect, Job, JobContext } from '../tasks/job.ts';
 import type { Finisher, HandlerOutcome } from './finisher.ts';
 import { decodePayload } from './payload.ts';
-import { keepLeaseAlive, type RenewableRun } from './renewal.ts';
+import { keepLeaseAlive, renewOnce, type RenewableRun } from './renewal.ts';
 import { runAsJob } from './runningJob.ts';
 import type { WorkerStore } from './workerStore.ts';
 import { JobCancelledError, LeaseLostError, ShutdownAbortError } from '../errors.ts';
@@ -148,6 +148,11 @@ export class JobRun implements RenewableRun {
   /** Renews the lease every third of its length until the returned function is called (renewal.ts). */
   keepLeaseAlive(): () => void {
     return keepLeaseAlive(this, this.deps.store, this.deps.health);
+  }
+
+  /** Renews the lease once, now (renewal.ts renewOnce): the lease is then renewed, marked lost, or as it was after a database error. */
+  renewLeaseNow(): Promise<void> {
+    return renewOnce(this, this.deps.store, this.deps.health);
   }
 
   leaseRenewed(requestedAt: number): void {

@@ -35,7 +35,11 @@ export function keepLeaseAlive(run: RenewableRun, store: RenewalStore, health: D
   return () => clearInterval(timer);
 }
 
-async function renewOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
+/**
+ * Sends one renewal of `run`'s lease now, as keepLeaseAlive's timer does (the same
+ * outcomes: renewed, marked lost or cancelled, or an error reported to `health`). Never throws.
+ */
+export async function renewOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
   if (run.leaseLost || run.settled || !health.healthy) return;
   const requestedAt = Date.now();
   try {
