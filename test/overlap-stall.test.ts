@@ -3,17 +3,20 @@
  * event loop) keeps its connection open, so the lock: two daemons on their own pools
  * against the real server, the first held inside its fan-out with the lock taken and its
  * heartbeat frozen (the beat never arrives, its connections stay open), the second
- * deciding the next tick. Waits are on the database's clock and the log, not sleeps.
+ * deciding the next tick. And one whose heartbeat goes on while its fan-out's jobs()
+ * hangs: it must give the lock up itself once its fan-out's lease runs out. Waits are on
+ * the database's clock, the log and the fan-out's own promises, not sleeps.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
 import { defineSchedule } from '../src/index.ts';
+import type { Schedule } from '../src/schedule/define.ts';
 import { DbHealth } from '../src/runtime/dbHealth.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { OverlapGuard } from '../src/schedule/overlapGuard.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
-import { Store, type DaemonRecord, type EncodedJobRow, type NewJobRow } from '../src/store/index.ts';
+import { Store, type DaemonRecord, type EncodedJobRow, type HoldOptions, type NewJobRow, type OverlapLock } from '../src/store/index.ts';
 import { DaemonHeartbeat } from '../src/worker/heartbeat.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog, eventually } from './support/events.ts';
@@ -31,10 +34,30 @@ const T4 = new Date('2030-01-01T10:04:00.100Z'); // tick 10:04 due
 
 const every = (name: string) => defineSchedule({ name, cron: '* * * * *', timezone: 'UTC', overlap: 'skip', handle() {} });
 
-/** A Store whose heartbeat can be frozen (the beat is sent and never answered) and whose fan-out can be held before it inserts. */
+/**
+ * A Store whose heartbeat can be frozen (the beat is sent and never answered), whose
+ * fan-out can be held before it inserts, and that runs `beforeRelease` as an overlap lock
+ * it took is about to be released (the lock still held).
+ */
 class StallingStore extends Store {
   heartbeatFrozen = false;
   beforeInsert: (() => Promise<void>) | null = null;
+  beforeRelease: (() => Promise<void>) | null = null;
+
+  override async holdOverlapLock(scheduleName: string, waitS: number, options?: HoldOptions): Promise<OverlapLock | null> {
+    const lock = await super.holdOverlapLock(scheduleName, waitS, options);
+    if (lock === null) return null;
+    return {
+      connectionId: lock.connectionId,
+      release: async () => {
+        try {
+          await this.beforeRelease?.();
+        } finally {
+          await lock.release();
+        }
+      },
+    };
+  }
 
   override heartbeatDaemon(daemon: DaemonRecord): Promise<void> {
     return this.heartbeatFrozen ? new Promise(() => undefined) : super.heartbeatDaemon(daemon);
@@ -59,8 +82,11 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((d) => d.close().catch(() => undefined)));
 });
 
-/** A daemon on a pool of its own: its heartbeat (registered and beating) and one ticker of `schedule` whose overlap locks are listed as its own. */
-async function daemon(id: string, schedule: ReturnType<typeof every>, url = t.url) {
+/**
+ * A daemon on a pool of its own: its heartbeat (registered and beating) and one ticker of
+ * `schedule` whose overlap locks are listed as its own (fan-out lease: `fanoutLeaseMs`, or the default).
+ */
+async function daemon(id: string, schedule: Schedule, url = t.url, fanoutLeaseMs?: number) {
   const database = connect(url);
   opened.push(database);
   const store = new StallingStore(database);
@@ -70,7 +96,7 @@ async function daemon(id: string, schedule: ReturnType<typeof every>, url = t.ur
   heartbeats.push(heartbeat);
   await heartbeat.start();
   const overlapGuard = new OverlapGuard({ store, log: log.logger, daemon: { id, heartbeatMs: BEAT_MS } });
-  const ticker = new ScheduleTicker(schedule, { store, clock: systemClock, log: log.logger, claimedBy: `${id}:1`, overlapLockWaitS: 0, overlapGuard });
+  const ticker = new ScheduleTicker(schedule, { store, clock: systemClock, log: log.logger, claimedBy: `${id}:1`, overlapLockWaitS: 0, overlapGuard, fanoutLeaseMs });
   return { store, log, ticker };
 }
 
@@ -212,6 +238,171 @@ describe('a daemon that stalls holding an overlap lock', () => {
     expect(await tick(s.name, '10:04')).toEqual({ outcome: 'enqueued', note: null, jobs: 1 });
     expect(b.log.named('overlap_lock_freed')).toMatchObject([{ daemon: 'ghost', connection_id: holder }]);
     await lock!.release();
+  }, 30_000);
+});
+
+/** The fan-out lease of the daemons whose jobs() hangs: short, so it runs out within the test. */
+const LEASE_MS = 2_000;
+
+/**
+ * A fan-out schedule whose first jobs() call (the first daemon's fan-out) hangs until
+ * `wake` opens and then yields `late`; every later call yields `e` at once. `closed`
+ * opens when that first call's generator has ended (run to its end or closed).
+ */
+function hangingOnce(name: string) {
+  const inJobs = gate();
+  const wake = gate();
+  const closed = gate();
+  let calls = 0;
+  const schedule = defineSchedule({
+    name,
+    cron: '* * * * *',
+    timezone: 'UTC',
+    overlap: 'skip',
+    handle() {},
+    async *jobs() {
+      calls += 1;
+      if (calls > 1) {
+        yield { key: 'e' };
+        return;
+      }
+      try {
+        inJobs.open();
+        await wake.opened;
+        yield { key: 'late' };
+      } finally {
+        closed.open();
+      }
+    },
+  });
+  return { schedule, inJobs, wake, closed };
+}
+
+/** What `pass` settled as (its error, or 'finished'), or 'still hanging' when it has not within `ms`. */
+async function settledWithin(pass: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((resolve) => (timer = setTimeout(() => resolve('still hanging'), ms)));
+  try {
+    return await Promise.race([pass.then(() => 'finished', (error: unknown) => error), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** When the tick's fan-out lease ends, as the ledger has it now ('YYYY-MM-DD HH:MM:SS.ffffff'). */
+async function leaseEndOf(name: string, scheduledAt: string): Promise<string> {
+  const [row] = await t.sql("SELECT DATE_FORMAT(fanout_until, '%Y-%m-%d %H:%i:%s.%f') AS until FROM cronq_schedule_ticks WHERE schedule_name = ? AND scheduled_at = ?", [name, scheduledAt]);
+  return row.until;
+}
+
+const jobKeys = async (name: string) =>
+  (await t.sql('SELECT job_key FROM cronq_jobs WHERE schedule_name = ? ORDER BY job_key', [name])).map((r) => r.job_key);
+
+describe('a daemon whose fan-out hangs in jobs() while its heartbeat still beats', () => {
+  it("gives the schedule's overlap lock up once its fan-out's lease has run out, not before: the tick is taken over and decided afresh, later ticks run", async () => {
+    const h = hangingOnce('hung');
+    const { name } = h.schedule;
+    await seed(name);
+    const a = await daemon('a', h.schedule, t.url, LEASE_MS);
+    const b = await daemon('b', h.schedule, t.url, LEASE_MS);
+    try {
+      const aPass = a.ticker.catchUp(T1);
+      await h.inJobs.opened; // A owns 10:01, holds the lock, and its jobs() hangs
+      const holder = await lockHolder(name);
+      expect(holder).not.toBeNull();
+      // The database clock as A is about to release the lock (still holding it), against the lease's end.
+      const leaseEnd = await leaseEndOf(name, '2030-01-01 10:01:00');
+      const releasing: Array<{ leaseOver: boolean }> = [];
+      a.store.beforeRelease = async () => {
+        const [row] = await t.sql('SELECT UTC_TIMESTAMP(6) >= ? AS ended', [leaseEnd]);
+        releasing.push({ leaseOver: Number(row.ended) === 1 });
+      };
+
+      expect(await settledWithin(aPass, 10_000)).toMatchObject({ name: 'FanoutAbandonedError' });
+      expect(releasing).toEqual([{ leaseOver: true }]); // released once, and not while the lease stood
+      expect(await lockHolder(name)).toBeNull();
+
+      // B takes 10:01 over with the lock free, so decides it (nothing in flight: enqueued);
+      // 10:02 is skipped for 10:01's job, not for a lock A keeps.
+      await b.ticker.catchUp(T2);
+      expect(await tick(name, '10:01')).toEqual({ outcome: 'enqueued', note: null, jobs: 1 });
+      expect(await tick(name, '10:02')).toEqual({ outcome: 'skipped', note: 'previous run still in progress', jobs: 0 });
+      expect(b.log.named('schedule_tick_skipped').map((e) => e.why)).toEqual(['a job of another tick is ready or running']);
+      await t.sql("UPDATE cronq_jobs SET status = 'done' WHERE schedule_name = ?", [name]);
+      await b.ticker.catchUp(T3);
+      expect(await tick(name, '10:03')).toEqual({ outcome: 'enqueued', note: null, jobs: 1 });
+
+      // A's jobs() wakes up: what it yields now goes nowhere, and its generator is closed.
+      h.wake.open();
+      await h.closed.opened;
+      expect(await jobKeys(name)).toEqual(['hung:e:2030-01-01T10:01:00Z', 'hung:e:2030-01-01T10:03:00Z']);
+      expect(a.log.named('schedule_tick')).toEqual([]);
+      expect(await lockHolder(name)).toBeNull();
+    } finally {
+      h.wake.open();
+    }
+  }, 30_000);
+
+  it("alone, resumes the tick it abandoned at its next pass; the old jobs() waking later writes nothing and leaves the new fan-out's lock alone", async () => {
+    const h = hangingOnce('lone');
+    const { name } = h.schedule;
+    await seed(name);
+    const a = await daemon('a', h.schedule, t.url, LEASE_MS);
+    try {
+      const aPass = a.ticker.catchUp(T1);
+      await h.inJobs.opened;
+      expect(await settledWithin(aPass, 10_000)).toMatchObject({ name: 'FanoutAbandonedError' });
+      expect(await lockHolder(name)).toBeNull();
+
+      // The next pass (a failed pass looks for resumable ticks at once, as run() does) takes
+      // 10:01 up again: held at its insert, with the lock taken on the same pool.
+      a.ticker['resumeCheckedAt'] = Number.NEGATIVE_INFINITY;
+      const reached = gate();
+      const go = gate();
+      a.store.beforeInsert = async () => {
+        a.store.beforeInsert = null;
+        reached.open();
+        await go.opened;
+      };
+      const again = a.ticker.catchUp(T1);
+      await reached.opened;
+      const holder = await lockHolder(name);
+      expect(holder).not.toBeNull();
+      h.wake.open();
+      await h.closed.opened;
+      expect(await lockHolder(name)).toBe(holder);
+      go.open();
+      await again;
+      expect(await tick(name, '10:01')).toEqual({ outcome: 'enqueued', note: null, jobs: 1 });
+      expect(await jobKeys(name)).toEqual(['lone:e:2030-01-01T10:01:00Z']);
+      expect(await lockHolder(name)).toBeNull();
+    } finally {
+      h.wake.open();
+    }
+  }, 30_000);
+
+  it('keeps its lease past its length while jobs() yields slowly but steadily: never abandoned', async () => {
+    const LEASE = 1_500;
+    const s = defineSchedule({
+      name: 'slow',
+      cron: '* * * * *',
+      timezone: 'UTC',
+      overlap: 'skip',
+      handle() {},
+      async *jobs() {
+        // A fifth of the lease between entities, 6 of them: longer than the lease in all, and all in one batch.
+        for (let i = 0; i < 6; i++) {
+          await new Promise((resolve) => setTimeout(resolve, LEASE / 5));
+          yield { key: `e${i}` };
+        }
+      },
+    });
+    await seed(s.name);
+    const a = await daemon('a', s, t.url, LEASE);
+    const startedAt = performance.now();
+    await a.ticker.catchUp(T1);
+    expect(performance.now() - startedAt).toBeGreaterThan(LEASE);
+    expect(await tick(s.name, '10:01')).toEqual({ outcome: 'enqueued', note: null, jobs: 6 });
   }, 30_000);
 });
 

@@ -8,6 +8,7 @@ import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick } from './fanout.ts';
+import { FanoutAbandonedError, FanoutLease, TickTakenOverError } from './fanoutLease.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
@@ -20,7 +21,10 @@ export interface TickerDeps {
   /** Unique per scheduler instance (host:pid:random): the fence on tick fan-outs. */
   claimedBy: string;
   toleranceMs?: number;
-  /** Fan-out lease; renewed after every batch. */
+  /**
+   * Fan-out lease (default FANOUT_LEASE_MS): renewed as the fan-out makes progress; a
+   * fan-out that makes none for this long is abandoned (FanoutLease).
+   */
   fanoutLeaseMs?: number;
   /** Called after a tick enqueued new jobs (wakes this process's workers). */
   onEnqueued?: () => void;
@@ -41,6 +45,8 @@ export interface TickerDeps {
 /** A tick whose fan-out this daemon owns (claimTickFanout returned its ledger row id). */
 interface OwnedTick {
   id: number;
+  /** performance.now() when the claim returned: the fan-out's lease runs from no earlier. */
+  claimedAt: number;
   scheduledAt: Date;
   periodKey: string;
   late: boolean;
@@ -73,7 +79,8 @@ const REFUSED_LOGGED_PER_TICK = 10;
  * writes 1,000 rows a statement) before the next page.
  */
 const SKIP_PAGE = 1_000;
-const FANOUT_LEASE_MS = 60_000;
+/** A tick's fan-out lease: how long a fan-out may go without progress before other daemons may take it over. */
+export const FANOUT_LEASE_MS = 60_000;
 /**
  * How long (whole seconds) an overlap:'skip' tick waits for another daemon's fan-out of
  * its schedule to release the overlap lock before it is skipped: a fan-out holds it for a
@@ -85,10 +92,7 @@ const RESUME_CHECK_MS = 5_000;
 /** The ledger note of a tick skipped by `overlap: 'skip'`. */
 export const OVERLAP_NOTE = 'previous run still in progress';
 
-/** Thrown when another daemon took a tick's fan-out over (ours was presumed dead). */
-export class TickTakenOverError extends Error {
-  override name = 'TickTakenOverError';
-}
+export { FanoutAbandonedError, TickTakenOverError };
 
 /**
  * Drives one schedule against the tick ledger. Every pass is driven by the ledger and
@@ -251,6 +255,12 @@ export class ScheduleTicker {
    * our own after a failed pass) is decided afresh only if the tick has no job yet;
    * otherwise, or when the lock stays taken, it is finished unchecked. Overlap 'allow'
    * never takes the lock.
+   *
+   * The lock is released only once fanOutOwned has returned or thrown, and so after every
+   * write of the fan-out has settled: also when its lease was lost or ran out (a jobs()
+   * that hangs), which fanOutOwned stops on at once. Released here and only here, once, on
+   * the connection it was taken on, before this returns: a later tick's lock, taken by a
+   * later call, is never the one released.
    */
   private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
     const { store, claimedBy } = this.deps;
@@ -267,7 +277,7 @@ export class ScheduleTicker {
       leaseMs,
     });
     if (id === null) return; // another daemon owns this tick
-    const tick: OwnedTick = { id, scheduledAt, periodKey, late, note };
+    const tick: OwnedTick = { id, claimedAt: performance.now(), scheduledAt, periodKey, late, note };
     if (this.schedule.overlap !== 'skip') {
       await this.fanOutOwned(tick, now, signal);
       return;
@@ -305,6 +315,18 @@ export class ScheduleTicker {
    * (`fanoutRetry`), then recorded as 'failed' with the error in its note, so the
    * schedule moves on. Once `signal` aborts, it stops at once (enqueueTick) and hands
    * the unfinished tick back (lease ended) for the next scheduler to resume.
+   *
+   * The tick is held by a FanoutLease, renewed as jobs() yields entities and as batches
+   * are written. When the lease is lost (another daemon took the tick over) or runs out
+   * (no progress for a whole lease: a jobs() that hangs), the fan-out stops the same way
+   * at once, without waiting for jobs(): no entity is read after that, the rows gathered
+   * and the writes in flight settle, the tick is handed back if still ours, and this
+   * throws (TickTakenOverError, FanoutAbandonedError), failing the pass; the caller then
+   * releases the overlap lock. Those last rows can land after another daemon took the
+   * tick over: they are rows of this same tick, whose keys that daemon's fan-out writes
+   * too (one job per key whoever writes first), and they are committed before the lock is
+   * released, so any later tick's check sees them. What jobs() yields once it wakes up is
+   * dropped, and it is asked to return.
    */
   private async fanOutOwned(tick: OwnedTick, now: Date, signal?: AbortSignal): Promise<void> {
     const { store, claimedBy, clock } = this.deps;
@@ -313,7 +335,15 @@ export class ScheduleTicker {
     const retry = this.deps.fanoutRetry ?? FANOUT_RETRY;
     const at = scheduledAt.toISOString();
     const startedAt = performance.now();
-    let renewedAt = startedAt;
+    const lease = new FanoutLease({ store, id, claimedBy, leaseMs, at }, tick.claimedAt);
+    // Stops the fan-out on shutdown and on the lease's loss alike. Not AbortSignal.any: on
+    // Node 20 that leaves a dependant on the scheduler's signal, which lives for good, per fan-out.
+    const stopping = new AbortController();
+    const stop = stopping.signal;
+    const onShutdown = () => stopping.abort(signal?.reason);
+    lease.signal.addEventListener('abort', () => stopping.abort(lease.signal.reason), { once: true });
+    if (signal?.aborted) onShutdown();
+    else signal?.addEventListener('abort', onShutdown, { once: true });
     let insertedSoFar = 0;
     let refusedLogged = 0;
     const onRefused = (job: RefusedJob) => {
@@ -323,63 +353,68 @@ export class ScheduleTicker {
     };
     const afterBatch = async (batch: { inserted: number }) => {
       insertedSoFar += batch.inserted;
-      if (performance.now() - renewedAt < leaseMs / 3) return; // a short fan-out needs no renewal
-      if (!(await store.renewTickIfOwned(id, claimedBy, leaseMs))) {
-        throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
-      }
-      renewedAt = performance.now();
+      await lease.renewIfDue();
     };
-    for (let attempt = 1; ; attempt++) {
-      let result: Awaited<ReturnType<typeof enqueueTick>>;
-      try {
-        result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onRefused, signal });
-      } catch (error) {
-        if (error instanceof TickTakenOverError || isOutage(error)) throw error;
-        const reason = errorLine(error, 200);
-        if (signal?.aborted) break;
-        if (attempt >= retry.attempts) {
-          await this.recordFailed(id, at, attempt, reason, insertedSoFar);
-          return;
+    const onEntity = () => lease.renewIfDue();
+    try {
+      for (let attempt = 1; ; attempt++) {
+        let result: Awaited<ReturnType<typeof enqueueTick>>;
+        try {
+          result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onEntity, onRefused, signal: stop });
+        } catch (error) {
+          if (stop.aborted) break; // shutdown, or the lease lost or run out: handed back below
+          if (error instanceof TickTakenOverError || isOutage(error)) throw error;
+          const reason = errorLine(error, 200);
+          if (attempt >= retry.attempts) {
+            await this.recordFailed(id, at, attempt, reason, insertedSoFar);
+            return;
+          }
+          const retryInMs = retryDelayMs(retry.backoff, attempt);
+          this.log.warn({ event: 'schedule_tick_retry', scheduled_at: at, attempt, retry_in_ms: retryInMs, error: reason }, 'fan-out failed; retrying');
+          await clock.sleepUntil(new Date(clock.now().getTime() + retryInMs), stop);
+          if (stop.aborted) break;
+          await lease.renewIfDue(); // waiting to retry is no progress, but it is not a hang either
+          continue;
         }
-        const retryInMs = retryDelayMs(retry.backoff, attempt);
-        this.log.warn({ event: 'schedule_tick_retry', scheduled_at: at, attempt, retry_in_ms: retryInMs, error: reason }, 'fan-out failed; retrying');
-        await clock.sleepUntil(new Date(clock.now().getTime() + retryInMs), signal ?? new AbortController().signal);
-        if (signal?.aborted) break;
-        continue;
-      }
-      if (result.stopped) break;
-      const refusedNote = result.refusedCount === 0 ? null : refusedSummary(result.refusedCount, result.refused[0]);
-      if (refusedNote) {
-        this.log.warn({ event: 'jobs_refused', scheduled_at: at, count: result.refusedCount, logged: refusedLogged }, refusedNote);
-      }
-      const finished = await store.finishTickIfOwned(id, claimedBy, {
-        inserted: result.inserted,
-        existing: result.existing,
-        note: refusedNote && [note, refusedNote].filter(Boolean).join('; '),
-      });
-      if (!finished) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
-      this.log.info(
-        {
-          event: 'schedule_tick',
-          scheduled_at: at,
-          period_key: periodKey,
-          enqueued: result.inserted,
+        if (result.stopped) break;
+        const refusedNote = result.refusedCount === 0 ? null : refusedSummary(result.refusedCount, result.refused[0]);
+        if (refusedNote) {
+          this.log.warn({ event: 'jobs_refused', scheduled_at: at, count: result.refusedCount, logged: refusedLogged }, refusedNote);
+        }
+        const finished = await store.finishTickIfOwned(id, claimedBy, {
+          inserted: result.inserted,
           existing: result.existing,
-          refused: result.refusedCount,
-          caught_up: late,
-          lateness_ms: now.getTime() - scheduledAt.getTime(),
-          fanout_ms: Math.round(performance.now() - startedAt),
-        },
-        'schedule tick enqueued',
-      );
-      this.deps.observer?.tick(this.schedule.name, now.getTime() - scheduledAt.getTime(), result.inserted);
-      if (result.inserted > 0) this.deps.onEnqueued?.();
-      return;
+          note: refusedNote && [note, refusedNote].filter(Boolean).join('; '),
+        });
+        if (!finished) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
+        this.log.info(
+          {
+            event: 'schedule_tick',
+            scheduled_at: at,
+            period_key: periodKey,
+            enqueued: result.inserted,
+            existing: result.existing,
+            refused: result.refusedCount,
+            caught_up: late,
+            lateness_ms: now.getTime() - scheduledAt.getTime(),
+            fanout_ms: Math.round(performance.now() - startedAt),
+          },
+          'schedule tick enqueued',
+        );
+        this.deps.observer?.tick(this.schedule.name, now.getTime() - scheduledAt.getTime(), result.inserted);
+        if (result.inserted > 0) this.deps.onEnqueued?.();
+        return;
+      }
+    } finally {
+      lease.end();
+      signal?.removeEventListener('abort', onShutdown);
     }
-    // Stopped: the rest of this tick is the next scheduler's, with no lease to wait out.
+    // Stopped: the rest of this tick is the next scheduler's, with no lease to wait out
+    // (a no-op when another daemon has it already).
     await store.releaseTickIfOwned(id, claimedBy);
-    this.log.info({ event: 'schedule_tick_interrupted', scheduled_at: at, enqueued: insertedSoFar }, 'fan-out stopped for shutdown; the next scheduler resumes it');
     if (insertedSoFar > 0) this.deps.onEnqueued?.();
+    if (lease.lost) throw lease.lost;
+    this.log.info({ event: 'schedule_tick_interrupted', scheduled_at: at, enqueued: insertedSoFar }, 'fan-out stopped for shutdown; the next scheduler resumes it');
   }
 
   private async recordFailed(id: number, at: string, attempts: number, reason: string, inserted: number): Promise<void> {
