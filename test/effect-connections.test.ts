@@ -257,17 +257,35 @@ describe('a completion with an effect whose bound runs out before its effect beg
           });
         },
       }),
+      // Its bound is its 300 ms timeout, its lease the default: it runs out with room left in the lease.
+      defineTask({
+        name: 'timed',
+        timeout: '300ms',
+        handle: (job, ctx) => {
+          ctx.effect(async (tx) => {
+            await tx.execute(sql`UPDATE cronq_jobs SET payload = '{"wrote":true}' WHERE job_key = ${job.key}`);
+          });
+        },
+      }),
     ]);
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 46 }, (_, i) => jobRow(`hold:${i}`, { kind: 'hold' })));
     await effects.atLeast(46);
-    await insertJobsIfAbsent(t.database.db, [jobRow('waiter:1', { kind: 'waiter' })]);
-    // The waiter's bound ran out while it waited for a connection: the database's slowness, backed off from.
-    const [slow] = await log.waitFor('job_effects_delayed', 1, 10_000, (e) => e.kind === 'waiter');
-    expect(slow.error).toMatch(/^EffectNotStartedError: effects did not start within \d+ms: still waiting for a database connection; nothing was written$/);
+    await insertJobsIfAbsent(t.database.db, [jobRow('waiter:1', { kind: 'waiter' }), jobRow('timed:1', { kind: 'timed' })]);
+    // Each one's bound ran out while it waited for a connection: the database's slowness, not theirs.
+    for (const kind of ['waiter', 'timed']) {
+      const [slow] = await log.waitFor('job_effects_delayed', 1, 10_000, (e) => e.kind === kind);
+      expect(slow.error).toMatch(/^EffectNotStartedError: effects did not start within \d+ms: still waiting for a database connection; nothing was written$/);
+    }
+    // Waited past its bound again and again (3 × 300 ms), and past what was left of its 2 s lease (kept by renewals).
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
     hangMayEnd.open();
-    await log.waitFor('job_completed', 1, 10_000, (e) => e.kind === 'waiter');
+    await log.waitFor('job_completed', 2, 10_000, (e) => e.kind === 'waiter' || e.kind === 'timed');
     expect(log.named('job_failed')).toEqual([]);
     expect(log.named('job_finish_abandoned')).toEqual([]);
-    expect(await t.sql("SELECT status, attempts, payload FROM cronq_jobs WHERE job_key = 'waiter:1'")).toEqual([{ status: 'done', attempts: 1, payload: { wrote: true } }]);
+    expect(log.named('job_lease_lost')).toEqual([]);
+    expect(await t.sql("SELECT job_key, status, attempts, payload FROM cronq_jobs WHERE job_key IN ('timed:1', 'waiter:1') ORDER BY job_key")).toEqual([
+      { job_key: 'timed:1', status: 'done', attempts: 1, payload: { wrote: true } },
+      { job_key: 'waiter:1', status: 'done', attempts: 1, payload: { wrote: true } },
+    ]);
   });
 });

@@ -370,10 +370,13 @@ export class Finisher {
           if (!notStarted && !isDatabaseTrouble(error)) return { ok: false, error };
           stopRenewal ??= run.keepLeaseAlive(); // keep the lease alive while the trouble lasts
           if (notStarted) {
-            // Their bound ended a third of a lease before the lease: renew it now, and the
-            // next try gets a bound of its own. A renewal that did not land backs off below.
-            if (!delayedLogged) run.log.info({ event: 'job_effects_delayed', error: errorText(error) }, 'effects could not start in time; renewing the lease and trying again');
+            if (!delayedLogged) run.log.info({ event: 'job_effects_delayed', error: errorText(error) }, 'effects could not start in time; trying again under the lease');
             delayedLogged = true;
+            // The task's timeout ended it, with room left in the lease: try again (the wait
+            // is for a connection, sending nothing; the lease is renewed meanwhile).
+            if (leaseRoomMs(run) > 0) continue;
+            // The lease's own limit ended it: renew the lease now, and the next try gets a
+            // bound of its own. A renewal that did not land backs off below.
             const before = run.leaseDeadline;
             await run.renewLeaseNow();
             if (run.leaseLost) return undefined; // marked lost (or cancelled) and logged
@@ -405,7 +408,7 @@ export class Finisher {
  */
 function effectBound(run: JobRun): EffectBound {
   const byTimeout = run.task?.timeoutMs ?? Infinity;
-  const byLease = run.leaseDeadline - Math.ceil(run.leaseMs / 3) - Date.now();
+  const byLease = leaseRoomMs(run);
   const limitMs = Math.max(0, Math.min(byTimeout, byLease));
   const why = byTimeout <= byLease ? "the task's timeout" : 'ended early enough to record the failure within the lease';
   return {
@@ -413,6 +416,11 @@ function effectBound(run: JobRun): EffectBound {
     timedOut: () => new EffectTimeoutError(`effect timed out after ${formatDuration(limitMs)} (${why}); its transaction was rolled back`),
     signal: run.effectsAbort?.signal,
   };
+}
+
+/** How long `run`'s effects may still run before a third of a lease before its lease ends (≤ 0: no room). */
+function leaseRoomMs(run: JobRun): number {
+  return run.leaseDeadline - Math.ceil(run.leaseMs / 3) - Date.now();
 }
 
 function elapsed(startedAt: number): number {
