@@ -210,6 +210,17 @@ describe("a completion with an effect, when the effects' share of the pool is ta
   });
 });
 
+/** A task whose effect sets its job's payload to {"wrote":true}. */
+const writesItsPayload = (options: { name: string; lease?: string; timeout?: string }) =>
+  defineTask({
+    ...options,
+    handle: (job, ctx) => {
+      ctx.effect(async (tx) => {
+        await tx.execute(sql`UPDATE cronq_jobs SET payload = '{"wrote":true}' WHERE job_key = ${job.key}`);
+      });
+    },
+  });
+
 describe('a completion with an effect whose bound runs out before its effect begins', () => {
   it("while another transaction holds the job's row: fails with EffectNotStartedError naming the row lock, having run nothing", async () => {
     small = connect(t.url, { poolSize: 4 });
@@ -248,25 +259,9 @@ describe('a completion with an effect whose bound runs out before its effect beg
         },
       }),
       // Its effects' bound is what is left of a 2 s lease less a third of it: it runs out while waiting.
-      defineTask({
-        name: 'waiter',
-        lease: '2s',
-        handle: (job, ctx) => {
-          ctx.effect(async (tx) => {
-            await tx.execute(sql`UPDATE cronq_jobs SET payload = '{"wrote":true}' WHERE job_key = ${job.key}`);
-          });
-        },
-      }),
+      writesItsPayload({ name: 'waiter', lease: '2s' }),
       // Its bound is its 300 ms timeout, its lease the default: it runs out with room left in the lease.
-      defineTask({
-        name: 'timed',
-        timeout: '300ms',
-        handle: (job, ctx) => {
-          ctx.effect(async (tx) => {
-            await tx.execute(sql`UPDATE cronq_jobs SET payload = '{"wrote":true}' WHERE job_key = ${job.key}`);
-          });
-        },
-      }),
+      writesItsPayload({ name: 'timed', timeout: '300ms' }),
     ]);
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 46 }, (_, i) => jobRow(`hold:${i}`, { kind: 'hold' })));
     await effects.atLeast(46);
