@@ -61,11 +61,31 @@ async function whileHeld<T>(keys: string[], body: () => Promise<T>): Promise<T> 
 const rangeLocksIn = (packets: string[]) =>
   packets.filter((p) => /FORCE INDEX \(cronq_jobs_claim\)(?![\s\S]*\(available_at, id\) IN)[\s\S]*FOR UPDATE SKIP LOCKED/.test(p));
 
-/** A promise and the function that resolves it. */
-function gate() {
+/**
+ * A promise and the function that resolves it. Awaited, it rejects if not opened within
+ * 10 s, naming `name`: a claim held at a gate that never opens then fails (rolling back
+ * its transaction) instead of holding its row locks past the test, where every later
+ * test's emptying of the table would wait for them.
+ */
+function gate(name = 'gate') {
   let open!: () => void;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  let timer: NodeJS.Timeout | undefined;
+  const promise = Promise.race([
+    opened,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${name} never opened`)), 10_000);
+      timer.unref();
+    }),
+  ]);
+  promise.catch(() => undefined); // a gate nobody awaited must not report an unhandled rejection
+  return {
+    promise,
+    open: () => {
+      clearTimeout(timer);
+      open();
+    },
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -294,8 +314,8 @@ describe('claim', () => {
   it('reserves the rows it found by a plain read without waiting for a range read of another claim that passed them', async () => {
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 10 }, (_, i) => row(`pass-${i}`)));
     const events: string[] = [];
-    const xLocked = gate();
-    const yRead = gate();
+    const xLocked = gate('xLocked');
+    const yRead = gate('yRead');
     // X finds its rows by a plain read (no cursor) and locks them by key; before it reserves
     // them, Y reads the queue by range (a cursor with rows enough ahead) over them, then
     // holds its transaction open a while.
@@ -330,9 +350,9 @@ describe('claim', () => {
       ...Array.from({ length: 6 }, (_, i) => row(`cross-a-${i}`, { queue: 'a' })),
       ...Array.from({ length: 6 }, (_, i) => row(`cross-b-${i}`, { queue: 'b' })),
     ]);
-    const xLockedA = gate();
-    const yLockedB = gate();
-    const xReadB = gate();
+    const xLockedA = gate('xLockedA');
+    const yLockedB = gate('yLockedB');
+    const xReadB = gate('xReadB');
     const far = { availableAt: '1970-01-01 00:00:00.000000', id: 0, drained: true, ahead: 100 };
     const rangeOf = (queue: string) => (statement: string) => new RegExp(`queue = '${queue}' AND available_at > '1970`).test(statement);
     const lockByKeyOf = (queue: string) => (statement: string) => /FOR UPDATE SKIP LOCKED/.test(statement) && new RegExp(`queue = '${queue}'`).test(statement);
@@ -459,8 +479,8 @@ describe('claim', () => {
   it("claims past a limited queue's row that a caller's transaction holds by enqueueing its key again, without waiting for it", async () => {
     await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('test', 8)");
     await insertJobsIfAbsent(t.database.db, Array.from({ length: 4 }, (_, i) => row(`again-${i}`)));
-    const enqueued = gate();
-    const done = gate();
+    const enqueued = gate('enqueued');
+    const done = gate('done');
     // A caller's transaction enqueues again-1 (already there: the insert finds it and keeps its row locked) and stays open.
     const caller = t.database.db.transaction(async (tx) => {
       expect(await insertJobIfAbsent(tx, row('again-1'))).toMatchObject({ created: false });
@@ -487,7 +507,7 @@ describe('claim', () => {
       if (phase !== 'after' || !/cronq_kind_limits/.test(statement)) return;
       // The claim holds mixed-plain and has found mixed-capped. Now a caller's transaction
       // enqueues both keys again: its insert locks mixed-capped, then waits for mixed-plain.
-      const waiting = gate();
+      const waiting = gate('waiting');
       caller = t.database.db.transaction(async (tx) => {
         const [{ thread }] = rows<{ thread: number }>(await tx.execute(sql`SELECT CONNECTION_ID() AS thread`));
         const insert = insertJobsIfAbsent(tx, [row('mixed-capped', { queue: 'capped', kind: 'capped' }), row('mixed-plain')]);
