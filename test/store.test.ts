@@ -511,7 +511,12 @@ describe('claim', () => {
       caller = t.database.db.transaction(async (tx) => {
         const [{ thread }] = rows<{ thread: number }>(await tx.execute(sql`SELECT CONNECTION_ID() AS thread`));
         const insert = insertJobsIfAbsent(tx, [row('mixed-capped', { queue: 'capped', kind: 'capped' }), row('mixed-plain')]);
-        while ((await t.sql("SELECT 1 FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", [thread])).length === 0) await sleep(5);
+        // Bounded, as the gates are: a caller that never waits would otherwise poll on with its row locks held past the test.
+        const deadline = Date.now() + 10_000;
+        while ((await t.sql("SELECT 1 FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", [thread])).length === 0) {
+          if (Date.now() > deadline) throw new Error("the caller's insert never waited for the claim's row lock");
+          await sleep(5);
+        }
         waiting.open();
         return insert;
       });
