@@ -357,15 +357,7 @@ describe('a daemon whose fan-out hangs in jobs() while its heartbeat still beats
       // The next pass (a failed pass looks for resumable ticks at once, as run() does) takes
       // 10:01 up again: held at its insert, with the lock taken on the same pool.
       a.ticker['resumeCheckedAt'] = Number.NEGATIVE_INFINITY;
-      const reached = gate();
-      const go = gate();
-      a.store.beforeInsert = async () => {
-        a.store.beforeInsert = null;
-        reached.open();
-        await go.opened;
-      };
-      const again = a.ticker.catchUp(T1);
-      await reached.opened;
+      const { go, done: again } = await holdingTheLock(a);
       const holder = await lockHolder(name);
       expect(holder).not.toBeNull();
       h.wake.open();

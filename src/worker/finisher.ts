@@ -340,8 +340,9 @@ export class Finisher {
 
   /**
    * Runs one fenced write for `run`, retrying database trouble (with backoff) while its
-   * lease may still be valid; so too effects that never began (EffectNotStartedError). Undefined when it gave up (recovery will return the job),
-   * `{ ok: false }` when the write failed for a reason not the database's.
+   * lease may still be valid, and effects that never began (EffectNotStartedError).
+   * Undefined when it gave up (recovery will return the job), `{ ok: false }` when the
+   * write failed for a reason not the database's.
    */
   private async writeWithRetry<T>(run: JobRun, where: string, write: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
     const { health } = this.deps;
