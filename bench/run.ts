@@ -4,7 +4,8 @@
  * nothing, it reports. Uses its own database (cronq_bench by default), dropped first.
  *
  *   BENCH_DATABASE_URL   server and database to use (default mysql://root@127.0.0.1:3306/cronq_bench)
- *   BENCH_ONLY           comma list of sections to run (baseline,drain,enqueue,pickup,...)
+ *   BENCH_ONLY           comma list of sections to run (baseline,drain,enqueue,pickup,...);
+ *                        a name that is no section is refused (exit 64), naming the sections
  *   BENCH_WORKER         tsx: run the worker process of drain-async and memory through tsx
  *                        (default: compiled by esbuild first; see workerProcess.ts)
  *
@@ -32,6 +33,11 @@ async function resetDatabase(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const unknown = only?.filter((name) => !sections.some((section) => section.name === name)) ?? [];
+  if (unknown.length > 0) {
+    console.error(`bench: BENCH_ONLY names no section ${unknown.map((n) => JSON.stringify(n)).join(', ')}; the sections are ${sections.map((s) => s.name).join(', ')}`);
+    process.exit(64);
+  }
   await resetDatabase();
   const admin = await mysql.createConnection(url);
   const [[server]] = (await admin.query(
