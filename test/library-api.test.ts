@@ -65,14 +65,17 @@ describe('enqueue from code', () => {
 });
 
 describe('enqueue input', () => {
-  it('refuses a scheduledAt that is not a valid Date, and a scheduleName or periodKey that is not a string, with a UsageError naming the field', async () => {
+  it("refuses a runAt that is not a valid Date, and the scheduler's own fields (scheduleName, periodKey, scheduledAt), with a UsageError naming the field", async () => {
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
     try {
-      const bad: Array<[Partial<EnqueueJob>, RegExp]> = [
-        [{ scheduledAt: '2026-11-30' as never }, /^scheduledAt of field:1 is not a valid date$/],
-        [{ scheduledAt: new Date(Number.NaN) }, /^scheduledAt of field:1 is not a valid date$/],
-        [{ scheduleName: 5 as never }, /^scheduleName of field:1 must be a string/],
-        [{ periodKey: {} as never }, /^periodKey of field:1 must be a string/],
+      const scheduler = (field: string) => new RegExp(`^job "field:1": ${field} is written only by the scheduler`);
+      // A JavaScript caller (or one casting) can still pass what EnqueueJob does not have.
+      const bad: Array<[Partial<EnqueueJob> & Record<string, unknown>, RegExp]> = [
+        [{ runAt: '2026-11-30' as never }, /^runAt of field:1 is not a valid date$/],
+        [{ runAt: new Date(Number.NaN) }, /^runAt of field:1 is not a valid date$/],
+        [{ scheduleName: 'renewal' }, scheduler('scheduleName')],
+        [{ periodKey: '2026-11' }, scheduler('periodKey')],
+        [{ scheduledAt: new Date('2026-11-01T00:00:00Z') }, scheduler('scheduledAt')],
       ];
       for (const [fields, message] of bad) {
         await expect(cronq.enqueue({ kind: 'send-invoice', key: 'field:1', ...fields }), JSON.stringify(fields)).rejects.toThrow(message);

@@ -25,11 +25,14 @@ export interface EnqueueJob {
   runAt?: Date;
   /** Defaults to the task's maxAttempts, else 5. */
   maxAttempts?: number;
-  /** Set by the scheduler; ad-hoc jobs leave them out. */
-  scheduleName?: string;
-  periodKey?: string;
-  scheduledAt?: Date;
 }
+
+/**
+ * Fields of a job row that only the scheduler writes: a job enqueued by hand that carried
+ * them would count as its schedule's job for that period (the overlap check, schedule
+ * health, `cronq schedules`). Refused when a caller sets them (EnqueueJob has none).
+ */
+const SCHEDULER_FIELDS = ['scheduleName', 'periodKey', 'scheduledAt'] as const;
 
 /** A job's key and payload as the store takes them, or why it cannot take them. */
 export type JobContent = { payloadJson: string } | { problem: string; field: 'key' | 'payload' };
@@ -83,12 +86,10 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if ('problem' in content) throw new UsageError(content.field === 'key' ? content.problem : `job ${JSON.stringify(job.key)}: ${content.problem}`);
   const { payloadJson } = content;
   const task = tasks.get(job.kind);
-  for (const field of ['runAt', 'scheduledAt'] as const) {
-    const value = job[field];
-    if (value !== undefined && (!(value instanceof Date) || Number.isNaN(value.getTime()))) throw new UsageError(`${field} of ${job.key} is not a valid date`);
-  }
-  for (const field of ['scheduleName', 'periodKey'] as const) {
-    if (job[field] !== undefined && typeof job[field] !== 'string') throw new UsageError(`${field} of ${job.key} must be a string (got ${typeof job[field]})`);
+  if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) throw new UsageError(`runAt of ${job.key} is not a valid date`);
+  const schedulerField = SCHEDULER_FIELDS.find((field) => (job as unknown as Record<string, unknown>)[field] !== undefined);
+  if (schedulerField) {
+    throw new UsageError(`job ${JSON.stringify(job.key)}: ${schedulerField} is written only by the scheduler; a job enqueued by hand cannot stand for a schedule's period`);
   }
   if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
     // Its limit holds per queue: in another queue the kind's jobs would run unlimited.
@@ -101,8 +102,8 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
     payloadJson,
     maxAttempts: job.maxAttempts === undefined ? (task?.maxAttempts ?? TASK_DEFAULTS.maxAttempts) : validateMaxAttempts(job.maxAttempts),
     runAt: job.runAt ?? null,
-    scheduleName: job.scheduleName ?? null,
-    periodKey: job.periodKey ?? null,
-    scheduledAt: job.scheduledAt ?? null,
+    scheduleName: null,
+    periodKey: null,
+    scheduledAt: null,
   };
 }
