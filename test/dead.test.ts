@@ -230,6 +230,27 @@ describe('requeue and discard by id', () => {
     expect(await t.sql('SELECT id FROM cronq_jobs WHERE job_key = ?', ['requeue:1'])).toHaveLength(1);
   });
 
+  it('requeue starts the lease-expiry count over: a job that died of expiries is not sent back dead by its next one', async () => {
+    const expire = () => t.sql("UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE job_key = 'crashy:1'");
+    const claim = (holder: string) => claimReady(t.database.claims, { queues: ['default'], limit: 1, leases: THIRTY_SECOND_LEASES, lockedBy: holder });
+    await insertJobIfAbsent(db(), { queue: 'default', kind: 'report', key: 'crashy:1', payloadJson: '{}', maxAttempts: 10, runAt: null });
+    // Its process dies mid-job twice; at two expiries (the limit) recovery sends it dead.
+    for (const holder of ['host-a:1', 'host-b:2']) {
+      expect(await claim(holder)).toHaveLength(1);
+      await expire();
+      await recoverExpiredLeases(db(), 100, 2);
+    }
+    const [letter] = await t.sql("SELECT id FROM cronq_dead_letters WHERE job_key = 'crashy:1'");
+    expect(letter).toBeDefined();
+    await resolveDeadLetter(db(), letter.id, 'requeue', 'fixed the crash');
+    expect((await t.sql("SELECT status, attempts, lease_expiries FROM cronq_jobs WHERE job_key = 'crashy:1'"))[0]).toEqual({ status: 'ready', attempts: 0, lease_expiries: 0 });
+    // One more expiry after the fix: returned to the queue, not dead.
+    const [again] = await claim('host-c:3');
+    expect(again).toMatchObject({ key: 'crashy:1', attempt: 1, leaseExpiries: 0 });
+    await expire();
+    expect(await recoverExpiredLeases(db(), 100, 2)).toEqual({ returned: 1, dead: 0 });
+  });
+
   it('discard leaves the job dead and records the reason', async () => {
     const { jobId, letterId } = await crafted({ key: 'discard:1' });
     expect(await resolveDeadLetter(db(), letterId, 'discard', '  customer deleted  ')).toMatchObject({ status: 'done', action: 'discard' });

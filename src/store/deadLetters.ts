@@ -338,7 +338,7 @@ async function resolveLocked(
     });
     if (kept.length > 0) {
       await tx.execute(sql`UPDATE cronq_jobs
-        SET status = 'ready', attempts = 0, available_at = ${NOW}, ${NO_LEASE},
+        SET status = 'ready', attempts = 0, lease_expiries = 0, available_at = ${NOW}, ${NO_LEASE},
             finished_time = ${NO_TIME}, updated_at = ${NOW}
         WHERE id IN ${kept.map((l) => Number(l.job_id))} AND status = 'dead'`);
     }
