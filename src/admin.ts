@@ -72,7 +72,7 @@ export interface DeadLetterAdmin {
   groups(query?: DeadLetterQuery & { limit?: number }): Promise<DeadLetterGroup[]>;
   /** One dead letter in full with its job's row now, or null when no such id. */
   get(id: number): Promise<DeadLetterDetail | null>;
-  /** Puts the job back to 'ready' (attempts 0, available now) unless it is no longer dead or died again since. */
+  /** Puts the job back to 'ready' (attempts and lease expiries 0, available now) unless it is no longer dead or died again since. */
   requeue(id: number, reason: string): Promise<ReviewOutcome>;
   /** Leaves the job dead and marks the dead letter reviewed. */
   discard(id: number, reason: string): Promise<ReviewOutcome>;

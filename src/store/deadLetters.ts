@@ -297,8 +297,8 @@ type LockedLetter = { id: number; job_id: number };
 /**
  * Inside a transaction holding the locks of `letters` (all unreviewed): for requeue,
  * locks their jobs in id order and keeps the letters whose job is still 'dead' and
- * whose latest dead letter they are; puts those jobs back to 'ready' (attempts 0,
- * available now, lease cleared, last_error kept) and marks the kept letters reviewed.
+ * whose latest dead letter they are; puts those jobs back to 'ready' (attempts and
+ * lease expiries 0, available now, lease cleared, last_error kept) and marks the kept letters reviewed.
  * Discard keeps every letter and leaves jobs alone.
  */
 async function resolveLocked(
@@ -354,9 +354,9 @@ async function resolveLocked(
 
 /**
  * Resolves one dead letter by its own id: `requeue` puts the same job row back to
- * 'ready' (attempts 0, available now; its key and id stay, so nothing is duplicated),
- * `discard` leaves the job dead. Either sets `reviewed_at` and `resolution`
- * ('requeued: REASON' / 'discarded: REASON') in the same transaction. Waits (bounded by
+ * 'ready' (attempts and lease expiries 0, available now; its key and id stay, so
+ * nothing is duplicated), `discard` leaves the job dead. Either sets `reviewed_at` and
+ * `resolution` ('requeued: REASON' / 'discarded: REASON') in the same transaction. Waits (bounded by
  * the lock wait timeout) for another operator holding the row, then re-checks it.
  * Any outcome but 'done' changed nothing. Throws UsageError for an empty reason.
  */

@@ -51,8 +51,9 @@ letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are U
   list      unreviewed dead letters, oldest first: id, dead at, kind, key, attempts
             and the first line of the failure reason
   show      one dead letter in full: payload, whole failure reason, the job's status now
-  requeue   put the same job row back to 'ready', attempts 0, available now (its key
-            stays: no duplicate), and mark the dead letter reviewed ('requeued: R').
+  requeue   put the same job row back to 'ready', attempts and lease expiries 0,
+            available now (its key stays: no duplicate), and mark the dead letter
+            reviewed ('requeued: R').
             Refused if the job is no longer 'dead' or died again since (newer dead letter)
   discard   leave the job dead and mark the dead letter reviewed ('discarded: R')
 
