@@ -64,10 +64,44 @@ describe('parseCrontab: schedule syntax', () => {
     expect(entries.map((e) => e.line)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it('reads every nickname cron knows except @reboot, lowercased', () => {
-    const nicknames = ['@hourly', '@daily', '@weekly', '@monthly', '@yearly', '@annually', '@midnight', '@DAILY'];
+  it('reads every nickname cron knows except @reboot', () => {
+    const nicknames = ['@hourly', '@daily', '@weekly', '@monthly', '@yearly', '@annually', '@midnight'];
     const entries = entriesOf(nicknames.map((n, i) => `${n} job${i}`).join('\n'));
-    expect(entries.map((e) => e.cron)).toEqual(nicknames.map((n) => n.toLowerCase()));
+    expect(entries.map((e) => e.cron)).toEqual(nicknames);
+  });
+
+  it('refuses a nickname in capitals, as cron compares them case for case, and says so', () => {
+    expect(parse('@DAILY job\n').errors).toEqual([
+      { line: 1, reason: "unknown '@DAILY' (cron knows @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually, @reboot; cron reads nicknames in lowercase only: @daily)" },
+    ]);
+  });
+
+  it('reads the fields as cron does: sun-sun is Sundays alone, 5-0 is Friday to Sunday, Quartz syntax is refused', () => {
+    const { entries, errors } = parse('0 0 * * sun-sun a\n0 0 * * 5-0 b\n0 0 L * * c\n0 0 * * mon-sun/2 d\n');
+    expect(entries.map((e) => e.cron)).toEqual(['0 0 * * sun-sun', '0 0 * * 5-0']);
+    expect(errors.map((e) => [e.line, e.reason.replace(/:.*/, '')])).toEqual([
+      [3, "'0 0 L * *' is not a valid cron expression"],
+      [4, "'0 0 * * mon-sun/2' is not a valid cron expression"],
+    ]);
+  });
+
+  it("refuses a command starting with '*' (a sixth time field, most likely), as cron does", () => {
+    expect(parse('0 0 * * * * /bin/six-fields\n').errors).toEqual([
+      { line: 1, reason: "the command starts with '*', which cron refuses: is it a sixth time field? (cronq's six fields, seconds first, are not crontab's)" },
+    ]);
+    expect(parse('0 0 * * * * root /bin/x\n', true).errors[0].reason).toMatch(/^the user starts with '\*'/);
+    // In a system crontab the command after the user may start with it, as in cron.
+    expect(entriesOf('0 0 * * * root *.sh\n', true)[0].command).toBe('*.sh');
+  });
+
+  it("drops cronie's no-syslog '-' before a line and its -n option before a command, and refuses other options", () => {
+    const entries = entriesOf('-0 5 * * * /bin/quiet\n0 6 * * * -n /bin/mail-on-error\n0 7 * * * -n  -n\t/bin/twice\n');
+    expect(entries.map((e) => [e.cron, e.command])).toEqual([
+      ['0 5 * * *', '/bin/quiet'],
+      ['0 6 * * *', '/bin/mail-on-error'],
+      ['0 7 * * *', '/bin/twice'],
+    ]);
+    expect(parse('0 8 * * * -x /bin/y\n').errors[0].reason).toBe("the command starts with '-x', which cronie reads as an option; it knows only -n");
   });
 
   it('skips comments and blank lines, and reads CRLF files', () => {
@@ -160,7 +194,12 @@ describe('splitCronCommand: % as cron defines it', () => {
   });
 
   it('keeps other backslashes, as cron does', () => {
-    expect(splitCronCommand('echo a\\tb \\\\%in\\put\\')).toEqual({ command: 'echo a\\tb \\\\', stdin: 'in\\put\\' });
+    expect(splitCronCommand('echo a\\tb \\\\%in\\put\\')).toEqual({ command: 'echo a\\tb \\\\', stdin: 'in\\put\\\n' });
+  });
+
+  it('ends standard input with a newline when the text does not, as cron does', () => {
+    expect(splitCronCommand('cat%a%b')).toEqual({ command: 'cat', stdin: 'a\nb\n' });
+    expect(splitCronCommand('cat%a%')).toEqual({ command: 'cat', stdin: 'a\n' });
   });
 
   it('gives no standard input for a trailing % or none at all', () => {
@@ -196,17 +235,18 @@ describe('parseCrontab: environment lines', () => {
     ]);
   });
 
-  it('reads CRON_TZ (over TZ) as the time zone, defaulting to the given zone', () => {
+  it('reads CRON_TZ as the time zone, never TZ (the command\'s alone, as in cronie), defaulting to the given zone', () => {
     const entries = entriesOf(
-      ['0 1 * * * a', 'TZ=:America/New_York', '0 2 * * * b', 'CRON_TZ=Asia/Tokyo', '0 3 * * * c'].join('\n'),
+      ['0 1 * * * a', 'TZ=:America/New_York', '0 2 * * * b', 'CRON_TZ=Asia/Tokyo', '0 3 * * * c', 'CRON_TZ=', '0 4 * * * d'].join('\n'),
     );
     expect(entries.map((e) => [e.timezone, e.timezoneFrom])).toEqual([
       ['Europe/Berlin', 'default'],
-      ['America/New_York', 'TZ'],
+      ['Europe/Berlin', 'default'],
       ['Asia/Tokyo', 'CRON_TZ'],
+      ['Europe/Berlin', 'default'], // an empty CRON_TZ= puts the host's zone back
     ]);
-    // TZ also shapes the command's own clock, so it stays in the environment; CRON_TZ is cron's alone.
-    expect(entries[2].env).toEqual({ TZ: ':America/New_York' });
+    // TZ shapes the command's own clock, so it stays in the environment; CRON_TZ is cron's alone.
+    expect(entries[1].env).toEqual({ TZ: ':America/New_York' });
   });
 
   it('refuses the lines under a time zone that is not an IANA zone', () => {
@@ -309,7 +349,7 @@ describe('generateScheduleFile', () => {
 
   it('says where the time zone came from', () => {
     const [host, fromCronTz] = entriesOf('0 1 * * * a\nCRON_TZ=UTC\n0 1 * * * b');
-    expect(generateScheduleFile(host).source).toMatch(/No CRON_TZ or TZ in the crontab: cron used its machine's local zone/);
+    expect(generateScheduleFile(host).source).toMatch(/No CRON_TZ in the crontab: cron used its machine's local zone \(a TZ= line sets only the/);
     expect(generateScheduleFile(fromCronTz).source).toContain('// From CRON_TZ= in the crontab.');
   });
 

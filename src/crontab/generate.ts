@@ -54,8 +54,9 @@ export function generateScheduleFile(entry: CrontabEntry): ScheduleFile {
   body.push(`  cron: ${literal(entry.cron)},`);
   if (entry.timezoneFrom === 'default') {
     body.push(
-      '  // No CRON_TZ or TZ in the crontab: cron used its machine\'s local zone. This is the zone',
-      '  // the import assumed (the importing machine\'s); change it if the crontab ran elsewhere.',
+      '  // No CRON_TZ in the crontab: cron used its machine\'s local zone (a TZ= line sets only the',
+      '  // command\'s clock). This is the zone the import assumed (the importing machine\'s, or',
+      '  // --timezone); change it if the crontab ran elsewhere.',
     );
   } else {
     body.push(`  // From ${entry.timezoneFrom}= in the crontab.`);

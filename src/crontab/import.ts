@@ -14,11 +14,11 @@ export interface ImportCrontabOptions {
   skipInvalid?: boolean;
   /** Overwrite schedule files that already exist in `outDir`. */
   force?: boolean;
-  /** Zone for lines without CRON_TZ/TZ; defaults to this machine's (`hostTimezone()`). */
+  /** Zone for lines without CRON_TZ; defaults to this machine's (`hostTimezone()`). */
   defaultTimezone?: string;
 }
 
-/** This machine's IANA zone: what cron would have used here for a line without CRON_TZ/TZ. */
+/** This machine's IANA zone: what cron would have used here for a line without CRON_TZ. */
 export function hostTimezone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 }

@@ -24,11 +24,14 @@ export interface CrontabEntry {
   days?: 'either' | 'both';
   /** IANA zone the schedule is read in. */
   timezone: string;
-  /** Where `timezone` came from: `CRON_TZ=`, `TZ=`, or `defaultTimezone` when neither was set. */
-  timezoneFrom: 'CRON_TZ' | 'TZ' | 'default';
+  /**
+   * Where `timezone` came from: `CRON_TZ=`, or `defaultTimezone` when none was set (or it was
+   * set empty). As in cronie, `TZ=` is only the command's environment, never the schedule's zone.
+   */
+  timezoneFrom: 'CRON_TZ' | 'default';
   /** The command as cron hands it to the shell: the text before the first unescaped `%`, `\%` → `%`. */
   command: string;
-  /** Standard input from the text after the first `%` (each further `%` a newline); absent when none. */
+  /** Standard input from the text after the first `%` (each further `%` a newline, and one at the end); absent when none. */
   stdin?: string;
   /** Every NAME=value line above this one (later wins), except the cron directives CRON_TZ, MAILTO and MAILFROM. */
   env: Record<string, string>;
@@ -50,7 +53,7 @@ export interface CrontabError {
 export interface ParseCrontabOptions {
   /** `/etc/crontab` style: a user column follows the time fields. */
   system?: boolean;
-  /** The zone cron would have used without CRON_TZ/TZ: its host's local zone. */
+  /** The zone cron would have used without CRON_TZ: its host's local zone. */
   defaultTimezone: string;
 }
 
@@ -82,7 +85,7 @@ export function parseCrontab(
   const entries: CrontabEntry[] = [];
   const errors: CrontabError[] = [];
   const env: Record<string, string> = {};
-  const zones: Partial<Record<'CRON_TZ' | 'TZ', { value: string; line: number }>> = {};
+  let cronTz: { value: string; line: number } | null = null;
   let mailto = '';
   const taken = new Set<string>();
 
@@ -97,7 +100,8 @@ export function parseCrontab(
     if (assignment) {
       const name = assignment[1] ?? assignment[2] ?? assignment[3];
       const value = unquote(assignment[4]);
-      if (name === 'CRON_TZ' || name === 'TZ') zones[name] = { value, line };
+      // An empty CRON_TZ= puts the host's zone back, as cronie does.
+      if (name === 'CRON_TZ') cronTz = value === '' ? null : { value, line };
       if (name === 'MAILTO') mailto = value;
       if (!DIRECTIVES.has(name)) env[name] = value;
       return;
@@ -107,14 +111,14 @@ export function parseCrontab(
     const split = splitScheduleLine(lineText, options.system ?? false);
     if ('reason' in split) return fail(split.reason);
 
-    const zone = zones.CRON_TZ ?? zones.TZ;
-    const timezoneFrom = zones.CRON_TZ ? 'CRON_TZ' : zones.TZ ? 'TZ' : 'default';
+    const zone: { value: string; line: number } | null = cronTz;
+    const timezoneFrom = zone ? 'CRON_TZ' : 'default';
     // POSIX allows TZ=:Area/City; the colon only says "a file name follows".
     const timezone = zone ? zone.value.replace(/^:/, '') : options.defaultTimezone;
     if (!isTimeZone(timezone)) {
       return fail(
         zone
-          ? `${timezoneFrom} '${zone.value}' (line ${zone.line}) is not an IANA time zone`
+          ? `CRON_TZ '${zone.value}' (line ${zone.line}) is not an IANA time zone`
           : `default time zone '${timezone}' is not an IANA time zone`,
       );
     }
@@ -150,7 +154,13 @@ export function parseCrontab(
   return { entries, errors };
 }
 
-/** A schedule line cut into its time specification, optional user, and raw command text. */
+/**
+ * A schedule line cut into its time specification, optional user, and raw command text, as
+ * cronie's load_entry cuts it: a leading `-` (cronie's "do not syslog this job") is dropped,
+ * as are the command's leading `-n` options (cronie's "mail only on error": cronq mails
+ * nothing); a command, or a system crontab's user, starting with `*` is refused, as cron
+ * refuses it (almost always a sixth time field).
+ */
 function splitScheduleLine(
   text: string,
   system: boolean,
@@ -158,27 +168,37 @@ function splitScheduleLine(
   // Only blanks and tabs separate cron fields; the command is the rest of the line, as written.
   const field = '([^ \\t]+)[ \\t]+';
   const what = system ? 'a user and a command' : 'a command';
-  const nickname = /^[ \t]*(@[^ \t]*)/.exec(text)?.[1].toLowerCase();
+  const line = text.replace(/^[ \t]*-/, '');
+  // Nicknames compare case for case, as in cron.
+  const nickname = /^[ \t]*(@[^ \t]*)/.exec(line)?.[1];
   const fields = nickname === undefined ? 5 : 1;
   if (nickname === '@reboot') return { reason: REBOOT_REASON };
   if (nickname !== undefined && !NICKNAMES.has(nickname)) {
-    return { reason: `unknown '${nickname}' (cron knows @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually, @reboot)` };
+    const lower = NICKNAMES.has(nickname.toLowerCase()) ? `; cron reads nicknames in lowercase only: ${nickname.toLowerCase()}` : '';
+    return { reason: `unknown '${nickname}' (cron knows @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually, @reboot${lower})` };
   }
 
-  const match = new RegExp(`^[ \\t]*${field.repeat(fields + (system ? 1 : 0))}(.*)$`, 's').exec(text);
+  const match = new RegExp(`^[ \\t]*${field.repeat(fields + (system ? 1 : 0))}(.*)$`, 's').exec(line);
   if (!match) {
     return { reason: nickname ? `expected ${what} after ${nickname}` : `expected five time fields followed by ${what}` };
   }
   const when = nickname ?? match.slice(1, 6).join(' ');
   const user = system ? match[fields + 1] : undefined;
-  return { when, ...(user !== undefined && { user }), command: match.at(-1)! };
+  const next = user ?? match.at(-1)!;
+  if (next.startsWith('*')) {
+    return { reason: `the ${system ? 'user' : 'command'} starts with '*', which cron refuses: is it a sixth time field? (cronq's six fields, seconds first, are not crontab's)` };
+  }
+  const options = /^(?:-n[ \t]+)*/.exec(match.at(-1)!)![0];
+  const command = match.at(-1)!.slice(options.length);
+  if (command.startsWith('-')) return { reason: `the command starts with '${command.split(/[ \t]/)[0]}', which cronie reads as an option; it knows only -n` };
+  return { when, ...(user !== undefined && { user }), command };
 }
 
 /** How the two day fields of five cron fields combine, when both carry a restriction. */
 function dayRule(when: string): 'either' | 'both' | undefined {
   if (when.startsWith('@')) return undefined;
   const [, , dom, , dow] = when.split(' ');
-  const bare = (field: string) => field === '*' || field === '?';
+  const bare = (field: string) => field === '*';
   if (bare(dom) || bare(dow)) return undefined;
   return dom.startsWith('*') || dow.startsWith('*') ? 'both' : 'either';
 }
@@ -202,7 +222,8 @@ function unquote(value: string): string {
  * Applies cron's `%` rule to a command field, exactly as Vixie cron's do_command does: the
  * first unescaped `%` ends the command; `\%` before it is a literal `%` (the backslash dropped),
  * any other backslash stays. After it, each unescaped `%` is a newline, `\%` a `%`, and other
- * backslashes stay. No text after the `%` means no standard input.
+ * backslashes stay; a newline ends the input when the text does not end with one. No text
+ * after the `%` means no standard input.
  */
 export function splitCronCommand(field: string): { command: string; stdin?: string } {
   let command = '';
@@ -237,6 +258,8 @@ export function splitCronCommand(field: string): { command: string; stdin?: stri
     if (!escaped) stdin += ch;
   }
   if (escaped) stdin += '\\';
+  // cron ends the input with a newline when the text does not (do_command's need_newline).
+  if (!stdin.endsWith('\n')) stdin += '\n';
   return { command, stdin };
 }
 

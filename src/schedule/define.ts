@@ -164,7 +164,7 @@ export function defineSchedule<P = any>(given: ScheduleOptions<P> | ScheduleFrom
   if (typeof options.cron !== 'string') throw new UsageError(`${what}: cron must be a string`);
   if (typeof timezone !== 'string') throw new UsageError(`${what}: timezone must be an IANA zone name`);
   const cronProblem = validateCron(options.cron, timezone);
-  if (cronProblem) throw new UsageError(`${what}: ${cronProblem.startsWith('unknown time zone') ? cronProblem : `invalid cron '${options.cron}': ${cronProblem}`}`);
+  if (cronProblem) throw new UsageError(`${what}: ${cronProblem}`);
   const period = options.period ?? 'tick';
   if (!isPeriod(period)) throw new UsageError(`${what}: period must be one of ${PERIODS.join(', ')} (got ${JSON.stringify(period)})`);
   const hasHandle = options.handle !== undefined;

@@ -9,11 +9,13 @@ export const importCrontabCommand: Command = {
   help: `Usage: cronq import-crontab FILE [--out DIR] [--system] [--skip-invalid] [--force] [--timezone TZ]
 
 Reads a crontab (at most 1 MiB) and writes one schedule file per line into DIR, keeping each
-command exactly, the environment lines in force for it (SHELL, PATH, ...) and its
-time zone (CRON_TZ or TZ, else --timezone, else this host's zone). Prints each file
-written. Understands five-field lines, @hourly @daily @weekly @monthly @yearly
-@annually @midnight, comments, blank lines, NAME=value lines and cron's % rule
-(text after an unescaped % is the command's standard input).
+command exactly, the environment lines in force for it (SHELL, PATH, TZ, ...) and its
+time zone (CRON_TZ, else --timezone, else this host's zone; as in cron, TZ= sets only the
+command's clock). Prints each file written. Understands five-field lines, @hourly @daily
+@weekly @monthly @yearly @annually @midnight, comments, blank lines, NAME=value lines,
+cron's % rule (text after an unescaped % is the command's standard input, ended by a
+newline) and cronie's '-' line prefix and -n option (dropped: cronq neither syslogs nor
+mails).
 
 Refused, with the line number: lines it cannot translate, and @reboot (cronq runs
 schedules, not start-up hooks: use the service manager, e.g. systemd ExecStartPre).
@@ -28,7 +30,7 @@ most recent missed run is made up once, within a day (cron itself never does).
   --system          /etc/crontab format: a user column before the command
   --skip-invalid    write the translatable lines; report the others
   --force           overwrite existing files
-  --timezone TZ     zone for lines without CRON_TZ/TZ (default this host's)`,
+  --timezone TZ     zone for lines without CRON_TZ (default this host's)`,
   options: {
     out: { type: 'string' },
     system: { type: 'boolean' },
