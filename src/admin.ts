@@ -16,6 +16,7 @@ import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
+import { refuseUnknownOptions } from './tasks/define.ts';
 import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
 import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
@@ -280,19 +281,24 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     ping: () => store.ping(),
     checkSchema: () => assertSchemaCurrent(database),
     deadLetters: {
-      list: ({ limit = DEAD_LETTER_LIST_LIMIT, ...query } = {}) => store.listDeadLetters({ ...query, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }),
-      groups: ({ limit, ...query } = {}) =>
-        store.groupDeadLetters({ ...query, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }) }),
+      list: async (query = {}) => {
+        const { limit = DEAD_LETTER_LIST_LIMIT, ...rest } = checkedFilter(query, DEAD_LETTER_QUERY_KEYS, 'deadLetters.list');
+        return store.listDeadLetters({ ...rest, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) });
+      },
+      groups: async (query = {}) => {
+        const { limit, ...rest } = checkedFilter(query, DEAD_LETTER_QUERY_KEYS, 'deadLetters.groups');
+        return store.groupDeadLetters({ ...rest, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }) });
+      },
       get: async (id) => store.getDeadLetter(checkedId(id)),
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
       discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),
-      requeueMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter), 'requeue', reason),
-      discardMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter), 'discard', reason),
+      requeueMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.requeueMatching'), 'requeue', reason),
+      discardMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.discardMatching'), 'discard', reason),
     },
     pauses: createPauseAdmin(store, schedules),
     limits: () => store.kindLimits(),
     cancel: async (target, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelJob(checkedTarget(target), { by, reason }),
-    cancelMatching: async (filter, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelMatching(checkedFilter(filter), { by, reason }),
+    cancelMatching: async (filter, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelMatching(checkedFilter(filter, CANCEL_FILTER_KEYS, 'cancelMatching'), { by, reason }),
     async stats() {
       const [stats, health] = await Promise.all([store.stats(), healthAt()]);
       return { ...stats, health };
@@ -367,10 +373,41 @@ function checkedTarget<T extends { id: number } | { key: string }>(target: T): T
   throw new UsageError('a job is named by { id } or { key }');
 }
 
-/** A bulk filter: an object ({} matches everything). */
-function checkedFilter<T extends object>(filter: T): T {
-  if (typeof filter !== 'object' || filter === null) throw new UsageError(`a filter must be an object ({} matches every row; got ${String(filter)})`);
+const CANCEL_FILTER_KEYS = Object.keys({ queue: true, kind: true } satisfies Record<keyof CancelFilter, true>);
+const DEAD_LETTER_FILTER_KEYS = Object.keys({ queue: true, kind: true, since: true } satisfies Record<keyof DeadLetterFilter, true>);
+const DEAD_LETTER_QUERY_KEYS = [...DEAD_LETTER_FILTER_KEYS, 'includeReviewed', 'limit'];
+
+/**
+ * A filter, checked before it narrows anything: an object whose fields are all known and
+ * all set. A bulk call's filter decides which rows change, so a misspelt field
+ * (`{ kidn: 'report' }`) or one present but undefined (`{ kind: opts.kind }`) would widen it
+ * to every row; both are refused (UsageError naming the field), as is a field of the wrong
+ * type. `{}` matches every row.
+ */
+function checkedFilter<T extends DeadLetterFilter & { includeReviewed?: boolean }>(filter: T, known: readonly string[], what: string): T {
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+    throw new UsageError(`${what}: a filter must be an object ({} matches every row; got ${Array.isArray(filter) ? 'an array' : String(filter)})`);
+  }
+  refuseUnknownOptions(filter, known, what);
+  for (const [field, value] of Object.entries(filter)) {
+    if (value === undefined) throw new UsageError(`${what}: ${field} is undefined; leave the field out to match every ${field}, or give one`);
+  }
+  for (const field of ['queue', 'kind'] as const) {
+    const value: unknown = filter[field];
+    if (value !== undefined && (typeof value !== 'string' || value === '')) throw new UsageError(`${what}: ${field} must be a non-empty string (got ${shownValue(value)})`);
+  }
+  if (filter.since !== undefined) checkedDate(filter.since, `${what}: since`);
+  if (filter.includeReviewed !== undefined && typeof filter.includeReviewed !== 'boolean') {
+    throw new UsageError(`${what}: includeReviewed must be true or false (got ${shownValue(filter.includeReviewed)})`);
+  }
   return filter;
+}
+
+/** A refused value as a message shows it: its type and, for a short primitive, the value. */
+function shownValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
 }
 
 /** A Date the fire-time arithmetic and the database can both hold, else a UsageError naming it. */

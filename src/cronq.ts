@@ -21,7 +21,7 @@ import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import { schedulesOf, type Schedule } from './schedule/define.ts';
-import { isTask, validateQueue, type Task } from './tasks/define.ts';
+import { isTask, refuseUnknownOptions, validateQueue, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
@@ -93,8 +93,8 @@ export interface CronqOptions {
   postClaimPauseMs?: number;
   /** This daemon's name in `locked_by` and cronq_daemons (1–255 characters, no trailing space; `host:pid` by default). */
   lockedBy?: string;
-  /** Told what the engine does (claims, results, recoveries, ticks), e.g. for metrics. Default: nobody. */
-  observer?: Observer;
+  /** Told what the engine does (claims, results, recoveries, ticks), e.g. for metrics; methods left out are not called. Default: nobody. */
+  observer?: Partial<Observer>;
   /**
    * Delete done jobs (and tick-ledger rows) older than this in the background, from
    * start() on (default: never). start() refuses (UsageError) a value under 1h or shorter
@@ -129,6 +129,45 @@ export interface CronqOptions {
    * decides; `cronq start` turns it on.
    */
   catchUncaught?: boolean;
+}
+
+/** Every option createCronq takes: any other is refused (checkOptionShapes). */
+const CRONQ_OPTION_KEYS = Object.keys({
+  databaseUrl: true, tasks: true, schedulesDir: true, importTimeoutMs: true, concurrency: true, prefetch: true, queues: true,
+  logger: true, allowUnknownKind: true, pollInterval: true, recoveryInterval: true, workers: true, scheduler: true, clock: true,
+  postClaimPauseMs: true, lockedBy: true, observer: true, pruneDoneOlderThan: true, pruneEvery: true, unknownKindGraceMs: true,
+  heartbeatInterval: true, maxLeaseExpiries: true, catchUncaught: true,
+} satisfies Record<keyof CronqOptions, true>);
+
+/**
+ * The checks of createCronq's options that come before their values are read: an object,
+ * every key known (a misspelt `concurency` would otherwise leave the default in force),
+ * and the options that are not numbers, durations or names of the right type (those are
+ * checked where they are read, each with its own range). UsageError naming the option.
+ */
+function checkOptionShapes(options: CronqOptions): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new UsageError(`createCronq: options must be an object (got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options})`);
+  }
+  refuseUnknownOptions(options, CRONQ_OPTION_KEYS, 'createCronq');
+  const typeOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value);
+  for (const name of ['allowUnknownKind', 'workers', 'scheduler', 'catchUncaught'] as const) {
+    const value: unknown = options[name];
+    if (value !== undefined && typeof value !== 'boolean') throw new UsageError(`createCronq: ${name} must be true or false (got ${typeOf(value)})`);
+  }
+  if (options.databaseUrl !== undefined && (typeof options.databaseUrl !== 'string' || options.databaseUrl === '')) {
+    throw new UsageError(`createCronq: databaseUrl must be a mysql:// URL (got ${typeof options.databaseUrl === 'string' ? 'an empty string' : typeOf(options.databaseUrl)})`);
+  }
+  const dir: unknown = options.schedulesDir;
+  if (dir !== undefined && dir !== null && (typeof dir !== 'string' || dir === '')) {
+    throw new UsageError(`createCronq: schedulesDir must be a folder's path, or null for none (got ${typeof dir === 'string' ? 'an empty string' : typeOf(dir)})`);
+  }
+  const clock: unknown = options.clock;
+  if (clock !== undefined && (typeof clock !== 'object' || clock === null || typeof (clock as Clock).now !== 'function' || typeof (clock as Clock).sleepUntil !== 'function')) {
+    throw new UsageError('createCronq: clock must have now() and sleepUntil(at, signal) methods');
+  }
+  const observer: unknown = options.observer;
+  if (observer !== undefined && (typeof observer !== 'object' || observer === null)) throw new UsageError(`createCronq: observer must be an object of callbacks (got ${typeOf(observer)})`);
 }
 
 /**
@@ -260,6 +299,7 @@ function durationWithin(value: Duration | undefined, name: string, bound: Bounde
  * until a method is called.
  */
 export function createCronq(options: CronqOptions = {}): Cronq {
+  checkOptionShapes(options);
   const log = libraryLogger(options.logger);
   const concurrency = wholeNumberWithin(options.concurrency ?? CONCURRENCY.default, 'concurrency', CONCURRENCY);
   const prefetch = wholeNumberWithin(options.prefetch ?? PREFETCH.default, 'prefetch', PREFETCH);
@@ -373,6 +413,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   // A job for a task handle: kind and defaults from the handle, which needs no registry entry.
   const forTask = (task: Task, job: TaskJob<unknown>): EnqueueJob => {
     if (!isTask(task)) throw new UsageError('enqueue(task, job): task must be what defineTask or defineSchedule returned');
+    if (typeof job !== 'object' || job === null) throw new UsageError('a job must be an object');
     return { queue: task.queue, maxAttempts: task.maxAttempts, ...job, kind: task.name };
   };
   // After toJobRow: a job that is malformed is refused as such before its kind is looked up.
@@ -390,6 +431,13 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       ? { task: args[0], jobs: args[1] as J, options: (args[2] as EnqueueOptions | undefined) ?? {} }
       : { task: null, jobs: args[0] as J, options: (args[1] as EnqueueOptions | undefined) ?? {} };
 
+  /** `jobs` when it can be read as jobs (an array or an iterable, sync or async), else UsageError. */
+  const checkedJobs = <T>(jobs: T): T => {
+    const iterable = typeof jobs === 'object' && jobs !== null && (Symbol.iterator in jobs || Symbol.asyncIterator in jobs);
+    if (!iterable) throw new UsageError(`enqueueMany: jobs must be an array or an iterable of jobs (got ${jobs === null ? 'null' : typeof jobs})`);
+    return jobs;
+  };
+
   const rowsOf = async function* (
     jobs: Iterable<EnqueueJob | TaskJob<unknown>> | AsyncIterable<EnqueueJob | TaskJob<unknown>>,
     registry: TaskRegistry,
@@ -400,6 +448,21 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       yield task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
     }
   };
+
+  /**
+   * An array's rows, every job checked before any is written: a bad one refuses the whole
+   * call (UsageError naming its index; nothing written). A stream (any other iterable) is
+   * checked as it is read, so the rows it yielded before a bad one are written (README).
+   */
+  const checkedRows = (jobs: ReadonlyArray<EnqueueJob | TaskJob<unknown>>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow[] =>
+    jobs.map((job, index) => {
+      try {
+        return task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+      } catch (error) {
+        if (error instanceof UsageError) throw new UsageError(`enqueueMany: jobs[${index}]: ${error.message}; nothing was written`);
+        throw error;
+      }
+    });
 
   const cronq: Cronq = {
     maskedDatabaseUrl: database.target.masked,
@@ -495,7 +558,9 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   async function enqueueManyCall(args: unknown[]) {
     const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
     const { tx } = call;
-    const rows = rowsOf(jobs, await loadTasks(), task, call.allowUnknownKind ?? options.allowUnknownKind ?? false);
+    const registry = await loadTasks();
+    const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
+    const rows = Array.isArray(jobs) ? checkedRows(jobs, registry, task, allowUnknown) : rowsOf(checkedJobs(jobs), registry, task, allowUnknown);
     const maxStatementBytes = await byteLimit();
     let result: EnqueueOutcome;
     try {

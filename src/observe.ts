@@ -47,11 +47,16 @@ export const noopObserver: Observer = Object.freeze({
  * Wraps `observer` so that an exception from any of its methods is passed to `onError`
  * (once per method name) instead of reaching the engine. Returns noopObserver for undefined.
  */
-export function guardObserver(observer: Observer | undefined, onError: (method: string, error: unknown) => void): Observer {
+export function guardObserver(observer: Partial<Observer> | undefined, onError: (method: string, error: unknown) => void): Observer {
   if (!observer || observer === noopObserver) return noopObserver;
   const reported = new Set<string>();
   const guarded = {} as Record<keyof Observer, (...args: never[]) => void>;
   for (const method of Object.keys(noopObserver) as Array<keyof Observer>) {
+    // A method the observer leaves out is not told (an observer of completions alone).
+    if (typeof observer[method] !== 'function') {
+      guarded[method] = noopObserver[method] as (...args: never[]) => void;
+      continue;
+    }
     guarded[method] = (...args: never[]) => {
       try {
         (observer[method] as (...a: never[]) => void).apply(observer, args);

@@ -7,7 +7,8 @@ import { UsageError } from '../errors.ts';
 import type { NewJobRow } from '../store/index.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { errorLine } from '../runtime/errorText.ts';
-import { shownName, TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
+import { shownText } from '../shownText.ts';
+import { refuseUnknownOptions, shownName, TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 
 /** Longest job kind: cronq_jobs.kind is VARCHAR(128). */
@@ -33,6 +34,9 @@ export interface EnqueueJob {
  * health, `cronq schedules`). Refused when a caller sets them (EnqueueJob has none).
  */
 const SCHEDULER_FIELDS = ['scheduleName', 'periodKey', 'scheduledAt'] as const;
+
+/** Every field of EnqueueJob: any other is refused (toJobRow). */
+const JOB_FIELDS = Object.keys({ kind: true, key: true, payload: true, queue: true, runAt: true, maxAttempts: true } satisfies Record<keyof EnqueueJob, true>);
 
 /** A job's key and payload as the store takes them, or why it cannot take them. */
 export type JobContent = { payloadJson: string } | { problem: string; field: 'key' | 'payload' };
@@ -81,7 +85,9 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if (longerThanChars(job.kind, MAX_KIND_LENGTH)) throw new UsageError(`job kind is ${charLength(job.kind)} characters long; at most ${MAX_KIND_LENGTH} are allowed`);
   const cutKind = loneSurrogateProblem(job.kind, 'job kind');
   if (cutKind) throw new UsageError(cutKind);
-  if (typeof job.key !== 'string' || job.key.length === 0) throw new UsageError('job key is missing');
+  if (typeof job.key !== 'string' || job.key.length === 0) {
+    throw new UsageError(job.key === undefined || job.key === '' ? 'job key is missing' : `job key must be a string (got ${typeof job.key})`);
+  }
   const content = checkJobContent(job.key, job.payload);
   if ('problem' in content) throw new UsageError(content.field === 'key' ? content.problem : `job ${JSON.stringify(job.key)}: ${content.problem}`);
   const { payloadJson } = content;
@@ -91,6 +97,8 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if (schedulerField) {
     throw new UsageError(`job ${JSON.stringify(job.key)}: ${schedulerField} is written only by the scheduler; a job enqueued by hand cannot stand for a schedule's period`);
   }
+  // A misspelt field (`runat`, `maxAttempt`) would otherwise be dropped: due now, default attempts.
+  refuseUnknownOptions(job, JOB_FIELDS, `job ${JSON.stringify(shownText(job.key))}`, '', 'field');
   if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
     // Its limit holds per queue: in another queue the kind's jobs would run unlimited.
     throw new UsageError(`job ${JSON.stringify(job.key)}: kind '${task.name}' has a concurrency limit and runs only in its own queue '${task.queue}' (got queue ${shownName(job.queue)})`);

@@ -168,15 +168,16 @@ const BACKOFF_KEYS = Object.keys({ base: true, max: true } satisfies Record<keyo
 
 /**
  * Refuses (UsageError) an own key of `options` not in `known`: a typo (`maxAttempt`,
- * `timout`) would otherwise do nothing at all. Names the key, prefixed by `path` (for a
- * nested option), and the known key it most likely meant, else every known key.
+ * `timout`) would otherwise do nothing at all. Names the key (a `noun`: option, field),
+ * prefixed by `path` (for a nested option), and the known key it most likely meant, else
+ * every known key.
  */
-export function refuseUnknownOptions(options: object, known: readonly string[], what: string, path = ''): void {
+export function refuseUnknownOptions(options: object, known: readonly string[], what: string, path = '', noun = 'option'): void {
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
     const meant = closestKey(key, known);
     const hint = meant !== null ? `did you mean '${path}${meant}'?` : `known: ${known.join(', ')}`;
-    throw new UsageError(`${what}: unknown option '${path}${key}' (${hint})`);
+    throw new UsageError(`${what}: unknown ${noun} '${path}${shownText(key)}' (${hint})`);
   }
 }
 

@@ -11,17 +11,27 @@ import type { RunSlots } from './slots.ts';
  */
 export async function drainRuns(slots: RunSlots, graceMs: number): Promise<number> {
   const all = () => slots.allSettled();
-  const timedOut = await Promise.race([all().then(() => false), sleep(graceMs).then(() => true)]);
+  const timedOut = await outlasted(all(), graceMs);
   if (!timedOut || slots.used === 0) {
     await all();
     return 0;
   }
   const stragglers = slots.inHandler();
   for (const run of stragglers) run.abortForShutdown();
-  await Promise.race([all(), sleep(Math.min(2_000, Math.max(100, graceMs)))]);
+  await outlasted(all(), Math.min(2_000, Math.max(100, graceMs)));
   let abandoned = 0;
   for (const run of stragglers) {
     if (await run.releaseIfStillHeld()) abandoned += 1;
   }
   return abandoned;
+}
+
+/** Whether `ms` passed before `work` settled; the timer goes either way, so it never holds the process open. */
+async function outlasted(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const over = new AbortController();
+  try {
+    return await Promise.race([work.then(() => false), sleep(ms, over.signal).then(() => true)]);
+  } finally {
+    over.abort();
+  }
 }

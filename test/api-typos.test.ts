@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { createCronq, defineTask, UsageError, type CronqOptions } from '../src/index.ts';
+import { REPO_ROOT, runProcess } from './support/cli.ts';
+import { useTestDatabase } from './support/db.ts';
+
+// A typo or an undefined value in the library API must never quietly widen or drop what a call
+// does: a bulk filter that matches every row, an option left at its default, a run time lost.
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
+const report = defineTask({ name: 'report', handle: () => undefined });
+const keep = defineTask({ name: 'keep-me', handle: () => undefined });
+
+function refusal(work: () => unknown): Error {
+  try {
+    work();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('not refused');
+}
+
+async function refusalOf(work: Promise<unknown>): Promise<Error> {
+  return work.then(
+    () => {
+      throw new Error('not refused');
+    },
+    (error: Error) => error,
+  );
+}
+
+const count = async (where = '1=1') => Number((await t.sql<{ n: number }>(`SELECT COUNT(*) AS n FROM cronq_jobs WHERE ${where}`))[0].n);
+
+describe('createCronq options', () => {
+  it('refuses an unknown option, naming the one it most likely meant', () => {
+    const error = refusal(() => createCronq({ databaseUrl: t.url, logger: false, concurency: 64 } as CronqOptions));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe("createCronq: unknown option 'concurency' (did you mean 'concurrency'?)");
+    expect(refusal(() => createCronq({ databaseUrl: t.url, logger: false, pollIntervl: '5s' } as CronqOptions)).message).toMatch(/did you mean 'pollInterval'\?/);
+  });
+
+  it('refuses options of the wrong shape in one line each, before anything connects', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [null, /^createCronq: options must be an object \(got null\)$/],
+      ['mysql://x', /^createCronq: options must be an object \(got string\)$/],
+      [{ databaseUrl: 42 }, /^createCronq: databaseUrl must be a mysql:\/\/ URL \(got number\)$/],
+      [{ databaseUrl: '' }, /^createCronq: databaseUrl must be a mysql:\/\/ URL \(got an empty string\)$/],
+      [{ workers: 'no' }, /^createCronq: workers must be true or false \(got string\)$/],
+      [{ catchUncaught: 'yes' }, /^createCronq: catchUncaught must be true or false/],
+      [{ schedulesDir: 5 }, /^createCronq: schedulesDir must be a folder's path, or null for none \(got number\)$/],
+      [{ clock: {} }, /^createCronq: clock must have now\(\) and sleepUntil\(at, signal\) methods$/],
+      [{ clock: { now: () => new Date() } }, /clock must have now\(\) and sleepUntil/],
+      [{ observer: 5 }, /^createCronq: observer must be an object of callbacks \(got number\)$/],
+    ];
+    for (const [options, message] of cases) {
+      const error = refusal(() => createCronq(options as CronqOptions));
+      expect(error, JSON.stringify(options)).toBeInstanceOf(UsageError);
+      expect(error.message, JSON.stringify(options)).toMatch(message);
+    }
+  });
+
+  it('takes an observer of some callbacks only, and tells it those', async () => {
+    let completed = 0;
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report], observer: { jobCompleted: () => void completed++ } });
+    try {
+      await cronq.enqueue(report, { key: 'report:observed', payload: {} });
+      await cronq.start();
+      await expect.poll(() => completed, { timeout: 10_000 }).toBe(1);
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('lets the process exit once stop() has resolved, not after the grace period', async () => {
+    const app = `import { createCronq } from './src/index.ts';
+      const cronq = createCronq({ databaseUrl: ${JSON.stringify(t.url)}, logger: false, schedulesDir: null });
+      await cronq.start();
+      await cronq.stop({ graceMs: 60_000 });
+      process.stdout.write(String(Date.now()));`;
+    const run = await runProcess(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', app], { cwd: REPO_ROOT, timeoutMs: 30_000 });
+    expect(run.code, run.stderr).toBe(0);
+    // A timer left from the grace would hold the process for the whole minute.
+    expect(Date.now() - Number(run.stdout)).toBeLessThan(5_000);
+  });
+});
+
+describe('enqueue fields', () => {
+  it('refuses a field a job does not have, naming the one it most likely meant, and writes nothing', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
+    try {
+      const tomorrow = new Date(Date.now() + 86_400_000);
+      const error = await refusalOf(cronq.enqueue(report, { key: 'report:typo', runat: tomorrow } as never));
+      expect(error).toBeInstanceOf(UsageError);
+      expect(error.message).toBe(`job "report:typo": unknown field 'runat' (did you mean 'runAt'?)`);
+      expect((await refusalOf(cronq.enqueue({ kind: 'report', key: 'report:typo', maxAttempt: 3 } as never))).message).toMatch(/unknown field 'maxAttempt' \(did you mean 'maxAttempts'\?\)/);
+      expect(await count()).toBe(0);
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('checks every job of an array before writing any: one bad job refuses the call, naming its index', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
+    try {
+      const jobs = Array.from({ length: 2_500 }, (_, i) => ({ key: `report:${i}`, payload: i === 2_400 ? { amount: 10n } : { i } }));
+      const error = await refusalOf(cronq.enqueueMany(report, jobs));
+      expect(error).toBeInstanceOf(UsageError);
+      expect(error.message).toMatch(/^enqueueMany: jobs\[2400\]: job "report:2400": payload cannot be stored as JSON: .*BigInt.*; nothing was written$/);
+      expect((await refusalOf(cronq.enqueueMany(report, [{ key: 'report:a', payload: {} }, null as never]))).message).toBe('enqueueMany: jobs[1]: a job must be an object; nothing was written');
+      expect(await count()).toBe(0);
+      expect((await refusalOf(cronq.enqueueMany(report, null as never))).message).toBe('enqueueMany: jobs must be an array or an iterable of jobs (got null)');
+      expect((await refusalOf(cronq.enqueueMany(report, { key: 'report:b' } as never))).message).toMatch(/jobs must be an array or an iterable of jobs \(got object\)/);
+    } finally {
+      await cronq.stop();
+    }
+  });
+});
+
+describe('bulk filters', () => {
+  it('refuses a misspelt field or one present but undefined instead of cancelling every job', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report, keep] });
+    try {
+      await cronq.enqueueMany([
+        { kind: 'keep-me', key: 'keep:1' },
+        { kind: 'keep-me', key: 'keep:2' },
+        { kind: 'report', key: 'report:1' },
+      ]);
+      const typo = await refusalOf(cronq.admin.cancelMatching({ kidn: 'report' } as never, { reason: 'cancel the bad reports' }));
+      expect(typo).toBeInstanceOf(UsageError);
+      expect(typo.message).toBe("cancelMatching: unknown option 'kidn' (did you mean 'kind'?)");
+      const options: { kind?: string } = {};
+      const unset = await refusalOf(cronq.admin.cancelMatching({ kind: options.kind }, { reason: 'x' }));
+      expect(unset.message).toBe('cancelMatching: kind is undefined; leave the field out to match every kind, or give one');
+      expect((await refusalOf(cronq.admin.cancelMatching({ kind: 7 } as never, { reason: 'x' }))).message).toBe('cancelMatching: kind must be a non-empty string (got 7)');
+      expect(await count("status = 'ready'")).toBe(3);
+      // The same filter, spelt right, cancels the one report.
+      expect(await cronq.admin.cancelMatching({ kind: 'report' }, { reason: 'x' })).toEqual({ ready: 1, running: 0 });
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('refuses the same in the dead-letter bulk calls and listings', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false });
+    try {
+      const dead = cronq.admin.deadLetters;
+      expect((await refusalOf(dead.requeueMatching({ knd: 'report' } as never, 'fixed'))).message).toBe("deadLetters.requeueMatching: unknown option 'knd' (did you mean 'kind'?)");
+      expect((await refusalOf(dead.discardMatching({ queue: undefined }, 'noise'))).message).toMatch(/^deadLetters\.discardMatching: queue is undefined/);
+      expect((await refusalOf(dead.discardMatching({ since: 'yesterday' } as never, 'noise'))).message).toMatch(/^deadLetters\.discardMatching: since must be a valid Date$/);
+      expect((await refusalOf(dead.list({ includeReviewd: true } as never))).message).toMatch(/did you mean 'includeReviewed'\?/);
+    } finally {
+      await cronq.stop();
+    }
+  });
+});
