@@ -58,6 +58,21 @@ describe('command schedules run by the worker', () => {
     expect(letter).toEqual({ failure_reason: 'Error: command exited with code 3: upstream said 503', attempts: 2 });
   });
 
+  it('keep the end of a long stderr in the dead letter, where the command says why it failed', async () => {
+    const { log, key } = await runTick({
+      name: 'noisy-report',
+      cron: '30 2 * * *',
+      period: 'day',
+      maxAttempts: 1,
+      command: "seq 1 400 | sed 's/^/noise line /' >&2; echo 'FATAL: disk full on /var' >&2; exit 1",
+    });
+    await log.waitFor('job_dead');
+    const [letter] = await t.sql('SELECT failure_reason FROM cronq_dead_letters WHERE job_key = ?', [key]);
+    expect(letter.failure_reason).toMatch(/^Error: command exited with code 1: ….*noise line 400\nFATAL: disk full on \/var$/s);
+    const [job] = await t.sql('SELECT last_error FROM cronq_jobs WHERE job_key = ?', [key]);
+    expect(job.last_error).toBe(letter.failure_reason);
+  });
+
   it('are killed and fail when they run past their timeout', async () => {
     const pidFile = join(dir, 'slow.pid');
     const { log, key } = await runTick({

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_TEXT_MAX } from '../src/runtime/errorText.ts';
 import { commandHandler, KILL_GRACE_MS, STDERR_TAIL_BYTES, type CommandSpec } from '../src/shell/handler.ts';
 import type { Job, JobContext } from '../src/tasks/job.ts';
 import { isGone } from './support/process.ts';
@@ -144,12 +145,13 @@ describe('commandHandler', () => {
     await expect(run({ command: 'exit 4' })).rejects.toThrow('command exited with code 4: (stderr was empty)');
   });
 
-  it('keeps only the last few KB of a long stderr in the error', async () => {
+  it('keeps only the end of a long stderr in the error, short enough for last_error to keep whole', async () => {
     const error = await run({ command: "head -c 12000 /dev/zero | tr '\\0' x >&2; echo ' THE END' >&2; exit 1" }).catch((e: Error) => e);
     const message = (error as Error).message;
     expect(message.startsWith('command exited with code 1: …x')).toBe(true);
     expect(message.endsWith('x THE END')).toBe(true);
-    expect(Buffer.byteLength(message)).toBeLessThanOrEqual(STDERR_TAIL_BYTES + 64);
+    expect(`Error: ${message}`.length).toBeLessThanOrEqual(ERROR_TEXT_MAX);
+    expect(STDERR_TAIL_BYTES).toBeGreaterThanOrEqual(ERROR_TEXT_MAX);
   });
 
   it('never puts the payload in the error', async () => {

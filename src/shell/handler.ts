@@ -74,8 +74,8 @@ function inheritedEnv(): NodeJS.ProcessEnv {
  *   CRONQ_KIND, CRONQ_QUEUE, CRONQ_PERIOD_KEY and CRONQ_SCHEDULED_AT (ISO UTC; both '' for ad-hoc
  *   jobs), CRONQ_ATTEMPT, CRONQ_MAX_ATTEMPTS and CRONQ_PAYLOAD (the payload as JSON).
  * - Exit 0 resolves. Any other exit rejects with `command exited with code N: <stderr tail>`
- *   (the last STDERR_TAIL_BYTES of stderr, trimmed); death by a signal nobody in cronq sent
- *   rejects with `command killed by SIGNAL`. Both are retryable. The rejection text is stored
+ *   (the end of stderr: at most its last STDERR_SHOWN_CHARS characters, trimmed); death by
+ *   a signal nobody in cronq sent rejects with `command killed by SIGNAL`. Both are retryable. The rejection text is stored
  *   as the job's last_error, so **a command must not print secrets to stderr**; the payload
  *   itself is never put in the error.
  * - When `ctx.signal` aborts (lease lost, shutdown grace over) or `timeoutMs` passes, the

@@ -11,6 +11,14 @@ import type { Logger } from '../logger.ts';
 /** How much of the end of stderr a failure keeps (it becomes the job's last_error). */
 export const STDERR_TAIL_BYTES = 4_096;
 
+/**
+ * Most characters of the stderr tail a failure's error shows: its last ones, so that the
+ * whole error (`Error: command exited with code N: …tail`) fits in `last_error` and the
+ * dead letter (ERROR_TEXT_MAX, 2,000), which keep an error's start. A longer tail there
+ * would lose its end, where a failing command says why.
+ */
+export const STDERR_SHOWN_CHARS = 1_900;
+
 /** Longer output lines are logged in pieces of this many characters, so a line never buffers unboundedly. */
 const MAX_LINE_CHARS = 8_192;
 
@@ -19,6 +27,7 @@ export interface Output {
   closed: Promise<void>;
   /** Flushes partial lines, then keeps the pipes drained without logging and lets them not hold the event loop. */
   detach(): void;
+  /** stderr's tail as a failure shows it: its last STDERR_SHOWN_CHARS characters at most. */
   stderrTail(): string;
 }
 
@@ -58,7 +67,7 @@ export function watchOutput(child: ChildProcess, log: Logger): Output {
         (pipe as unknown as { unref?: () => void }).unref?.();
       }
     },
-    stderrTail: () => tail.text(),
+    stderrTail: () => tail.text(STDERR_SHOWN_CHARS),
   };
 }
 
@@ -118,16 +127,23 @@ class ByteTail {
     if (this.size > 2 * this.limit) this.compact();
   }
 
-  /** The tail as trimmed text, starting with `…` when earlier output was dropped. */
-  text(): string {
+  /** The tail as trimmed text (its last `maxChars` characters at most), starting with `…` when earlier output was dropped. */
+  text(maxChars = Infinity): string {
     this.compact();
     let bytes = this.chunks[0] ?? Buffer.alloc(0);
     // The cut may land inside a UTF-8 character: skip its continuation bytes rather than show U+FFFD.
     let start = 0;
     if (this.truncated) while (start < bytes.length && (bytes[start] & 0xc0) === 0x80) start++;
     bytes = bytes.subarray(start);
-    const text = bytes.toString('utf8').trim();
-    return this.truncated && text !== '' ? `…${text}` : text;
+    let text = bytes.toString('utf8').trim();
+    let truncated = this.truncated;
+    if (text.length > maxChars - 1) {
+      const from = text.length - (maxChars - 1);
+      const first = text.charCodeAt(from);
+      text = text.slice(first >= 0xdc00 && first <= 0xdfff ? from + 1 : from); // never half a surrogate pair
+      truncated = true;
+    }
+    return truncated && text !== '' ? `…${text}` : text;
   }
 
   private compact(): void {
