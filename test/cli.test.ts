@@ -101,6 +101,10 @@ describe('cronq enqueue --payload-file', () => {
     ['a folder', ['--payload-file', 'test'], /^cronq enqueue: --payload-file: cannot read test: EISDIR$/],
     ['text that is not JSON', ['--payload-file', 'not.json'], /^cronq enqueue: --payload-file is not valid JSON: /],
     ['text that is not UTF-8', ['--payload-file', 'latin1.json'], /^cronq enqueue: --payload-file: \S+latin1\.json is not UTF-8 text$/],
+    // JSON.parse would make it Infinity, stored as null.
+    ['a number out of range', ['--payload', '{"amount":1e400}'], /^cronq enqueue: --payload: the number 1e400 at character 11 is out of range \(JSON numbers are read as doubles\)$/],
+    ['an integer too large to keep', ['--payload', '{"id":9007199254740993}'], /^cronq enqueue: --payload: the number 9007199254740993 at character 7 cannot be kept exactly \(integers beyond 2\^53 are rounded; pass it as a string\)$/],
+    ['a bare number out of range', ['--payload', '[1,-1e999]'], /^cronq enqueue: --payload: the number -1e999 at character 4 is out of range/],
   ])('refuses %s with one line, exit 64, and writes nothing', async (_what, flags, message) => {
     const dir = tempDir();
     writeFileSync(join(dir, 'not.json'), '{"a": ');
@@ -111,6 +115,16 @@ describe('cronq enqueue --payload-file', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr.trim()).toMatch(message);
     expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
+  });
+});
+
+describe('cronq enqueue payload numbers', () => {
+  it('keeps numbers a double holds, and never reads a number inside a string', async () => {
+    const payload = '{"id":9007199254740992,"note":"1e400 and 9007199254740993","x":[-0.5,1e300,"\\"9007199254740993"]}';
+    const r = await runMain(['enqueue', 'traced', '--key', 'exact:1', '--payload', payload], env());
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const [job] = await t.sql('SELECT CAST(payload AS CHAR) AS payload FROM cronq_jobs WHERE job_key = ?', ['exact:1']);
+    expect(JSON.parse(job.payload)).toEqual(JSON.parse(payload));
   });
 });
 

@@ -1,3 +1,4 @@
+import { inexactNumber } from '../exactNumbers.ts';
 import { UsageError } from '../../errors.ts';
 import { parseIntFlag, parseQueueFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
@@ -53,6 +54,8 @@ ${COMMON_HELP}`,
       } catch (error) {
         throw new UsageError(`cronq enqueue: ${payloadFlag} is not valid JSON: ${(error as Error).message}`);
       }
+      const inexact = inexactNumber(payloadText);
+      if (inexact) throw new UsageError(`cronq enqueue: ${payloadFlag}: ${inexact}`);
     }
     const runAt = values['run-at'] === undefined ? undefined : parseIsoInstant(values['run-at'] as string, '--run-at');
     const maxAttempts = values['max-attempts'] === undefined ? undefined : parseIntFlag(values['max-attempts'] as string, '--max-attempts', 1, 1000);
