@@ -94,6 +94,16 @@ describe('parseCrontab: schedule syntax', () => {
     expect(entriesOf('0 0 * * * root *.sh\n', true)[0].command).toBe('*.sh');
   });
 
+  it('refuses a line whose command or environment holds a NUL, which no schedule could run', () => {
+    const { entries, errors } = parse('0 3 * * * /usr/local/bin/backup.sh\n5 3 * * * echo a\0b\nFOO=a\0b\n6 3 * * * cat%x\0y\n');
+    expect(entries.map((e) => e.command)).toEqual(['/usr/local/bin/backup.sh']);
+    expect(errors).toEqual([
+      { line: 2, reason: 'the command holds a NUL character, which no shell command can' },
+      { line: 3, reason: 'the environment line FOO= holds a NUL character, which no environment can' },
+      { line: 4, reason: 'the standard input after % holds a NUL character' },
+    ]);
+  });
+
   it("drops cronie's no-syslog '-' before a line and its -n option before a command, and refuses other options", () => {
     const entries = entriesOf('-0 5 * * * /bin/quiet\n0 6 * * * -n /bin/mail-on-error\n0 7 * * * -n  -n\t/bin/twice\n');
     expect(entries.map((e) => [e.cron, e.command])).toEqual([

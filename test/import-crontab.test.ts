@@ -95,6 +95,14 @@ describe('cronq import-crontab refusals', () => {
     expect(r.stderr).toBe(`cronq: schedules folder ${out}: not a directory\n`);
   });
 
+  it('an --out that cannot be made (under /proc) is refused with one line, not a hang', async () => {
+    const { file } = workdir(CRONTAB);
+    // Node 20's recursive mkdir spins for ever there.
+    const r = await runMain(['import-crontab', file, '--out', '/proc/cronq-no-such/schedules']);
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toBe('cronq: schedules folder /proc/cronq-no-such/schedules: cannot write /proc/cronq-no-such (ENOENT)\n');
+  });
+
   it('a crontab over 1 MiB, or /dev/zero, is refused with one line, reading no more than that', async () => {
     const { file, out } = workdir(`${'# padding\n'.repeat(110_000)}0 0 * * * true\n`);
     for (const crontab of [file, '/dev/zero']) {

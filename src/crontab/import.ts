@@ -1,5 +1,5 @@
 import { access, mkdir, open, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { generateScheduleFile } from './generate.ts';
 import { parseCrontab, type CrontabError } from './parse.ts';
@@ -64,7 +64,7 @@ export async function importCrontab(
 
   const written: string[] = [];
   try {
-    await mkdir(options.outDir, { recursive: true });
+    await makeFolders(options.outDir);
     for (const file of files) {
       // 'wx' still refuses a file that appeared since the check above.
       await writeFile(file.path, file.source, { flag: options.force ? 'w' : 'wx' });
@@ -74,6 +74,23 @@ export async function importCrontab(
     throw new UsageError(`${writeRefusal(options.outDir, error)}${written.length > 0 ? ` (${written.length} of ${files.length} files written)` : ''}`);
   }
   return { written, errors };
+}
+
+/**
+ * `mkdir -p`, a level at a time: Node 20's recursive mkdir never returns (at full CPU) for a
+ * path under /proc, where each level it cannot create reads as missing again.
+ */
+async function makeFolders(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = resolve(dir); !(await exists(at)); at = dirname(at)) {
+    missing.push(at);
+    if (dirname(at) === at) break;
+  }
+  for (const folder of missing.reverse()) {
+    await mkdir(folder).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error; // made meanwhile: fine
+    });
+  }
 }
 
 /** One line for a schedules folder that cannot be created or written to. */

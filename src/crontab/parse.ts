@@ -1,4 +1,5 @@
 import { validateCron } from '../schedule/period.ts';
+import { shownText } from '../shownText.ts';
 
 /**
  * Reads a crontab the way Vixie cron (and cronie, its descendant) reads one, into entries
@@ -100,6 +101,8 @@ export function parseCrontab(
     if (assignment) {
       const name = assignment[1] ?? assignment[2] ?? assignment[3];
       const value = unquote(assignment[4]);
+      // No environment can hold one (execve's strings end at it), so no schedule could.
+      if (`${name}${value}`.includes('\0')) return void errors.push({ line, reason: `the environment line ${shownText(name)}= holds a NUL character, which no environment can` });
       // An empty CRON_TZ= puts the host's zone back, as cronie does.
       if (name === 'CRON_TZ') cronTz = value === '' ? null : { value, line };
       if (name === 'MAILTO') mailto = value;
@@ -132,6 +135,8 @@ export function parseCrontab(
 
     const { command, stdin } = splitCronCommand(split.command);
     if (command.trim() === '') return fail(stdin === undefined ? 'no command' : 'no command before the first %');
+    if (command.includes('\0')) return fail('the command holds a NUL character, which no shell command can');
+    if (stdin?.includes('\0')) return fail('the standard input after % holds a NUL character');
 
     const name = uniqueName(scheduleNameFor(command, line), taken);
     const shell = env.SHELL !== undefined && env.SHELL !== '/bin/sh' ? env.SHELL : undefined;
