@@ -53,6 +53,9 @@ export {
   type TickInfo,
 } from './schedule/define.ts';
 export type { Clock } from './schedule/clock.ts';
+export type { Duration } from './duration.ts';
+export type { Logger } from './logger.ts';
+export type { Backoff } from './runtime/backoff.ts';
 export type { Period } from './schedule/period.ts';
 export type { Job, JobContext, Handler, Effect } from './tasks/job.ts';
 export type { Executor } from './db/client.ts';
@@ -66,6 +69,7 @@ export {
   LeaseLostError,
   JobCancelledError,
   PermanentError,
+  ScheduleFileError,
   SchemaBehindError,
   ShutdownAbortError,
   UsageError,
