@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { createAdmin, type CronqAdmin } from './admin.ts';
-import { connect, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
+import { connect, isConnectionError, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
@@ -402,11 +402,13 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   // The server's max_allowed_packet, read once per pool (also for enqueues inside a caller's
   // transaction: it is a server-wide setting).
-  const byteLimit = async () => {
+  // `what` names the call as an enqueue's own failure would (`enqueueing job "K"`).
+  const byteLimit = async (what: string) => {
     try {
       return await statementByteLimitOf(store);
     } catch (error) {
-      throw enqueueFailure(error, 'reading max_allowed_packet');
+      const { address, database: name } = database.target;
+      throw enqueueFailure(error, isConnectionError(error) ? `${what} (reaching the database at ${address}, database '${name}')` : `${what} (reading max_allowed_packet)`);
     }
   };
 
@@ -549,7 +551,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
     const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
     const { tx } = call;
-    const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(), { ownTransaction: !tx });
+    const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(`enqueueing job ${JSON.stringify(row.key)}`), { ownTransaction: !tx });
     if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });
     return result;
   }
@@ -561,7 +563,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const registry = await loadTasks();
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
     const rows = Array.isArray(jobs) ? checkedRows(jobs, registry, task, allowUnknown) : rowsOf(checkedJobs(jobs), registry, task, allowUnknown);
-    const maxStatementBytes = await byteLimit();
+    const maxStatementBytes = await byteLimit('enqueueMany');
     let result: EnqueueOutcome;
     try {
       result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes, signal: enqueuesCut.signal });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineTask, UsageError, type CronqOptions } from '../src/index.ts';
+import { createCronq, defineTask, EnqueueError, UsageError, type CronqOptions } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 
@@ -108,6 +108,21 @@ describe('enqueue fields', () => {
       expect(await count()).toBe(0);
       expect((await refusalOf(cronq.enqueueMany(report, null as never))).message).toBe('enqueueMany: jobs must be an array or an iterable of jobs (got null)');
       expect((await refusalOf(cronq.enqueueMany(report, { key: 'report:b' } as never))).message).toMatch(/jobs must be an array or an iterable of jobs \(got object\)/);
+    } finally {
+      await cronq.stop();
+    }
+  });
+});
+
+describe('enqueue errors', () => {
+  it('an unreachable server fails an enqueue with an EnqueueError naming the job, the server and the database', async () => {
+    const cronq = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/nowhere', logger: false });
+    try {
+      const one = await refusalOf(cronq.enqueue({ kind: 'x', key: 'order:7' }, { allowUnknownKind: true }));
+      expect(one).toBeInstanceOf(EnqueueError);
+      expect(one.message).toMatch(/^enqueueing job "order:7" \(reaching the database at 127\.0\.0\.1:1, database 'nowhere'\) failed: ECONNREFUSED/);
+      const many = await refusalOf(cronq.enqueueMany([{ kind: 'x', key: 'order:8' }], { allowUnknownKind: true }));
+      expect(many.message).toMatch(/^enqueueMany \(reaching the database at 127\.0\.0\.1:1, database 'nowhere'\) failed: ECONNREFUSED/);
     } finally {
       await cronq.stop();
     }
