@@ -117,6 +117,22 @@ describe('cronq enqueue --queue', () => {
   });
 });
 
+describe('DATABASE_URL ports and names', () => {
+  it('refuses a port that is no number from 1 to 65535, and port 0 (which the driver reads as 3306), naming it', async () => {
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:0/cronq' })).toBe(
+      'cronq: DATABASE_URL has port 0; give a port from 1 to 65535, or none for 3306: mysql://root@127.0.0.1:0/cronq',
+    );
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:99999/cronq' })).toMatch(/^cronq: DATABASE_URL has a port that is not a number from 1 to 65535 \("99999"\)/);
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:secret@127.0.0.1:abc/cronq' })).toBe(
+      'cronq: DATABASE_URL has a port that is not a number from 1 to 65535 ("abc"): mysql://root:***@127.0.0.1:abc/cronq',
+    );
+  });
+
+  it('says a database name is too long when it is', async () => {
+    expect(await refused(['stats'], { DATABASE_URL: `mysql://root@127.0.0.1:3306/${'d'.repeat(70)}` })).toMatch(/^cronq: DATABASE_URL names a database of 70 characters; MySQL allows at most 64: /);
+  });
+});
+
 describe('MIGRATION_DATABASE_URL', () => {
   it('a malformed MIGRATION_DATABASE_URL is refused under its own name, not as DATABASE_URL', async () => {
     expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'postgres://root@127.0.0.1/cronq' })).toBe('cronq: MIGRATION_DATABASE_URL must start with mysql:// (got postgres://)');

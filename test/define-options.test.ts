@@ -27,6 +27,11 @@ describe('options defineTask and defineSchedule do not know', () => {
     );
   });
 
+  it('refuses a backoff whose max is below its base in one plain sentence, in the units written', () => {
+    const base = { name: 'o', cron: '0 2 * * *', handle };
+    expect(refusal(() => defineSchedule({ ...base, backoff: { base: '1h', max: '1m' } }))).toBe("schedule 'o': backoff.max (1m) is below its base (1h)");
+  });
+
   it('defineSchedule refuses a misspelt option, also inside catchUp, backoff and expect', () => {
     const base = { name: 's', cron: '0 2 * * *', handle };
     expect(refusal(() => defineSchedule({ ...base, timeZone: 'Europe/Paris' } as never))).toBe("schedule 's': unknown option 'timeZone' (did you mean 'timezone'?)");

@@ -25,6 +25,11 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   try {
     parsed = new URL(url);
   } catch {
+    // The usual cause past the scheme: a port that is no number from 0 to 65535.
+    const port = /^[a-z]+:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):([^/?#]*)/i.exec(url)?.[1];
+    if (port !== undefined && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535)) {
+      throw new UsageError(`${name} has a port that is not a number from 1 to 65535 (${JSON.stringify(port!.slice(0, 16))}): ${maskUrl(url)}`);
+    }
     throw new UsageError(`${name} is not a URL: ${maskUrl(url)}`);
   }
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
@@ -46,6 +51,7 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
     }
   };
   const database = decode(parsed.pathname.replace(/^\//, ''));
+  if (database.length > 64) throw new UsageError(`${name} names a database of ${database.length} characters; MySQL allows at most 64: ${maskUrl(url)}`);
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
     throw new UsageError(`${name} must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
   }
@@ -53,6 +59,8 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   rememberPassword(password);
   rememberPassword(parsed.password);
   const host = parsed.hostname || '127.0.0.1';
+  // The URL parser keeps ':0'; the driver would read port 0 as its default, 3306.
+  if (parsed.port === '0') throw new UsageError(`${name} has port 0; give a port from 1 to 65535, or none for 3306: ${maskUrl(url)}`);
   const port = parsed.port ? Number(parsed.port) : 3306;
   return {
     host: host.replace(/^\[(.*)\]$/, '$1'), // the driver takes an IPv6 address bare

@@ -25,7 +25,8 @@ export function parseBackoff(value: { base?: Duration; max?: Duration } | undefi
   for (const [part, ms] of [['base', baseMs], ['max', maxMs]] as const) {
     if (ms > BACKOFF_MAX_MS) throw new UsageError(`${what}.${part} must be at most ${formatDuration(BACKOFF_MAX_MS)} (got ${JSON.stringify(value?.[part])})`);
   }
-  if (maxMs < baseMs) throw new UsageError(`${what}.max (${maxMs}ms) is below ${what}.base (${baseMs}ms)`);
+  // (Only a max as written can be: the default grows to the base.)
+  if (maxMs < baseMs) throw new UsageError(`${what}.max (${formatDuration(maxMs)}) is below its base (${formatDuration(baseMs)})`);
   return { baseMs, maxMs };
 }
 
