@@ -305,7 +305,11 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     scheduleHealth: async ({ at } = {}) => healthAt(at === undefined ? undefined : checkedDate(at, 'at')),
     checkRetention: checkRetentionOf,
-    async prune({ olderThanMs, dryRun }) {
+    async prune(options) {
+      if (typeof options !== 'object' || options === null) throw new UsageError('prune: give { olderThanMs } (and dryRun if you like)');
+      refuseUnknownOptions(options, ['olderThanMs', 'dryRun'], 'prune');
+      const { olderThanMs, dryRun } = options;
+      if (dryRun !== undefined && typeof dryRun !== 'boolean') throw new UsageError(`prune: dryRun must be true or false (got ${shownValue(dryRun)})`);
       await checkRetentionOf(olderThanMs);
       return pruneOnce(store, { olderThanMs, dryRun });
     },

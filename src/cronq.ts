@@ -131,6 +131,19 @@ export interface CronqOptions {
   catchUncaught?: boolean;
 }
 
+/** enqueue's and enqueueMany's options, checked: an object of known fields, a `tx` that can run statements. */
+function checkedEnqueueOptions(call: unknown): EnqueueOptions {
+  if (call === undefined) return {};
+  if (typeof call !== 'object' || call === null) throw new UsageError(`enqueue: options must be an object ({ tx, allowUnknownKind }; got ${call === null ? 'null' : typeof call})`);
+  refuseUnknownOptions(call, ['tx', 'allowUnknownKind'], 'enqueue');
+  const { tx, allowUnknownKind } = call as EnqueueOptions;
+  if (tx !== undefined && typeof (tx as { execute?: unknown } | null)?.execute !== 'function') {
+    throw new UsageError('enqueue: tx must be a Drizzle transaction on a drizzle-orm/mysql2 database (it has no execute())');
+  }
+  if (allowUnknownKind !== undefined && typeof allowUnknownKind !== 'boolean') throw new UsageError('enqueue: allowUnknownKind must be true or false');
+  return call as EnqueueOptions;
+}
+
 /** Every option createCronq takes: any other is refused (checkOptionShapes). */
 const CRONQ_OPTION_KEYS = Object.keys({
   databaseUrl: true, tasks: true, schedulesDir: true, importTimeoutMs: true, concurrency: true, prefetch: true, queues: true,
@@ -428,10 +441,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     return row;
   };
   /** (task, job, options) or (job, options), as enqueue and enqueueMany take them. */
-  const callOf = <J>(args: unknown[]): { task: Task | null; jobs: J; options: EnqueueOptions } =>
-    isTask(args[0])
-      ? { task: args[0], jobs: args[1] as J, options: (args[2] as EnqueueOptions | undefined) ?? {} }
-      : { task: null, jobs: args[0] as J, options: (args[1] as EnqueueOptions | undefined) ?? {} };
+  const callOf = <J>(args: unknown[]): { task: Task | null; jobs: J; options: EnqueueOptions } => {
+    const [task, jobs, call] = isTask(args[0]) ? [args[0], args[1], args[2]] : [null, args[0], args[1]];
+    return { task, jobs: jobs as J, options: checkedEnqueueOptions(call) };
+  };
 
   /** `jobs` when it can be read as jobs (an array or an iterable, sync or async), else UsageError. */
   const checkedJobs = <T>(jobs: T): T => {

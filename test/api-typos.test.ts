@@ -97,6 +97,20 @@ describe('enqueue fields', () => {
     }
   });
 
+  it('refuses call options it does not know, and a tx that cannot run statements', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
+    try {
+      expect((await refusalOf(cronq.enqueue(report, { key: 'report:o', payload: {} }, { allowUnknwnKind: true } as never))).message).toBe(
+        "enqueue: unknown option 'allowUnknwnKind' (did you mean 'allowUnknownKind'?)",
+      );
+      expect((await refusalOf(cronq.enqueue(report, { key: 'report:o', payload: {} }, { tx: {} } as never))).message).toMatch(/^enqueue: tx must be a Drizzle transaction/);
+      expect((await refusalOf(cronq.enqueueMany(report, [], { tx: null } as never))).message).toMatch(/^enqueue: tx must be a Drizzle transaction/);
+      expect(await count()).toBe(0);
+    } finally {
+      await cronq.stop();
+    }
+  });
+
   it('checks every job of an array before writing any: one bad job refuses the call, naming its index', async () => {
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
     try {
@@ -148,6 +162,16 @@ describe('bulk filters', () => {
       expect(await count("status = 'ready'")).toBe(3);
       // The same filter, spelt right, cancels the one report.
       expect(await cronq.admin.cancelMatching({ kind: 'report' }, { reason: 'x' })).toEqual({ ready: 1, running: 0 });
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('prune refuses a call without its options, or with one it does not know, in one line', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false });
+    try {
+      expect((await refusalOf(cronq.admin.prune(undefined as never))).message).toBe('prune: give { olderThanMs } (and dryRun if you like)');
+      expect((await refusalOf(cronq.admin.prune({ olderThanMs: 86_400_000, dryrun: true } as never))).message).toBe("prune: unknown option 'dryrun' (did you mean 'dryRun'?)");
     } finally {
       await cronq.stop();
     }
