@@ -314,7 +314,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       return pruneOnce(store, { olderThanMs, dryRun });
     },
     async schedules({ from = new Date(), count = 5 } = {}) {
-      checkedDate(from, 'from');
+      checkedFireDate(from, 'from');
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
       const paused = new Map((await store.listPauses('schedule')).map((p) => [p.name, p]));
@@ -341,7 +341,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     daemons: async ({ withinMs = 10 * 60_000 } = {}) => store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER })),
     job: async (target) => store.job(checkedTarget(target)),
     async tick(name, { at = new Date() } = {}) {
-      checkedDate(at, 'at');
+      checkedFireDate(at, 'at');
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
@@ -420,4 +420,16 @@ function checkedDate(value: unknown, name: string): Date {
   const year = value.getUTCFullYear();
   if (year < 1 || year > 9999) throw new UsageError(`${name} must be a Date from year 1 to 9999 (got ${value.toISOString()})`);
   return value;
+}
+
+/** The first instant croner finds no fire time at or after: fire times end with the year 2999. */
+const FIRE_TIME_HORIZON = Date.UTC(3000, 0, 1);
+
+/** checkedDate for an instant fire times are looked up from: before FIRE_TIME_HORIZON, or a UsageError saying why. */
+function checkedFireDate(value: unknown, name: string): Date {
+  const date = checkedDate(value, name);
+  if (date.getTime() >= FIRE_TIME_HORIZON) {
+    throw new UsageError(`${name} must be before the year 3000: cron fire times are computed up to the end of 2999 (got ${date.toISOString()})`);
+  }
+  return date;
 }

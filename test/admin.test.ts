@@ -96,6 +96,9 @@ describe('the admin API', () => {
       ['daemons NaN', () => admin.daemons({ withinMs: Number.NaN }), /^withinMs must be a whole number from 0/],
       ['tick at NaN', () => admin.tick('daily-report', { at: new Date(Number.NaN) }), /^at must be a valid Date$/],
       ['tick at past 9999', () => admin.tick('daily-report', { at: new Date(8.64e15) }), /^at must be a Date from year 1 to 9999/],
+      // Croner's fire times end with 2999: a later instant would read as "no fire time", or as the last one of 2999.
+      ['tick at 3000', () => admin.tick('daily-report', { at: new Date('3000-01-01T00:00:00Z') }), /^at must be before the year 3000: cron fire times are computed up to the end of 2999 \(got 3000-01-01T00:00:00\.000Z\)$/],
+      ['schedules from 5000', () => admin.schedules({ from: new Date('5000-06-01T00:00:00Z') }), /^from must be before the year 3000/],
       ['schedules from NaN', () => admin.schedules({ from: new Date(Number.NaN) }), /^from must be a valid Date$/],
       ['recentTicks before NaN', () => admin.recentTicks('daily-report', 5, { before: new Date(Number.NaN) }), /^before must be a valid Date$/],
       ['scheduleHealth at NaN', () => admin.scheduleHealth({ at: new Date(Number.NaN) }), /^at must be a valid Date$/],
