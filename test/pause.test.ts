@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, type Cronq, type ScheduleOptions } from '../src/index.ts';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { systemClock } from '../src/schedule/clock.ts';
+import { pausedNote } from '../src/schedule/plan.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
@@ -191,5 +192,12 @@ export default defineSchedule({ name: 'report', cron: '0 2 * * *', timezone: 'UT
     expect(await runMain(['resume', 'report'], env)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^schedule report resumed \(was paused by alice since /) });
     expect(await runMain(['resume', '--queue', 'mail'], env)).toMatchObject({ code: 0 });
     expect(await pauses()).toEqual([]);
+  });
+});
+
+describe('a pause as a line of text', () => {
+  it('keeps to one line whatever line breaks its reason holds, so it cannot read as other output', () => {
+    const note = pausedNote({ pausedBy: 'ops\nroot', pausedAt: new Date('2026-12-01T00:00:00Z'), reason: 'db upgrade\r\nqueue default 0 ready' });
+    expect(note).toBe('paused by ops root since 2026-12-01T00:00:00.000Z: db upgrade queue default 0 ready');
   });
 });

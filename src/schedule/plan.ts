@@ -85,5 +85,8 @@ export function outsideNote(catchUp: ResolvedCatchUp): string {
 
 /** The ledger note of a tick skipped while its schedule was paused: who, since when, why. */
 export function pausedNote(pause: { pausedBy: string; pausedAt: Date; reason: string | null }): string {
-  return `paused by ${pause.pausedBy} since ${pause.pausedAt.toISOString()}${pause.reason ? `: ${pause.reason}` : ''}`;
+  // One line: a reason's line breaks would print as lines of their own (in `cronq stats`, say), reading as other output.
+  const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
+  const reason = pause.reason === null ? null : oneLine(pause.reason);
+  return `paused by ${oneLine(pause.pausedBy)} since ${pause.pausedAt.toISOString()}${reason ? `: ${reason}` : ''}`;
 }
