@@ -5,7 +5,10 @@
  * Fire times: croner parses the expression and walks the *wall clock* (dialect.ts decides what
  * the text means, Vixie cron's way); this module turns each matching wall time into instants
  * itself (zone.ts), which costs two Intl calls a fire away from offset changes. The DST rules
- * are Vixie cron's (cronie's cron.c), with dialect.ts saying which jobs are interval jobs:
+ * are Vixie cron's (cronie's cron.c), with dialect.ts saying which jobs are interval jobs, but
+ * for two of cronq's own (README, Cron dialect): several matches skipped by one jump fire once
+ * (cronie starts the job once for each), and a jump of any size is a clock change (cronie takes
+ * one over 3 hours for the clock being set, and runs nothing for it):
  *
  * - A *fixed-time* job fires once per matching wall time. One that occurs twice (an overlap)
  *   fires at its first occurrence; one that does not exist (a gap) fires once, at the instant
