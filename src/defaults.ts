@@ -45,12 +45,19 @@ export const HEARTBEAT_MS = 10_000;
 /** Retention passes: rows per DELETE, the pause between them, the id span scanned at once, and how often `--prune-done-older-than` runs. */
 export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, everyMs: 5 * 60_000 };
 
+/** A refused number as a message shows it: a string as one (`the string "4"` is not 4), anything else by its type. */
+function shownNumber(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 32 ? `${value.slice(0, 32)}…` : value)}`;
+  return value === null ? 'null' : typeof value;
+}
+
 /**
  * `value` when it is a whole number within `bound`; otherwise a UsageError naming the
  * setting: `NAME must be a whole number from MIN to MAX (got SHOWN)`. `shown` is how the
  * input reads back to its writer (flags quote the text they were given).
  */
-export function wholeNumberWithin(value: number, name: string, bound: Pick<Bounded, 'min' | 'max'>, shown: string = String(value)): number {
+export function wholeNumberWithin(value: number, name: string, bound: Pick<Bounded, 'min' | 'max'>, shown: string = shownNumber(value)): number {
   if (!Number.isInteger(value) || value < bound.min || value > bound.max) {
     throw new UsageError(`${name} must be a whole number from ${bound.min} to ${bound.max} (got ${shown})`);
   }
