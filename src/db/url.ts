@@ -25,10 +25,14 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   try {
     parsed = new URL(url);
   } catch {
-    // The usual cause past the scheme: a port that is no number from 0 to 65535.
-    const port = /^[a-z]+:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):([^/?#]*)/i.exec(url)?.[1];
-    if (port !== undefined && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535)) {
-      throw new UsageError(`${name} has a port that is not a number from 1 to 65535 (${JSON.stringify(port!.slice(0, 16))}): ${maskUrl(url)}`);
+    // The usual cause past the scheme: a port that is no number from 1 to 65535. The host and
+    // port follow the last '@' (a password may hold anything); the port is not quoted, as a
+    // password's pieces could be read as one: the URL is shown masked.
+    const rest = url.slice(url.indexOf('//') + 2);
+    const hostPort = rest.slice(rest.lastIndexOf('@') + 1).split(/[/?#]/)[0];
+    const port = /^(?:\[[^\]]*\]|[^:[\]]*):(.*)$/.exec(hostPort)?.[1];
+    if (port !== undefined && port !== '' && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535)) {
+      throw new UsageError(`${name} has a port that is not a number from 1 to 65535: ${maskUrl(url)}`);
     }
     throw new UsageError(`${name} is not a URL: ${maskUrl(url)}`);
   }
