@@ -297,13 +297,22 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     pauses: createPauseAdmin(store, schedules),
     limits: () => store.kindLimits(),
-    cancel: async (target, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelJob(checkedTarget(target), { by, reason }),
-    cancelMatching: async (filter, { reason, by = defaultOperator() } = {} as CancelOptions) => store.cancelMatching(checkedFilter(filter, CANCEL_FILTER_KEYS, 'cancelMatching'), { by, reason }),
+    cancel: async (target, options) => {
+      const { reason, by = defaultOperator() } = checkedOptions(options, ['reason', 'by'], 'cancel') as CancelOptions;
+      return store.cancelJob(checkedTarget(target), { by, reason });
+    },
+    cancelMatching: async (filter, options) => {
+      const { reason, by = defaultOperator() } = checkedOptions(options, ['reason', 'by'], 'cancelMatching') as CancelOptions;
+      return store.cancelMatching(checkedFilter(filter, CANCEL_FILTER_KEYS, 'cancelMatching'), { by, reason });
+    },
     async stats() {
       const [stats, health] = await Promise.all([store.stats(), healthAt()]);
       return { ...stats, health };
     },
-    scheduleHealth: async ({ at } = {}) => healthAt(at === undefined ? undefined : checkedDate(at, 'at')),
+    scheduleHealth: async (options) => {
+      const { at } = checkedOptions(options, ['at'], 'scheduleHealth');
+      return healthAt(at === undefined ? undefined : checkedDate(at, 'at'));
+    },
     checkRetention: checkRetentionOf,
     async prune(options) {
       if (typeof options !== 'object' || options === null) throw new UsageError('prune: give { olderThanMs } (and dryRun if you like)');
@@ -313,7 +322,8 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       await checkRetentionOf(olderThanMs);
       return pruneOnce(store, { olderThanMs, dryRun });
     },
-    async schedules({ from = new Date(), count = 5 } = {}) {
+    async schedules(options) {
+      const { from = new Date(), count = 5 } = checkedOptions(options, ['from', 'count'], 'schedules');
       checkedFireDate(from, 'from');
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       const listed: ScheduleListing[] = [];
@@ -333,14 +343,23 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       }
       return listed;
     },
-    async recentTicks(schedule, count = 10, { before } = {}) {
+    async recentTicks(schedule, count = 10, options) {
+      const { before } = checkedOptions(options, ['before'], 'recentTicks');
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       return before ? store.ticksBefore(schedule, checkedDate(before, 'before'), limit) : store.recentTicks(schedule, limit);
     },
-    completions: ({ queues } = {}) => store.completionsPerMinute(queues),
-    daemons: async ({ withinMs = 10 * 60_000 } = {}) => store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER })),
+    completions: async (options) => {
+      const { queues } = checkedOptions(options, ['queues'], 'completions');
+      if (queues !== undefined && (!Array.isArray(queues) || queues.some((q) => typeof q !== 'string'))) throw new UsageError('completions: queues must be an array of queue names');
+      return store.completionsPerMinute(queues);
+    },
+    daemons: async (options) => {
+      const { withinMs = 10 * 60_000 } = checkedOptions(options, ['withinMs'], 'daemons');
+      return store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER }));
+    },
     job: async (target) => store.job(checkedTarget(target)),
-    async tick(name, { at = new Date() } = {}) {
+    async tick(name, options) {
+      const { at = new Date() } = checkedOptions(options, ['at'], 'tick');
       checkedFireDate(at, 'at');
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
@@ -393,8 +412,11 @@ function checkedFilter<T extends DeadLetterFilter & { includeReviewed?: boolean 
     throw new UsageError(`${what}: a filter must be an object ({} matches every row; got ${Array.isArray(filter) ? 'an array' : String(filter)})`);
   }
   refuseUnknownOptions(filter, known, what);
-  for (const [field, value] of Object.entries(filter)) {
-    if (value === undefined) throw new UsageError(`${what}: ${field} is undefined; leave the field out to match every ${field}, or give one`);
+  // Only the fields that narrow which rows match: an undefined `limit` or `includeReviewed` widens nothing.
+  for (const field of DEAD_LETTER_FILTER_KEYS) {
+    if (Object.hasOwn(filter, field) && filter[field as keyof T] === undefined) {
+      throw new UsageError(`${what}: ${field} is undefined; leave the field out to match every ${field}, or give one`);
+    }
   }
   for (const field of ['queue', 'kind'] as const) {
     const value: unknown = filter[field];
@@ -405,6 +427,17 @@ function checkedFilter<T extends DeadLetterFilter & { includeReviewed?: boolean 
     throw new UsageError(`${what}: includeReviewed must be true or false (got ${shownValue(filter.includeReviewed)})`);
   }
   return filter;
+}
+
+/**
+ * A call's options: undefined (none) or an object of known keys, else UsageError naming the
+ * key (a misspelt `{ att }` would leave the default in force: `tick` would run today's fire).
+ */
+function checkedOptions<T extends object>(options: T | undefined, known: readonly string[], what: string): Partial<T> {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null) throw new UsageError(`${what}: options must be an object (got ${shownValue(options)})`);
+  refuseUnknownOptions(options, known, what);
+  return options;
 }
 
 /** A refused value as a message shows it: its type and, for a short primitive, the value. */

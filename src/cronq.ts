@@ -9,7 +9,7 @@ import { EnqueueRefusedError, usedAfterStop, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
 import { charLength, longerThanChars } from './runtime/chars.ts';
 import { libraryLogger, type Logger } from './logger.ts';
-import { guardObserver, type Observer } from './observe.ts';
+import { guardObserver, noopObserver, type Observer } from './observe.ts';
 import { toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
 import { enqueueFailure, enqueueOne, enqueueRows, statementByteLimitOf, type EnqueueOutcome } from './enqueue/write.ts';
 import { pruneLoop } from './maintenance/prune.ts';
@@ -133,11 +133,11 @@ export interface CronqOptions {
 
 /** enqueue's and enqueueMany's options, checked: an object of known fields, a `tx` that can run statements. */
 function checkedEnqueueOptions(call: unknown): EnqueueOptions {
-  if (call === undefined) return {};
+  if (call === undefined || call === null) return {}; // null as no options, as before (JavaScript callers)
   if (typeof call !== 'object' || call === null) throw new UsageError(`enqueue: options must be an object ({ tx, allowUnknownKind }; got ${call === null ? 'null' : typeof call})`);
   refuseUnknownOptions(call, ['tx', 'allowUnknownKind'], 'enqueue');
   const { tx, allowUnknownKind } = call as EnqueueOptions;
-  if (tx !== undefined && typeof (tx as { execute?: unknown } | null)?.execute !== 'function') {
+  if (tx !== undefined && tx !== null && typeof (tx as { execute?: unknown }).execute !== 'function') {
     throw new UsageError('enqueue: tx must be a Drizzle transaction on a drizzle-orm/mysql2 database (it has no execute())');
   }
   if (allowUnknownKind !== undefined && typeof allowUnknownKind !== 'boolean') throw new UsageError('enqueue: allowUnknownKind must be true or false');
@@ -181,6 +181,16 @@ function checkOptionShapes(options: CronqOptions): void {
   }
   const observer: unknown = options.observer;
   if (observer !== undefined && (typeof observer !== 'object' || observer === null)) throw new UsageError(`createCronq: observer must be an object of callbacks (got ${typeOf(observer)})`);
+  if (observer !== undefined) {
+    // A misspelt callback (`jobComplete`) would never be called, and nothing would say so. An
+    // observer's own state (a class's fields) is no callback: only functions are looked at.
+    const callbacks = Object.keys(noopObserver);
+    const own = Object.entries(observer as object);
+    refuseUnknownOptions(Object.fromEntries(own.filter(([, value]) => typeof value === 'function')), callbacks, 'createCronq: observer', '', 'callback');
+    for (const [name, value] of own) {
+      if (callbacks.includes(name) && value !== undefined && typeof value !== 'function') throw new UsageError(`createCronq: observer.${name} must be a function (got ${typeOf(value)})`);
+    }
+  }
 }
 
 /**

@@ -57,6 +57,20 @@ describe('createCronq options', () => {
     }
   });
 
+  it('refuses a misspelt observer callback, or a callback that is no function, but not an observer\'s own state', () => {
+    expect(refusal(() => createCronq({ databaseUrl: t.url, logger: false, observer: { jobComplete() {} } as never })).message).toBe(
+      "createCronq: observer: unknown callback 'jobComplete' (did you mean 'jobCompleted'?)",
+    );
+    expect(refusal(() => createCronq({ databaseUrl: t.url, logger: false, observer: { jobCompleted: 5 } as never })).message).toBe('createCronq: observer.jobCompleted must be a function (got number)');
+    class Counting {
+      completed = 0;
+      jobCompleted() {
+        this.completed += 1;
+      }
+    }
+    expect(() => createCronq({ databaseUrl: t.url, logger: false, observer: new Counting() })).not.toThrow();
+  });
+
   it('takes an observer of some callbacks only, and tells it those', async () => {
     let completed = 0;
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report], observer: { jobCompleted: () => void completed++ } });
@@ -104,8 +118,11 @@ describe('enqueue fields', () => {
         "enqueue: unknown option 'allowUnknwnKind' (did you mean 'allowUnknownKind'?)",
       );
       expect((await refusalOf(cronq.enqueue(report, { key: 'report:o', payload: {} }, { tx: {} } as never))).message).toMatch(/^enqueue: tx must be a Drizzle transaction/);
-      expect((await refusalOf(cronq.enqueueMany(report, [], { tx: null } as never))).message).toMatch(/^enqueue: tx must be a Drizzle transaction/);
-      expect(await count()).toBe(0);
+      expect((await refusalOf(cronq.enqueueMany(report, [], { tx: 'tx' } as never))).message).toMatch(/^enqueue: tx must be a Drizzle transaction/);
+      // null stays "none", as JavaScript callers have passed it.
+      expect(await cronq.enqueue(report, { key: 'report:null', payload: {} }, null as never)).toMatchObject({ created: true });
+      expect(await cronq.enqueue(report, { key: 'report:null-tx', payload: {} }, { tx: null } as never)).toMatchObject({ created: true });
+      expect(await count()).toBe(2);
     } finally {
       await cronq.stop();
     }
@@ -137,6 +154,29 @@ describe('enqueue errors', () => {
       expect(one.message).toMatch(/^enqueueing job "order:7" \(reaching the database at 127\.0\.0\.1:1, database 'nowhere'\) failed: ECONNREFUSED/);
       const many = await refusalOf(cronq.enqueueMany([{ kind: 'x', key: 'order:8' }], { allowUnknownKind: true }));
       expect(many.message).toMatch(/^enqueueMany \(reaching the database at 127\.0\.0\.1:1, database 'nowhere'\) failed: ECONNREFUSED/);
+    } finally {
+      await cronq.stop();
+    }
+  });
+});
+
+describe('admin call options', () => {
+  it('refuses a misspelt option of any admin call instead of using its default (tick would run today\'s fire)', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
+    try {
+      const admin = cronq.admin;
+      const cases: Array<[string, Promise<unknown>, string]> = [
+        ['tick', admin.tick('report', { att: new Date('2026-06-01T12:00:00Z') } as never), "tick: unknown option 'att' (did you mean 'at'?)"],
+        ['cancel', admin.cancel({ key: 'report:x' }, { reason: 'x', byy: 'alice' } as never), "cancel: unknown option 'byy' (did you mean 'by'?)"],
+        ['cancelMatching', admin.cancelMatching({}, { reasn: 'x' } as never), "cancelMatching: unknown option 'reasn' (did you mean 'reason'?)"],
+        ['schedules', admin.schedules({ cuont: 3 } as never), "schedules: unknown option 'cuont' (did you mean 'count'?)"],
+        ['daemons', admin.daemons({ within: 5 } as never), "daemons: unknown option 'within' (did you mean 'withinMs'?)"],
+        ['scheduleHealth', admin.scheduleHealth({ att: new Date() } as never), "scheduleHealth: unknown option 'att' (did you mean 'at'?)"],
+        ['recentTicks', admin.recentTicks('report', 5, { befor: new Date() } as never), "recentTicks: unknown option 'befor' (did you mean 'before'?)"],
+        ['completions', admin.completions({ queue: ['a'] } as never), "completions: unknown option 'queue' (did you mean 'queues'?)"],
+      ];
+      for (const [what, call, message] of cases) expect((await refusalOf(call)).message, what).toBe(message);
+      expect(await count()).toBe(0);
     } finally {
       await cronq.stop();
     }
@@ -185,6 +225,9 @@ describe('bulk filters', () => {
       expect((await refusalOf(dead.discardMatching({ queue: undefined }, 'noise'))).message).toMatch(/^deadLetters\.discardMatching: queue is undefined/);
       expect((await refusalOf(dead.discardMatching({ since: 'yesterday' } as never, 'noise'))).message).toMatch(/^deadLetters\.discardMatching: since must be a valid Date$/);
       expect((await refusalOf(dead.list({ includeReviewd: true } as never))).message).toMatch(/did you mean 'includeReviewed'\?/);
+      // An undefined limit or includeReviewed narrows nothing away: taken as not given.
+      const opts: { limit?: number; includeReviewed?: boolean } = {};
+      expect(await dead.list({ kind: 'x', limit: opts.limit, includeReviewed: opts.includeReviewed })).toEqual({ letters: [], more: false });
     } finally {
       await cronq.stop();
     }

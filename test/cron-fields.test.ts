@@ -77,6 +77,8 @@ describe('what cron accepts and refuses', () => {
       "invalid cron expression '0 22-2 * * *': hour field '22-2': the range 22-2 is reversed, and cron selects nothing for it (write 22-23,0-2 to wrap around)",
     );
     expect(problem('30-10 * * * *')).toMatch(/the range 30-10 is reversed/);
+    // cron ends any range ending in 0 at 7: hours 5-0 are 5, 6 and 7 there; cronq says so and refuses it.
+    expect(problem('0 5-0 * * *')).toBe("invalid cron expression '0 5-0 * * *': hour field '5-0': the range 5-0 is reversed; cron reads it as 5-7, which cronq refuses (write 5-23,0 to wrap around)");
   });
 
   it('refuses an empty list element, a step with no range before it, a step of 0 and a sign', () => {
@@ -94,6 +96,12 @@ describe('what cron accepts and refuses', () => {
     const newline = problem('0 0\n* * 8')!;
     expect(newline).toBe('invalid cron expression "0 0\\n* * 8": holds U+000A, which cron does not read (only blanks and tabs separate fields)');
     expect(newline).not.toContain('\n');
+  });
+
+  it('reads leading zeros as cron does, and bounds every part of a message', () => {
+    expect(weekdaysOf('0 0 * * 0000000007')).toEqual(['sun']);
+    expect(problem(`5/${'9'.repeat(900)} * * * *`)!.length).toBeLessThan(400);
+    expect(problem(`${'1'.repeat(900)}-2 * * * *`)!.length).toBeLessThan(400);
   });
 
   it('reads nothing past 1,000 characters and quotes only the start of a long text', () => {

@@ -85,6 +85,15 @@ describe('parseCrontab: schedule syntax', () => {
     ]);
   });
 
+  it('names a bad cron text once, JSON-quoted when it is not plain ASCII, and cut', () => {
+    expect(parse('0 0 * * 1\u00e9 echo\n').errors[0].reason).toBe(
+      '"0 0 * * 1\u00e9" is not a valid cron expression: holds U+00E9, which cron does not read (only blanks and tabs separate fields)',
+    );
+    const long = parse(`${'1,'.repeat(600)}1 * * * * echo\n`).errors[0].reason;
+    expect(long.length).toBeLessThan(300);
+    expect(long).toMatch(/^"1,1,.*…" is not a valid cron expression: longer than 1000 characters$/);
+  });
+
   it("refuses a command starting with '*' (a sixth time field, most likely), as cron does", () => {
     expect(parse('0 0 * * * * /bin/six-fields\n').errors).toEqual([
       { line: 1, reason: "the command starts with '*', which cron refuses: is it a sixth time field? (cronq's six fields, seconds first, are not crontab's)" },
@@ -105,13 +114,17 @@ describe('parseCrontab: schedule syntax', () => {
   });
 
   it("drops cronie's no-syslog '-' before a line and its -n option before a command, and refuses other options", () => {
-    const entries = entriesOf('-0 5 * * * /bin/quiet\n0 6 * * * -n /bin/mail-on-error\n0 7 * * * -n  -n\t/bin/twice\n');
+    const entries = entriesOf('-0 5 * * * /bin/quiet\n0 6 * * * -n /bin/mail-on-error\n0 7 * * * -n \t/bin/tabbed\n0 8 * * * echo -n hi\n');
     expect(entries.map((e) => [e.cron, e.command])).toEqual([
       ['0 5 * * *', '/bin/quiet'],
       ['0 6 * * *', '/bin/mail-on-error'],
-      ['0 7 * * *', '/bin/twice'],
+      ['0 7 * * *', '/bin/tabbed'],
+      ['0 8 * * *', 'echo -n hi'],
     ]);
     expect(parse('0 8 * * * -x /bin/y\n').errors[0].reason).toBe("the command starts with '-x', which cronie reads as an option; it knows only -n");
+    expect(parse('0 8 * * * -n -n /bin/y\n').errors[0].reason).toBe('cronie takes -n once');
+    expect(parse('0 8 * * * -n\n').errors[0].reason).toBe('no command after -n');
+    expect(parse('- 0 8 * * * /bin/y\n').errors[0].reason).toMatch(/^a '-' before the time fields .* must touch them/);
   });
 
   it('skips comments and blank lines, and reads CRLF files', () => {

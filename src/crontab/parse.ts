@@ -1,3 +1,4 @@
+import { shownCron } from '../schedule/dialect.ts';
 import { validateCron } from '../schedule/period.ts';
 import { shownText } from '../shownText.ts';
 
@@ -130,7 +131,9 @@ export function parseCrontab(
     const days = dayRule(cron);
     const problem = validateCron(cron, timezone);
     if (problem) {
-      return fail(problem.endsWith(' never fires') ? `'${cron}' never fires (no date matches it)` : `'${cron}' is not a valid cron expression: ${problem.replace(/^invalid cron expression '.*?': /s, '')}`);
+      const shown = shownCron(cron);
+      const prefix = `invalid cron expression ${shown}: `;
+      return fail(problem.endsWith(' never fires') ? `${shown} never fires (no date matches it)` : `${shown} is not a valid cron expression: ${problem.startsWith(prefix) ? problem.slice(prefix.length) : problem}`);
     }
 
     const { command, stdin } = splitCronCommand(split.command);
@@ -173,6 +176,8 @@ function splitScheduleLine(
   // Only blanks and tabs separate cron fields; the command is the rest of the line, as written.
   const field = '([^ \\t]+)[ \\t]+';
   const what = system ? 'a user and a command' : 'a command';
+  // cronie's '-' is followed by the time fields themselves, no blank between.
+  if (/^[ \t]*-[ \t]/.test(text)) return { reason: "a '-' before the time fields (cronie's no-syslog mark) must touch them, as in -0 5 * * * cmd" };
   const line = text.replace(/^[ \t]*-/, '');
   // Nicknames compare case for case, as in cron.
   const nickname = /^[ \t]*(@[^ \t]*)/.exec(line)?.[1];
@@ -193,9 +198,15 @@ function splitScheduleLine(
   if (next.startsWith('*')) {
     return { reason: `the ${system ? 'user' : 'command'} starts with '*', which cron refuses: is it a sixth time field? (cronq's six fields, seconds first, are not crontab's)` };
   }
-  const options = /^(?:-n[ \t]+)*/.exec(match.at(-1)!)![0];
-  const command = match.at(-1)!.slice(options.length);
-  if (command.startsWith('-')) return { reason: `the command starts with '${command.split(/[ \t]/)[0]}', which cronie reads as an option; it knows only -n` };
+  // cronie's one option, once, then blanks: -n (mail only on error; cronq mails nothing).
+  const rest = match.at(-1)!;
+  const option = /^-n(?:[ \t]+|$)/.exec(rest)?.[0] ?? '';
+  const command = rest.slice(option.length);
+  if (option !== '' && command === '') return { reason: 'no command after -n' };
+  if (command.startsWith('-')) {
+    const word = shownText(command.split(/[ \t]/)[0], 16);
+    return { reason: word === '-n' ? 'cronie takes -n once' : `the command starts with '${word}', which cronie reads as an option; it knows only -n` };
+  }
   return { when, ...(user !== undefined && { user }), command };
 }
 

@@ -98,7 +98,8 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
   } else {
     const dash = span.indexOf('-', 1);
     if (dash < 0) {
-      if (slash >= 0) throw new FieldProblem(`${where}: a step needs a range before it ('*/${range.slice(slash + 1)}' or 'a-b/${range.slice(slash + 1)}'), as in cron`);
+      const stepText = shownText(range.slice(slash + 1), 16);
+      if (slash >= 0) throw new FieldProblem(`${where}: a step needs a range before it ('*/${stepText}' or 'a-b/${stepText}'), as in cron`);
       low = high = numberOf(span, spec, where);
     } else {
       low = numberOf(span.slice(0, dash), spec, where);
@@ -106,10 +107,11 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
       // cron's one reading of a reversed range: `5-0` ends at 7, Sunday again.
       if (spec === DAY_OF_WEEK && low > high && high === 0 && slash < 0) high = 7;
       if (low > high) {
-        throw new FieldProblem(
-          `${where}: the range ${span} is reversed, and cron selects nothing for it` +
-            (spec === DAY_OF_WEEK && high === 0 ? ` with a step (write ${low}-7/${step})` : ` (write ${low}-${spec.high},${spec.low}-${high} to wrap around)`),
-        );
+        const shownSpan = shownText(span, 24);
+        if (spec === DAY_OF_WEEK && high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it with a step (write ${low}-7/${step})`);
+        // cron ends such a range at 7 in every field: hours 5-0 are 5, 6 and 7 there, surely not what is meant.
+        if (high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed; cron reads it as ${low}-7, which cronq refuses (write ${low}-${spec.high},0 to wrap around)`);
+        throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it (write ${low}-${spec.high},${spec.low}-${high} to wrap around)`);
       }
     }
   }
@@ -122,9 +124,10 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
 /** A range's end: decimal digits, or a name where the field has names. */
 function numberOf(text: string, spec: FieldSpec, where: string): number {
   if (/^[0-9]+$/.test(text)) {
-    // Past 9 digits, whatever the number, it is out of range.
-    const value = text.length > 9 ? Number.MAX_SAFE_INTEGER : Number(text);
-    if (value < spec.low || value > spec.high) throw new FieldProblem(`${where}: ${text.length > 9 ? `${text.slice(0, 9)}…` : value} is out of range (${spec.low}-${spec.high})`);
+    // Past 9 digits after any leading zeros (cron reads `007` as 7), it is out of range.
+    const digits = text.replace(/^0+(?=.)/, '');
+    const value = digits.length > 9 ? Number.MAX_SAFE_INTEGER : Number(digits);
+    if (value < spec.low || value > spec.high) throw new FieldProblem(`${where}: ${digits.length > 9 ? `${digits.slice(0, 9)}…` : value} is out of range (${spec.low}-${spec.high})`);
     return value;
   }
   const index = spec.names?.indexOf(text.toLowerCase()) ?? -1;
