@@ -401,15 +401,15 @@ const DEAD_LETTER_FILTER_KEYS = Object.keys({ queue: true, kind: true, since: tr
 const DEAD_LETTER_QUERY_KEYS = [...DEAD_LETTER_FILTER_KEYS, 'includeReviewed', 'limit'];
 
 /**
- * A filter, checked before it narrows anything: an object whose fields are all known and
- * all set. A bulk call's filter decides which rows change, so a misspelt field
- * (`{ kidn: 'report' }`) or one present but undefined (`{ kind: opts.kind }`) would widen it
- * to every row; both are refused (UsageError naming the field), as is a field of the wrong
- * type. `{}` matches every row.
+ * A filter, checked before it narrows anything: an object whose fields are all known, and
+ * whose narrowing fields (queue, kind, since) are set if present. A bulk call's filter decides
+ * which rows change, so a misspelt field (`{ kidn: 'report' }`) or one present but undefined
+ * (`{ kind: opts.kind }`) would widen it to every row; both are refused (UsageError naming
+ * the field), as is a field of the wrong type. `{}` matches every row.
  */
 function checkedFilter<T extends DeadLetterFilter & { includeReviewed?: boolean }>(filter: T, known: readonly string[], what: string): T {
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-    throw new UsageError(`${what}: a filter must be an object ({} matches every row; got ${Array.isArray(filter) ? 'an array' : String(filter)})`);
+    throw new UsageError(`${what}: a filter must be an object ({} matches every row; got ${shownValue(filter)})`);
   }
   refuseUnknownOptions(filter, known, what);
   // Only the fields that narrow which rows match: an undefined `limit` or `includeReviewed` widens nothing.

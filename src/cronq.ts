@@ -134,7 +134,7 @@ export interface CronqOptions {
 /** enqueue's and enqueueMany's options, checked: an object of known fields, a `tx` that can run statements. */
 function checkedEnqueueOptions(call: unknown): EnqueueOptions {
   if (call === undefined || call === null) return {}; // null as no options, as before (JavaScript callers)
-  if (typeof call !== 'object' || call === null) throw new UsageError(`enqueue: options must be an object ({ tx, allowUnknownKind }; got ${call === null ? 'null' : typeof call})`);
+  if (typeof call !== 'object') throw new UsageError(`enqueue: options must be an object ({ tx, allowUnknownKind }; got ${typeof call})`);
   refuseUnknownOptions(call, ['tx', 'allowUnknownKind'], 'enqueue');
   const { tx, allowUnknownKind } = call as EnqueueOptions;
   if (tx !== undefined && tx !== null && typeof (tx as { execute?: unknown }).execute !== 'function') {
