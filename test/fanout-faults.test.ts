@@ -98,6 +98,31 @@ describe('a fan-out with entities the database refuses', () => {
     expect(refused[2].job_key).toBe('bulk:huge:2026-11-02');
     expect((await ticks())[0]).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 2, finished: 1 });
   });
+
+  it('refuses alone an entity whose key or payload getter throws', async () => {
+    const s = schedule({
+      async *jobs() {
+        yield { key: 'ok:1' };
+        yield {
+          get key(): string {
+            throw new Error('key getter broke');
+          },
+        };
+        yield { key: 'bad-payload', get payload(): unknown { throw new Error('payload getter broke'); } };
+        // (A Proxy whose get trap throws fails jobs() itself: yield awaits it, reading its then.)
+        yield { key: 'ok:2' };
+      },
+    });
+    await lastTickAt('bulk', '2026-11-01T02:00:00Z');
+    const log = new EventLog();
+    await ticker(s, log).catchUp(at('2026-11-02T02:00:00.100Z'));
+    expect((await t.sql('SELECT job_key FROM cronq_jobs ORDER BY job_key')).map((r) => r.job_key)).toEqual(['bulk:ok:1:2026-11-02', 'bulk:ok:2:2026-11-02']);
+    expect(log.named('job_refused').map((e) => [e.job_key, e.reason])).toEqual([
+      ['entity #2', 'reading what jobs() yielded threw: Error: key getter broke'],
+      ['entity #3', 'reading what jobs() yielded threw: Error: payload getter broke'],
+    ]);
+    expect((await ticks())[0]).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 2, finished: 1 });
+  });
 });
 
 describe('a fan-out that keeps failing', () => {

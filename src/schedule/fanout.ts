@@ -1,6 +1,7 @@
 import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../enqueue/write.ts';
 import type { JobWriter, NewJobRow } from '../store/index.ts';
 import { checkJobContent } from '../enqueue/jobRow.ts';
+import { errorLine } from '../runtime/errorText.ts';
 import { shownText } from '../shownText.ts';
 import type { Schedule } from './define.ts';
 
@@ -63,12 +64,20 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string, 
     index += 1;
     const told = onEntity?.(); // most entities: nothing to await (one microtask each would add up)
     if (told) await told;
-    if (typeof item !== 'object' || item === null || typeof item.key !== 'string' || item.key === '') {
+    // Each field read once: a getter or a Proxy that throws refuses this entity alone.
+    let entity: { key: unknown; payload: unknown };
+    try {
+      entity = typeof item === 'object' && item !== null ? { key: item.key, payload: item.payload } : { key: undefined, payload: undefined };
+    } catch (error) {
+      yield refused(`entity #${index}`, `reading what jobs() yielded threw: ${errorLine(error, 200)}`);
+      continue;
+    }
+    if (typeof entity.key !== 'string' || entity.key === '') {
       yield refused(`entity #${index}`, 'jobs() yielded something other than { key: string, payload? }');
       continue;
     }
-    const key = scheduledJobKey(schedule.name, item.key, period);
-    const content = checkJobContent(key, item.payload);
+    const key = scheduledJobKey(schedule.name, entity.key, period);
+    const content = checkJobContent(key, entity.payload);
     if ('problem' in content) {
       // A key too long to store is too long to log whole as well.
       yield refused(content.field === 'key' ? shownText(key, 60) : key, content.problem);
