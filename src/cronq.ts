@@ -463,6 +463,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     return jobs;
   };
 
+  /** One job's row: by task handle (its kind and defaults), or by kind (which this instance must know unless `allowUnknownKind`). */
+  const rowOf = (job: EnqueueJob | TaskJob<unknown>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow =>
+    task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+
   const rowsOf = async function* (
     jobs: Iterable<EnqueueJob | TaskJob<unknown>> | AsyncIterable<EnqueueJob | TaskJob<unknown>>,
     registry: TaskRegistry,
@@ -470,7 +474,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     allowUnknownKind: boolean,
   ) {
     for await (const job of jobs) {
-      yield task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+      yield rowOf(job, registry, task, allowUnknownKind);
     }
   };
 
@@ -482,7 +486,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const checkedRows = (jobs: ReadonlyArray<EnqueueJob | TaskJob<unknown>>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow[] =>
     jobs.map((job, index) => {
       try {
-        return task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+        return rowOf(job, registry, task, allowUnknownKind);
       } catch (error) {
         if (error instanceof UsageError) throw new UsageError(`enqueueMany: jobs[${index}]: ${error.message}; nothing was written`);
         throw error;
@@ -572,7 +576,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
     const registry = await loadTasks();
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
-    const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknown);
+    const row = rowOf(job, registry, task, allowUnknown);
     const { tx } = call;
     const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(`enqueueing job ${JSON.stringify(row.key)}`), { ownTransaction: !tx });
     if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });

@@ -115,7 +115,7 @@ export function parseCrontab(
     const split = splitScheduleLine(lineText, options.system ?? false);
     if ('reason' in split) return fail(split.reason);
 
-    const zone: { value: string; line: number } | null = cronTz;
+    const zone = cronTz;
     const timezoneFrom = zone ? 'CRON_TZ' : 'default';
     // POSIX allows TZ=:Area/City; the colon only says "a file name follows".
     const timezone = zone ? zone.value.replace(/^:/, '') : options.defaultTimezone;
@@ -165,9 +165,9 @@ export function parseCrontab(
 /**
  * A schedule line cut into its time specification, optional user, and raw command text, as
  * cronie's load_entry cuts it: a leading `-` (cronie's "do not syslog this job") is dropped,
- * as are the command's leading `-n` options (cronie's "mail only on error": cronq mails
- * nothing); a command, or a system crontab's user, starting with `*` is refused, as cron
- * refuses it (almost always a sixth time field).
+ * as is the command's one `-n` option (cronie's "mail only on error": cronq mails nothing);
+ * a command, or a system crontab's user, starting with `*` is refused, as cron refuses it
+ * (almost always a sixth time field).
  */
 function splitScheduleLine(
   text: string,

@@ -98,7 +98,8 @@ export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
     throw new UsageError(`job ${JSON.stringify(job.key)}: ${schedulerField} is written only by the scheduler; a job enqueued by hand cannot stand for a schedule's period`);
   }
   // A misspelt field (`runat`, `maxAttempt`) would otherwise be dropped: due now, default attempts.
-  refuseUnknownOptions(job, JOB_FIELDS, `job ${JSON.stringify(shownText(job.key))}`, '', 'field');
+  // (Named only once one is found: this runs for every row of an enqueueMany.)
+  if (Object.keys(job).some((field) => !JOB_FIELDS.includes(field))) refuseUnknownOptions(job, JOB_FIELDS, `job ${JSON.stringify(shownText(job.key))}`, '', 'field');
   if (task && task.concurrency !== null && job.queue !== undefined && job.queue !== task.queue) {
     // Its limit holds per queue: in another queue the kind's jobs would run unlimited.
     throw new UsageError(`job ${JSON.stringify(job.key)}: kind '${task.name}' has a concurrency limit and runs only in its own queue '${task.queue}' (got queue ${shownName(job.queue)})`);
