@@ -25,7 +25,7 @@ that time (see "Schedule health" in the README).
   --json            [{ name, cron, timezone, tzdata, period, next: [ISO...], lastTick,
                        paused: null or { by, at (ISO), reason (null when none) },
                        expectWithinMs, lastSuccessAt, overdue (true|false), overdueSince }]
-  --from ISO        list fire times after this instant (default now)
+  --from ISO        list fire times after this instant (default now; before the year 3000)
   --count N         how many fire times (default 5, at most 1000)
   --schedules DIR   where schedules are defined (default ./schedules)
 

@@ -13,7 +13,7 @@ Runs now the fan-out of schedule NAME for its latest fire time at or before --at
 there. Keys make it harmless to repeat. It does not write the tick ledger: the
 scheduler still records that tick when it reaches it.
 
-  --at ISO          e.g. 2026-11-01T02:00:00Z (default now)
+  --at ISO          e.g. 2026-11-01T02:00:00Z (default now; before the year 3000)
   --schedules DIR   where the schedule is defined (default ./schedules)
 
 ${COMMON_HELP}`,
