@@ -90,6 +90,36 @@ describe('queue list', () => {
     }
   });
 
+  it('sends the read of the pauses and the read of the queues with work together when a claim needs both', async () => {
+    const inFlight: string[] = [];
+    const answers: Array<() => void> = [];
+    const pending = (name: string, value: string[]) =>
+      new Promise<string[]>((resolve) => {
+        inFlight.push(name);
+        answers.push(() => resolve(value));
+      });
+    const list = new QueueList([], () => pending('queues', ['a', 'b']), { read: () => pending('pauses', ['b']), maxAgeMs: 200 });
+    const current = list.current();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(inFlight.sort()).toEqual(['pauses', 'queues']); // neither waited for the other
+    for (const answer of answers) answer();
+    expect(await current).toEqual(['a']);
+  });
+
+  it('fails the claim when either read fails, and reads again for the next one', async () => {
+    let failPauses = true;
+    const list = new QueueList([], async () => ['a'], {
+      read: async () => {
+        if (failPauses) throw new Error('pauses unreadable');
+        return [];
+      },
+      maxAgeMs: 200,
+    });
+    await expect(list.current()).rejects.toThrow('pauses unreadable');
+    failPauses = false;
+    expect(await list.current()).toEqual(['a']);
+  });
+
   it('leaves paused queues out, configured or found, reading the pauses at most once per poll interval', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     try {

@@ -27,7 +27,8 @@ export interface PausedQueues {
  * fresh read (an idle pool's poll); one that finds it half that old starts the next read
  * and goes ahead without it, so claims prompted one after another by local enqueues
  * never wait for one. At most one read is in flight; a pool reads the set at most about
- * twice per poll interval, not once per claim.
+ * twice per poll interval, not once per claim. When a claim needs both reads they go out
+ * together, so it waits for one round trip, not two.
  */
 export class QueueList {
   private seen: string[] = [];
@@ -70,9 +71,13 @@ export class QueueList {
     const announced = this.announced;
     this.announced = false;
     const age = Date.now() - this.pausedAt;
-    if (age >= this.pausedQueues.maxAgeMs) await this.readPaused();
+    let pausedRead: Promise<void> | undefined;
+    if (age >= this.pausedQueues.maxAgeMs) pausedRead = this.readPaused();
     else if (age >= this.pausedQueues.maxAgeMs / 2) this.readPaused().catch(() => undefined); // a claim that needs it will retry and see the error
-    return this.unpaused(await this.candidates(announced));
+    // Both reads at once when both are due (a fresh pool's first claim, an idle poll):
+    // one round trip before the claim, not two.
+    const [, candidates] = await Promise.all([pausedRead, this.candidates(announced)]);
+    return this.unpaused(candidates);
   }
 
   /** Reads the paused set, or joins the read in flight. */
