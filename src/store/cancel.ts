@@ -23,7 +23,7 @@ import type { JobStatus } from '../db/schema.ts';
 import { UsageError } from '../errors.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import type { Lease } from './fenced.ts';
-import { NO_TIME, NOW, rows } from './sql.ts';
+import { NO_TIME, NOW, PAYLOAD_KEPT, rows } from './sql.ts';
 
 /** Longest accepted cancel reason and operator name (the columns are varchar(255)). */
 export const MAX_CANCEL_TEXT_LENGTH = 255;
@@ -82,7 +82,7 @@ const UNFINISHED = sql`status IN ('ready', 'reserved')`;
 
 /** Cancels `ids` (locked by the caller's transaction), re-checking they are unfinished. */
 async function cancelLocked(tx: Executor, ids: number[], { by, reason }: CancelBy): Promise<void> {
-  await tx.execute(sql`UPDATE cronq_jobs
+  await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET status = 'cancelled', cancelled_by = ${by}, cancel_reason = ${reason}, lease_deadline = ${NO_TIME},
         finished_time = ${NOW}, updated_at = ${NOW}
     WHERE id IN ${ids} AND ${UNFINISHED}`);

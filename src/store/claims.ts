@@ -42,7 +42,7 @@ import type { Pool, PoolConnection } from 'mysql2/promise';
 import { driverError, isConnectionError, isLockConflict, TIMEOUTS } from '../db/client.ts';
 import { endSession } from '../db/endSession.ts';
 import type { Lease } from './fenced.ts';
-import { format, holderOf, idsCondition, parseDbTime } from './sql.ts';
+import { format, holderOf, idsCondition, parseDbTime, PAYLOAD_KEPT_RAW } from './sql.ts';
 
 /** A job as the claim returns it to the worker. */
 export interface ClaimedJob {
@@ -611,7 +611,7 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
     try {
       const results = await tx.send([
         format(
-          `UPDATE cronq_jobs
+          `${PAYLOAD_KEPT_RAW}UPDATE cronq_jobs
           SET status = 'reserved', attempts = attempts + 1, lease_fence = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
               lease_deadline = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
               lease_holder = ?, updated_at = UTC_TIMESTAMP(6)

@@ -21,7 +21,7 @@ import { UsageError } from '../errors.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { firstLine } from '../runtime/errorText.ts';
 import { reasonGroup } from './failureReason.ts';
-import { NO_LEASE, NO_TIME, NOW, parseDbTime, rows, toDbTime } from './sql.ts';
+import { NO_LEASE, NO_TIME, NOW, parseDbTime, PAYLOAD_KEPT, rows, toDbTime } from './sql.ts';
 
 /** The first line of failure_reason, computed by the server so long reasons stay there. */
 const FIRST_LINE = sql.raw('SUBSTRING_INDEX(failure_reason, CHAR(10 USING utf8mb4), 1)');
@@ -236,7 +236,7 @@ export async function fillReasonGroups(tx: Executor, jobIds: number[], firstId: 
     else byGroup.set(group, [Number(r.id)]);
   }
   for (const [group, ids] of byGroup) {
-    await tx.execute(sql`UPDATE cronq_dead_letters SET reason_group = ${group} WHERE id IN ${ids}`);
+    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_dead_letters SET reason_group = ${group} WHERE id IN ${ids}`);
   }
 }
 
@@ -337,7 +337,7 @@ async function resolveLocked(
       return true;
     });
     if (kept.length > 0) {
-      await tx.execute(sql`UPDATE cronq_jobs
+      await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
         SET status = 'ready', attempts = 0, lease_expiries = 0, available_at = ${NOW}, ${NO_LEASE},
             finished_time = ${NO_TIME}, updated_at = ${NOW}
         WHERE id IN ${kept.map((l) => Number(l.job_id))} AND status = 'dead'`);
@@ -345,7 +345,7 @@ async function resolveLocked(
   }
   const done = kept.map((l) => Number(l.id));
   if (done.length > 0) {
-    await tx.execute(sql`UPDATE cronq_dead_letters
+    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_dead_letters
       SET reviewed_at = ${NOW}, resolution = ${resolutionText(action, reason)}
       WHERE id IN ${done} AND reviewed_at IS NULL`);
   }

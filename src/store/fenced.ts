@@ -15,7 +15,7 @@ import type { Database, Db, DedicatedConnection, Executor } from '../db/client.t
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
-import { formatted, header, idsCondition, interval, NO_LEASE, NO_TIME, NO_TIME_RAW, NOW, rows } from './sql.ts';
+import { formatted, header, idsCondition, interval, NO_LEASE, NO_TIME, NO_TIME_RAW, NOW, PAYLOAD_KEPT, PAYLOAD_KEPT_RAW, rows } from './sql.ts';
 
 /** Most characters of `last_error` (and so of `failure_reason`). */
 const LAST_ERROR_MAX = 2000;
@@ -48,7 +48,7 @@ export async function completeManyIfLeased(db: Db, leases: Lease[]): Promise<Set
   const tokens = sorted.map((l) => l.token);
   const result = await db.execute(
     formatted(
-      `UPDATE cronq_jobs
+      `${PAYLOAD_KEPT_RAW}UPDATE cronq_jobs
       SET status = 'done', lease_deadline = ?, last_error = NULL, finished_time = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
       WHERE ${idsCondition(ids)} AND status = 'reserved' AND lease_deadline > UTC_TIMESTAMP(6) AND lease_fence IN (?)`,
       [NO_TIME_RAW, tokens],
@@ -227,7 +227,7 @@ async function markDoneIfHeld(tx: Executor, lease: Lease): Promise<boolean> {
 }
 
 async function markDone(tx: Executor, lease: Lease): Promise<void> {
-  await tx.execute(sql`UPDATE cronq_jobs
+  await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET status = 'done', lease_deadline = ${NO_TIME}, last_error = NULL, finished_time = ${NOW}, updated_at = ${NOW}
     WHERE id = ${lease.id}`);
 }
@@ -258,7 +258,7 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
       await markDead(tx, [lease.id], error);
       return { status: 'dead' } as const;
     }
-    await tx.execute(sql`UPDATE cronq_jobs
+    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
       SET status = 'ready', ${NO_LEASE}, last_error = ${error},
           available_at = ${NOW} + ${interval(failure.retryInMs)}, updated_at = ${NOW}
       WHERE id = ${lease.id}`);
@@ -273,11 +273,11 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
  * from the text at once, or, for an expression, from what the server computed.
  */
 export async function markDead(tx: Executor, ids: number[], error: string | SQL, also: SQL = sql``): Promise<void> {
-  await tx.execute(sql`UPDATE cronq_jobs
+  await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET status = 'dead', lease_deadline = ${NO_TIME}, last_error = ${error}, finished_time = ${NOW}, updated_at = ${NOW}${also}
     WHERE id IN ${ids}`);
   const group = typeof error === 'string' ? reasonGroup(error) : null;
-  const inserted = await tx.execute(sql`INSERT INTO cronq_dead_letters
+  const inserted = await tx.execute(sql`${PAYLOAD_KEPT}INSERT INTO cronq_dead_letters
       (job_id, queue, kind, job_key, payload, failure_reason, attempts, dead_at, reason_group)
     SELECT id, queue, kind, job_key, payload, last_error, attempts, ${NOW}, ${group} FROM cronq_jobs
     WHERE id IN ${ids}`);
@@ -290,7 +290,7 @@ export async function markDead(tx: Executor, ids: number[], error: string | SQL,
  * caller must abort the handler and discard its result.
  */
 export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Promise<boolean> {
-  const result = await db.execute(sql`UPDATE cronq_jobs
+  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET lease_deadline = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
     WHERE ${leaseHeld(lease)}`);
   return header(result).affectedRows === 1;
@@ -303,7 +303,7 @@ export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Prom
  * lease was already lost.
  */
 export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0): Promise<boolean> {
-  const result = await db.execute(sql`UPDATE cronq_jobs
+  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
         last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
     WHERE ${leaseHeld(lease)}`);

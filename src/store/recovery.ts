@@ -15,7 +15,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { markDead } from './fenced.ts';
 import { LEASE_EXPIRIES } from '../defaults.ts';
-import { NO_LEASE, NOW, rows } from './sql.ts';
+import { NO_LEASE, NOW, PAYLOAD_KEPT, rows } from './sql.ts';
 
 
 /** Who held an expired lease, as the row says (an expression: texts differ per row). */
@@ -78,7 +78,7 @@ export async function recoverExpiredLeases(
     // whether the server assigns left to right or all at once.
     const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
     if (retry.length > 0) {
-      await tx.execute(sql`UPDATE cronq_jobs
+      await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
         SET status = 'ready', last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
             ${NO_LEASE}, available_at = ${NOW}, updated_at = ${NOW}${counted}
         WHERE id IN ${retry}`);
