@@ -1,9 +1,11 @@
 /**
  * CPU time of processes on this machine, from /proc (Linux): what a drain cost the worker
  * process and the database server, so a bench line can say where its time went. The
- * server is found by its process name; one that is not on this machine is not seen.
+ * server is the one behind the bench's database (databaseServerPid); one that is not on
+ * this machine is not seen.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import mysql from 'mysql2/promise';
 
 const TICKS_PER_SECOND = 100; // USER_HZ, 100 on Linux
 
@@ -28,22 +30,39 @@ export function writeCallsOf(pid: number): number | null {
   }
 }
 
-/** The pid of a local MariaDB or MySQL server (mariadbd, mysqld), or null when none runs here. */
-export function databaseServerPid(): number | null {
+const SERVER_NAMES = new Set(['mariadbd', 'mysqld']);
+
+function isServer(pid: number): boolean {
   try {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const name = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
-        if (name === 'mariadbd' || name === 'mysqld') return Number(entry);
-      } catch {
-        // gone meanwhile
-      }
-    }
+    return SERVER_NAMES.has(readFileSync(`/proc/${pid}/comm`, 'utf8').trim());
   } catch {
-    // no /proc
+    return false;
   }
-  return null;
+}
+
+/**
+ * The pid of the MariaDB or MySQL server behind `url` when it runs on this machine: the
+ * one its `@@pid_file` names, else the only mariadbd/mysqld process here. Null when it
+ * cannot tell (no /proc, the server elsewhere, several servers here and no readable pid
+ * file): a CPU figure for the wrong server would be worse than none.
+ */
+export async function databaseServerPid(url: string): Promise<number | null> {
+  const conn = await mysql.createConnection(url);
+  try {
+    const [[row]] = (await conn.query('SELECT @@pid_file AS file')) as unknown as [[{ file: string | null }]];
+    const pid = row.file ? Number(readFileSync(row.file, 'utf8').trim()) : NaN;
+    if (Number.isInteger(pid) && isServer(pid)) return pid;
+  } catch {
+    // no pid file to read: fall back to the process list
+  } finally {
+    await conn.end();
+  }
+  try {
+    const servers = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && isServer(Number(entry)));
+    return servers.length === 1 ? Number(servers[0]) : null;
+  } catch {
+    return null; // no /proc
+  }
 }
 
 /** Starts counting the CPU of `pids` (nulls skipped); `perJob(n)` then reads µs of CPU per job for each since. */

@@ -5,7 +5,7 @@ import mysql from 'mysql2/promise';
 import { createCronq, defineTask } from '../src/index.ts';
 import { consolePages } from './consoleSection.ts';
 import { cpuMeter, databaseServerPid } from './cpu.ts';
-import { bigTable, drainReal, memory } from './realSections.ts';
+import { bigTable, drainLarge, drainReal, memory } from './realSections.ts';
 import { fanout, periods, tickPrecision } from './scheduleSections.ts';
 import { fmt, percentile, truncateJobs, waitForDone, type BenchSection } from './util.ts';
 
@@ -237,10 +237,11 @@ const daemons: BenchSection = {
       );
       const exited = children.map((child) => new Promise((resolve) => child.once('exit', resolve)));
       const poll = () => new Promise((r) => setTimeout(r, 20));
+      const server = await databaseServerPid(context.url);
       try {
         while ((await count("status <> 'ready'")) === 0) await poll();
         const started = performance.now();
-        const meter = cpuMeter({ mysqld: databaseServerPid(), ...Object.fromEntries(children.map((child, i) => [`process ${i + 1}`, child.pid ?? null])) });
+        const meter = cpuMeter({ mysqld: server, ...Object.fromEntries(children.map((child, i) => [`process ${i + 1}`, child.pid ?? null])) });
         // Until no job is left ready or reserved: one index dive a poll, where a count of the
         // done ones would read up to 20,000 index entries every 20 ms, taking server CPU from the drain.
         const left = async () => ((await conn.query("SELECT 1 FROM cronq_jobs WHERE status IN ('ready', 'reserved') LIMIT 1")) as any)[0].length > 0;
@@ -266,4 +267,4 @@ const daemons: BenchSection = {
   },
 };
 
-export const sections: BenchSection[] = [baseline, drain, drainReal, limited, enqueue, pickup, daemons, fanout, tickPrecision, periods, memory, bigTable, consolePages];
+export const sections: BenchSection[] = [baseline, drain, drainReal, drainLarge, limited, enqueue, pickup, daemons, fanout, tickPrecision, periods, memory, bigTable, consolePages];
