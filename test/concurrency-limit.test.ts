@@ -17,7 +17,7 @@ import { defineSchedule } from '../src/schedule/define.ts';
 import { LimitedQueues } from '../src/worker/limitedQueues.ts';
 import { REPO_ROOT, runCli } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
-import { eventually } from './support/events.ts';
+import { EventLog, eventually } from './support/events.ts';
 import { jobRow, THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { interceptedClaims } from './support/claimsPool.ts';
 
@@ -251,5 +251,49 @@ describe('three daemons sharing a limit', () => {
     } finally {
       await recorder.end();
     }
+  });
+});
+
+describe('a job of a limited kind enqueued into another queue', () => {
+  it('is moved into its kind’s queue, attempt restored, and runs within the limit there', async () => {
+    await t.sql('DELETE FROM cronq_jobs');
+    // Enqueued by a process that does not know the task (allowUnknownKind): into 'default'.
+    const elsewhere = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false, allowUnknownKind: true });
+    await elsewhere.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ kind: 'misplaced', key: `misplaced:${i}` })));
+    await elsewhere.stop();
+    expect(await t.sql("SELECT DISTINCT queue FROM cronq_jobs WHERE kind = 'misplaced'")).toEqual([{ queue: 'default' }]);
+
+    let running = 0;
+    let peak = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const task = defineTask({
+      name: 'misplaced',
+      concurrency: 2,
+      async handle() {
+        peak = Math.max(peak, ++running);
+        if (peak >= 2) release();
+        await gate;
+        await new Promise((resolve) => setImmediate(resolve));
+        running -= 1;
+      },
+    });
+    const log = new EventLog();
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [task], concurrency: 8, scheduler: false, pollInterval: '50ms' });
+    await cronq.start();
+    try {
+      await eventually(
+        async () => Number((await t.sql("SELECT COUNT(*) AS n FROM cronq_jobs WHERE kind = 'misplaced' AND status = 'done'"))[0].n) === 6,
+        20_000,
+        'all 6 misplaced jobs done',
+      );
+    } finally {
+      await cronq.stop();
+    }
+    expect(peak).toBe(2);
+    expect(await t.sql("SELECT DISTINCT queue, attempts FROM cronq_jobs WHERE kind = 'misplaced'")).toEqual([{ queue: 'misplaced', attempts: 1 }]);
+    const moved = log.named('job_moved_to_limited_queue');
+    expect(moved[0]).toMatchObject({ kind: 'misplaced', from_queue: 'default', queue: 'misplaced', level: 40 });
+    expect(log.events.filter((e) => e.event === 'job_moved_to_limited_queue' && e.level === 40)).toHaveLength(1); // warned once per kind
   });
 });

@@ -40,6 +40,7 @@ function fakeStore(answers: {
     pausedQueues: () => Promise.reject(new Error('a run never reads pauses')),
     now: () => Promise.resolve(new Date()),
     servingOf: () => Promise.reject(new Error('no unknown kinds here')),
+    moveToQueue: () => Promise.reject(new Error('a run never moves its job')),
     cancellationOf: () => Promise.resolve(null),
     completeMany: (leases) => {
       for (const lease of leases) writes.push({ op: 'completeMany', lease });

@@ -310,4 +310,19 @@ export async function releaseIfLeased(db: Db, lease: Lease, reason: string, dela
   return header(result).affectedRows === 1;
 }
 
+/**
+ * Gives a claimed job back into `queue` without counting the attempt, fenced like
+ * releaseIfLeased: 'ready', available now, attempts - 1, no lease. For a job of a kind
+ * with a cluster-wide limit claimed from another queue (enqueued by a process that did
+ * not know its task), so that it runs in its kind's queue, within the limit. False when
+ * the lease was already lost.
+ */
+export async function moveToQueueIfLeased(db: Db, lease: Lease, queue: string, reason: string): Promise<boolean> {
+  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
+    SET status = 'ready', queue = ${queue}, attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+        last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}
+    WHERE ${leaseHeld(lease)}`);
+  return header(result).affectedRows === 1;
+}
+
 /** Default of `maxLeaseExpiries`: a job whose lease expired this often goes dead. */

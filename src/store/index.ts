@@ -29,6 +29,7 @@ import {
   completeManyIfLeased,
   failIfLeased,
   releaseIfLeased,
+  moveToQueueIfLeased,
   renewIfLeased,
   type EffectBound,
   type Failure,
@@ -119,6 +120,11 @@ export class Store implements JobWriter {
   /** Extends the lease to now + `leaseMs`; false when it is gone (renewIfLeased). */
   renew(lease: Lease, leaseMs: number): Promise<boolean> {
     return renewIfLeased(this.db, lease, leaseMs);
+  }
+
+  /** Gives the job back into another queue without counting the attempt (moveToQueueIfLeased). */
+  moveToQueue(lease: Lease, queue: string, reason: string): Promise<boolean> {
+    return moveToQueueIfLeased(this.db, lease, queue, reason);
   }
 
   /** Gives the job back without counting the attempt (releaseIfLeased). */

@@ -30,6 +30,9 @@ export interface FinisherDeps {
   unknownKinds: UnknownKinds;
 }
 
+/** How many kinds' first move to their limited queue is logged at warn (the rest at debug). */
+const MOVED_KINDS_LOGGED = 1_000;
+
 /**
  * The one owner of every run's end: it writes the outcome, retries database trouble,
  * frees the run's slot and settles it (RunSlots), each exactly once per run.
@@ -51,6 +54,8 @@ export interface FinisherDeps {
  */
 export class Finisher {
   private pending: JobRun[] = [];
+  /** Limited kinds whose jobs were found in another queue and moved (logged at warn the first time). */
+  private readonly movedKinds = new Set<string>();
   private inFlight = 0;
   private flushing: Promise<void> | null = null;
 
@@ -139,6 +144,31 @@ export class Finisher {
     }
   }
 
+  /**
+   * Hands a claimed, unstarted job of a limited kind back into its kind's queue (`queue`),
+   * attempt restored: it was claimed from another queue, where its limit would not hold
+   * (moveToQueue). Logged at warn once per kind, then at debug; a job whose lease was
+   * already lost is left alone, and a database error is logged (its lease expires, and
+   * the next claim that finds it moves it again).
+   */
+  async moveToLimitedQueue(job: ClaimedJob, queue: string): Promise<void> {
+    const { store, log, health } = this.deps;
+    try {
+      const moved = await store.moveToQueue(job.lease, queue, `a job of limited kind '${job.kind}' was in queue '${job.queue}', where its limit does not hold; moved to queue '${queue}'`);
+      const first = !this.movedKinds.has(job.kind);
+      if (moved && first && this.movedKinds.size < MOVED_KINDS_LOGGED) this.movedKinds.add(job.kind);
+      log[moved && first ? 'warn' : 'debug'](
+        { event: moved ? 'job_moved_to_limited_queue' : 'claim_release_lost', job_id: job.id, kind: job.kind, from_queue: job.queue, queue },
+        moved
+          ? 'job of a limited kind found in another queue (enqueued by a process that does not know its task?): moved to its own queue, where its limit holds'
+          : 'claimed job was no longer ours to move',
+      );
+    } catch (error) {
+      health.backoffAfter(error, 'release');
+      log.warn({ event: 'claim_release_failed', job_id: job.id }, 'could not move the job to its limited queue; its lease will expire');
+    }
+  }
+
   /** Resolves once every success handed in so far has been written (or given up). */
   async idle(): Promise<void> {
     while (this.flushing) await this.flushing;
@@ -160,6 +190,11 @@ export class Finisher {
       return;
     }
     this.settleAfter(run, outcome.ok ? this.completeWithEffects(run, effects) : this.recordFailure(run, outcome.error));
+  }
+
+  /** A run that never started its handler (its lease lost or released before): settled, nothing written. */
+  dropUnstarted(run: JobRun): void {
+    this.settle(run);
   }
 
   /** Settles `run` once `work` is over, logging anything it threw. */

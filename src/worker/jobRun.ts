@@ -67,6 +67,8 @@ export class JobRun implements RenewableRun {
   /** When execute started the run (performance.now()). */
   startedAt = 0;
   private interruptRelease: Promise<boolean> | null = null;
+  /** Ends the running async handler's run now (set while one runs): a lost lease or a cancel does not wait for a handler that ignores its signal. */
+  private endRun: ((outcome: HandlerOutcome) => void) | null = null;
 
   /** `claimedAt`: Date.now() when the claim committed; the job's lease runs from then. Runs share one `deps` per pool. */
   constructor(
@@ -163,9 +165,9 @@ export class JobRun implements RenewableRun {
   markLeaseLost(where: string): void {
     if (this.leaseLost) return;
     this.leaseLost = true;
-    this.log.warn({ event: 'job_lease_lost', where }, 'lease lost; result discarded');
+    this.log.warn({ event: 'job_lease_lost', where }, this.startedAt === 0 ? 'lease lost before its handler started; not run' : 'lease lost; result discarded');
     this.deps.observer.leaseLost(this.job.kind);
-    this.abort.abort(new LeaseLostError('lease lost: another worker or recovery owns this job now'));
+    this.endNow(new LeaseLostError('lease lost: another worker or recovery owns this job now'));
   }
 
   /**
@@ -176,8 +178,21 @@ export class JobRun implements RenewableRun {
   markCancelled({ by, reason }: Cancellation): void {
     if (this.leaseLost) return;
     this.leaseLost = true;
-    this.log.warn({ event: 'job_cancelled', key: this.job.key, cancelled_by: by, cancel_reason: reason }, 'job cancelled by an operator; result discarded');
-    this.abort.abort(new JobCancelledError(`job cancelled by ${by ?? 'an operator'}: ${reason ?? 'no reason given'}`));
+    this.log.warn(
+      { event: 'job_cancelled', key: this.job.key, cancelled_by: by, cancel_reason: reason },
+      this.startedAt === 0 ? 'job cancelled by an operator before its handler started; not run' : 'job cancelled by an operator; result discarded',
+    );
+    this.endNow(new JobCancelledError(`job cancelled by ${by ?? 'an operator'}: ${reason ?? 'no reason given'}`));
+  }
+
+  /**
+   * Aborts the handler's signal with `reason` and, if an async handler is running, ends
+   * its run at once: its slot is given back even if it ignores the signal (it runs on in
+   * the background, abandoned, its result and effects discarded, as after a timeout).
+   */
+  private endNow(reason: Error): void {
+    this.abort.abort(reason);
+    this.endRun?.({ ok: false, error: reason });
   }
 
   /**
@@ -219,18 +234,22 @@ export class JobRun implements RenewableRun {
       return SUCCEEDED;
     }
     const stopRenewal = this.keepLeaseAlive();
-    return Promise.resolve(result).then(
-      () => {
+    return new Promise<HandlerOutcome>((resolve) => {
+      // Whichever comes first: the handler's outcome, or the lease found lost or the job
+      // cancelled (endNow). The other is ignored.
+      const end = (outcome: HandlerOutcome) => {
+        if (this.endRun !== end) return;
+        this.endRun = null;
         stopRenewal();
         this.inHandler = false;
-        return SUCCEEDED;
-      },
-      (error: unknown): HandlerOutcome => {
-        stopRenewal();
-        this.inHandler = false;
-        return { ok: false, error };
-      },
-    );
+        resolve(outcome);
+      };
+      this.endRun = end;
+      Promise.resolve(result).then(
+        () => end(SUCCEEDED),
+        (error: unknown) => end({ ok: false, error }),
+      );
+    });
   }
 
   /** The abort signal the handler sees (ctx.signal), made on first read. */

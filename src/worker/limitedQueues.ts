@@ -13,6 +13,8 @@ import type { Task } from '../tasks/define.ts';
 export class LimitedQueues {
   /** Queue → its kind's limit, for every limited kind this pool runs. */
   readonly byQueue: ReadonlyMap<string, QueueLimit>;
+  /** Kind → its queue, for every limited kind this pool runs. */
+  private readonly queueOfKind: ReadonlyMap<string, string>;
   /** Queue → when a claim found it at its limit (Date.now()). */
   private readonly fullSince = new Map<string, number>();
 
@@ -23,6 +25,18 @@ export class LimitedQueues {
     this.byQueue = new Map(
       tasks.filter((t) => t.concurrency !== null).map((t) => [t.queue, { kind: t.name, maxRunning: t.concurrency! }]),
     );
+    this.queueOfKind = new Map([...this.byQueue].map(([queue, limit]) => [limit.kind, queue]));
+  }
+
+  /**
+   * The queue `job` must run in when it is of a limited kind claimed from another queue
+   * (a process that did not know the task enqueued it there, where no limit holds);
+   * undefined for every other job.
+   */
+  misplaced(job: { kind: string; queue: string }): string | undefined {
+    if (this.queueOfKind.size === 0) return undefined;
+    const queue = this.queueOfKind.get(job.kind);
+    return queue !== undefined && queue !== job.queue ? queue : undefined;
   }
 
   /** `queues` without those at their limit since less than a poll ago (the same array when none is). */

@@ -34,6 +34,14 @@ const CLAIM_RACE_BACKOFF: Backoff = { baseMs: 10, maxMs: 200 };
 /** Batched completions waiting to be written beyond which buffered jobs wait to start. */
 const FINISHER_BACKLOG_MAX = 1_000;
 
+/**
+ * A job that waited this long in the read-ahead buffer has its lease renewed before its
+ * handler starts (startAfterRecheck), so a cancel that came meanwhile keeps it from
+ * starting. In a fast drain jobs wait a few milliseconds and start at once; those that
+ * wait longer sit behind slow handlers, where one more round trip costs nothing.
+ */
+const RECHECK_BUFFERED_MS = 100;
+
 export interface WorkerPoolOptions {
   /** Claims and every write about what was claimed (Store satisfies it). */
   store: WorkerStore;
@@ -335,11 +343,12 @@ export class WorkerPool {
       if (log.isLevelEnabled('info')) {
         for (const job of claimed) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
       }
+      claimed = this.keepPlaced(claimed);
       this.buffered.add(claimed, Date.now());
       if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
       this.startBuffered();
       // A claim by id says nothing about how busy the queues are.
-      this.lastClaimFull = !ids && claimed.length === want;
+      this.lastClaimFull = !ids && claimed.length >= want;
       if (!this.lastClaimFull) {
         // The queues looked drained: see which queues have work now. The cursors stay, so
         // the claim a local enqueue prompts starts after what the last claims left behind
@@ -426,12 +435,48 @@ export class WorkerPool {
       if (!next) break;
       const run = new JobRun(next.job, this.options.tasks.get(next.job.kind), this.runDeps, next.claimedAt);
       this.slots.take(run);
-      run.execute();
+      if (Date.now() - next.claimedAt >= RECHECK_BUFFERED_MS) this.startAfterRecheck(run);
+      else run.execute();
     }
     if (this.waitingForRoom && this.claimSize() > 0) {
       this.waitingForRoom = false;
       this.wakeup.notify();
     }
+  }
+
+  /**
+   * `claimed` without the jobs of limited kinds claimed from another queue (enqueued by a
+   * process that did not know their task): those go back into their kind's queue, attempt
+   * restored, to be claimed within the limit there (Finisher.moveToLimitedQueue).
+   */
+  private keepPlaced(claimed: ClaimedJob[]): ClaimedJob[] {
+    if (this.limited.byQueue.size === 0) return claimed;
+    return claimed.filter((job) => {
+      const queue = this.limited.misplaced(job);
+      if (queue === undefined) return true;
+      void this.finisher.moveToLimitedQueue(job, queue);
+      return false;
+    });
+  }
+
+  /**
+   * Starts `run`, a job that waited in the read-ahead buffer RECHECK_BUFFERED_MS or more,
+   * once a renewal of its lease has answered: one an operator cancelled meanwhile (or that
+   * recovery took) never starts its handler, and the handler gets a full lease from now.
+   * Should the pool be stopping by then, the job is released unstarted instead. A renewal
+   * that fails on a database error says nothing about the lease: the run starts.
+   */
+  private startAfterRecheck(run: JobRun): void {
+    void run.renewLeaseNow().then(async () => {
+      if (!run.leaseLost && this.isStopping) {
+        if (await this.finisher.releaseUnstarted(run.job, 'shutdown')) this.released += 1;
+        this.finisher.dropUnstarted(run);
+      } else if (run.leaseLost) {
+        this.finisher.dropUnstarted(run);
+      } else {
+        run.execute();
+      }
+    });
   }
 
   /**

@@ -14,9 +14,10 @@ interface SentClaim {
 
 /**
  * A store whose claims wait for the test to answer them, one lane (or `lanes`); no
- * database. Completions of plain successes are all written; every other write is refused.
+ * database. Completions of plain successes are all written; every other write is refused
+ * unless `writes` gives it.
  */
-export function scriptedStore({ lanes = 1 }: { lanes?: number } = {}) {
+export function scriptedStore({ lanes = 1, writes = {} }: { lanes?: number; writes?: Partial<WorkerStore> } = {}) {
   const sent: SentClaim[] = [];
   let arrived: (() => void) | null = null;
   const refuse = () => Promise.reject(new Error('not part of this test'));
@@ -37,6 +38,8 @@ export function scriptedStore({ lanes = 1 }: { lanes?: number } = {}) {
     fail: refuse,
     renew: refuse,
     release: refuse,
+    moveToQueue: refuse,
+    ...writes,
   };
   /** The `n`th claim (from 1), once the pool has sent it. */
   const claim = async (n: number): Promise<SentClaim> => {
@@ -53,11 +56,11 @@ export function scriptedStore({ lanes = 1 }: { lanes?: number } = {}) {
  */
 export async function withPool(
   fake: ReturnType<typeof scriptedStore>,
-  options: { pollMs?: number; tasks?: TaskRegistry; concurrency?: number },
+  options: { pollMs?: number; tasks?: TaskRegistry; concurrency?: number; log?: EventLog },
   body: (pool: WorkerPool) => Promise<void>,
 ): Promise<void> {
-  const { pollMs = 20, tasks = new TaskRegistry(), concurrency = 4 } = options;
-  const pool = new WorkerPool({ store: fake.store, tasks, log: new EventLog().logger, concurrency, queues: ['default'], lockedBy: 'test:1', pollMs });
+  const { pollMs = 20, tasks = new TaskRegistry(), concurrency = 4, log = new EventLog() } = options;
+  const pool = new WorkerPool({ store: fake.store, tasks, log: log.logger, concurrency, queues: ['default'], lockedBy: 'test:1', pollMs });
   pool.start();
   try {
     await body(pool);
