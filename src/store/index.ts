@@ -92,7 +92,7 @@ export class Store implements JobWriter {
     return claimReady(this.database.claims, request, rotation);
   }
 
-  /** Queues that have ready jobs, by a loose index scan (readyQueues). */
+  /** Queues that have ready jobs due now, by a loose index scan (readyQueues). */
   readyQueues(): Promise<string[]> {
     return readyQueues(this.database.claims);
   }
