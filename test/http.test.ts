@@ -326,6 +326,71 @@ describe('the HTTP server', () => {
   });
 });
 
+describe('pipelined requests a client never reads', () => {
+  it('are answered at most MAX_REQUESTS_IN_FLIGHT at a time per connection: one more closes it, and the requests already read do no work', async () => {
+    const { MAX_REQUESTS_IN_FLIGHT } = await import('../src/http/server.ts');
+    let scrapes = 0;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const server = await startHttpServer(
+      { host: '127.0.0.1', port: 0 },
+      {
+        health: async () => report(),
+        metrics: async () => {
+          scrapes += 1;
+          await answered; // each scrape stays in flight until the test lets it go
+          return { contentType: 'text/plain', body: 'cronq_up 1\n' };
+        },
+      },
+      silentLogger(),
+    );
+    servers.push(server);
+    const socket = tcpConnect(server.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    // The answers never come (the scrapes hang), so reading changes nothing; it lets the socket see the close.
+    socket.resume();
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n'.repeat(5_000));
+    await closed;
+    expect(scrapes).toBe(MAX_REQUESTS_IN_FLIGHT);
+    // Other connections are served meanwhile.
+    expect((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status).toBe(200);
+    answer();
+    expect(scrapes).toBe(MAX_REQUESTS_IN_FLIGHT);
+  });
+
+  it('share one collection and one rendering of the metrics among concurrent scrapes', async () => {
+    let collects = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const metrics = new CronqMetrics({ collect: async () => (collects++, await gate, { queues: [], deadLetters: { awaitingReview: 0, capped: false } }) as unknown as Stats });
+    let renders = 0;
+    const render = metrics.registry.metrics.bind(metrics.registry);
+    metrics.registry.metrics = () => (renders++, render());
+    const scrapes = Array.from({ length: 100 }, () => metrics.scrape());
+    release();
+    const bodies = new Set((await Promise.all(scrapes)).map((s) => s.body));
+    expect([collects, renders, bodies.size]).toEqual([1, 1, 1]);
+  });
+
+  it('never run a second collection while one the 5 s bound gave up on still runs: the next scrape waits for that one', async () => {
+    let collects = 0;
+    let finish!: () => void;
+    const metrics = new CronqMetrics({
+      collect: () => (collects++, new Promise<Stats>((resolve) => (finish = () => resolve({ queues: [], deadLetters: { awaitingReview: 0, capped: false } } as unknown as Stats)))),
+      collectTimeoutMs: 20,
+    });
+    for (let i = 0; i < 3; i += 1) expect(sample((await metrics.scrape()).body, 'cronq_database_up')).toBe(0);
+    expect(collects).toBe(1);
+    finish();
+    await new Promise((resolve) => setImmediate(resolve));
+    const next = metrics.scrape();
+    finish();
+    expect(sample((await next).body, 'cronq_database_up')).toBe(1);
+    expect(collects).toBe(2);
+  });
+});
+
 describe('cronq start --http', () => {
   it('serves /healthz and /metrics with real numbers after running jobs, and closes on SIGTERM', async () => {
     const d = daemon([]);

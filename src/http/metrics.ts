@@ -57,7 +57,10 @@ export class CronqMetrics implements Observer {
   private readonly databaseUp: Gauge;
   private readonly overdue: Gauge<'schedule'>;
   private readonly lastSuccessAt: Gauge<'schedule'>;
-  private refreshing: Promise<void> | null = null;
+  /** The scrape in flight (collection and rendering), which concurrent scrapes share. */
+  private scraping: Promise<Scrape> | null = null;
+  /** The collect call in flight, until it settles: a scrape that gave up on it at the bound does not end it. */
+  private collecting: Promise<Stats & { health?: ScheduleHealth[] }> | null = null;
 
   constructor(private readonly options: MetricsOptions) {
     const registers = [this.registry];
@@ -242,18 +245,29 @@ export class CronqMetrics implements Observer {
     this.ticksFailed.inc({ schedule });
   }
 
-  /** Reads the database once (shared with concurrent scrapes) and renders every metric. Never rejects for a database error. */
-  async scrape(): Promise<Scrape> {
-    this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
-    await this.refreshing;
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  /**
+   * Reads the database and renders every metric. Scrapes while one is in flight share it:
+   * its one collect call and its one rendered body. Never rejects for a database error.
+   */
+  scrape(): Promise<Scrape> {
+    this.scraping ??= (async () => {
+      await this.refresh();
+      return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    })().finally(() => (this.scraping = null));
+    return this.scraping;
   }
 
+  /**
+   * Waits up to collectTimeoutMs for the database's state and sets the gauges from it.
+   * At most one collect call runs at a time: one still running after an earlier scrape
+   * gave up on it is waited for again, never run beside a new one on the engine's pool.
+   */
   private async refresh(): Promise<void> {
     let stats: (Stats & { health?: ScheduleHealth[] }) | null = null;
     try {
+      this.collecting ??= this.options.collect().finally(() => (this.collecting = null));
       // Unanswered within the bound: the database gauges are left out, not stale.
-      stats = (await within(this.options.collect(), this.options.collectTimeoutMs ?? 5_000)) ?? null;
+      stats = (await within(this.collecting, this.options.collectTimeoutMs ?? 5_000)) ?? null;
     } catch {
       stats = null;
     }

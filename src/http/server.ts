@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { isIP, type AddressInfo } from 'node:net';
+import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { UsageError } from '../errors.ts';
 import { errorText } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
@@ -10,6 +10,23 @@ import type { ConsoleHandler } from './console/router.ts';
 
 /** Connections held open at once; one more is closed as it arrives (a peer cannot hold the daemon's sockets and memory). */
 export const MAX_HTTP_CONNECTIONS = 128;
+
+/**
+ * Requests one connection may have in flight (read, not yet answered) at once. Node parses
+ * a whole read chunk and emits every pipelined request in it at once, so one connection
+ * sending thousands of requests in a burst and never reading the answers held that many
+ * responses in memory. One request beyond this closes the connection, and the requests
+ * already read from it do no work.
+ */
+export const MAX_REQUESTS_IN_FLIGHT = 8;
+
+/** What the server keeps per connection. */
+interface Connection {
+  /** Requests read and not yet answered (their response not finished or closed). */
+  inFlight: number;
+  /** Closed for pipelining past MAX_REQUESTS_IN_FLIGHT: requests still emitted from it are ignored. */
+  refused: boolean;
+}
 
 /** What the server serves: each called once per request. */
 export interface HttpEndpoints {
@@ -40,7 +57,9 @@ export interface HttpServer {
  * content type); HEAD too; 405 for other methods on those paths; the console, when
  * given, for other paths; 404 for paths nobody serves; 400 for a request target that is
  * no URL path.
- * At most MAX_HTTP_CONNECTIONS connections are held at once.
+ * At most MAX_HTTP_CONNECTIONS connections are held at once, each with at most
+ * MAX_REQUESTS_IN_FLIGHT requests unanswered (one more closes it; the requests already
+ * read from it are dropped without being served).
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line UsageError naming --http (the address is in use, or not this host's)
  * when it cannot listen.
@@ -49,7 +68,25 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
   // Node checks headersTimeout and requestTimeout only every connectionsCheckingInterval
   // (30 s by default): a client trickling its headers was held three times as long.
   let loopback = false; // set once bound: whether the address bound is the loopback interface
+  const connections = new WeakMap<Socket, Connection>();
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
+    let connection = connections.get(req.socket);
+    if (!connection) connections.set(req.socket, (connection = { inFlight: 0, refused: false }));
+    if (connection.refused) return;
+    if (connection.inFlight >= MAX_REQUESTS_IN_FLIGHT) {
+      connection.refused = true;
+      req.socket.destroy();
+      return;
+    }
+    connection.inFlight += 1;
+    let answered = false;
+    const done = () => {
+      if (answered) return;
+      answered = true;
+      connection.inFlight -= 1;
+    };
+    res.once('finish', done);
+    res.once('close', done);
     if (loopback && !namesLoopback(req.headers.host)) {
       send(res, 403, 'text/plain; charset=utf-8', 'forbidden: this server listens on loopback and answers only requests for localhost, 127.0.0.1 or [::1]\n', req.method === 'HEAD');
       return;
