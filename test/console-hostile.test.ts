@@ -154,6 +154,31 @@ describe('the HTTP server and slow clients', () => {
   }, 20_000);
 });
 
+describe('clients that leave before their request is answered', () => {
+  it('are no server error: a POST cut off mid-body is logged at debug only, its path cut short, never as http_error', async () => {
+    const { EventLog } = await import('./support/events.ts');
+    const log = new EventLog('debug');
+    const s = await startHttpServer(
+      { host: '127.0.0.1', port: 0 },
+      { health: async () => ({ status: 'ok' }) as any, metrics: async () => ({ contentType: 'text/plain', body: '' }), console: createConsole({ admin: cronq.admin, auth: auth(), log: log.logger }) },
+      log.logger,
+    );
+    try {
+      const socket = connectSocket(s.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      const head = `POST /schedules/${'x'.repeat(8_000)}/pause HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nreason=`;
+      await new Promise<void>((resolve) => socket.write(head, () => resolve()));
+      socket.destroy();
+      const [gone] = await log.waitFor('http_client_gone');
+      expect(gone.level).toBe(20);
+      expect(gone.path.length).toBeLessThanOrEqual(121);
+      expect(log.named('http_error')).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('the console notice', () => {
   it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
     const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();

@@ -265,6 +265,26 @@ describe('the HTTP server', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 
+  it('logs at most errorLogLimit http_error lines per window, each path cut short, then one line counting those left out', async () => {
+    const log = new EventLog('info');
+    const server = await startHttpServer(
+      { host: '127.0.0.1', port: 0 },
+      { health: async () => report(), metrics: async () => Promise.reject(new Error('boom')) },
+      log.logger,
+      { errorLogLimit: { lines: 3, windowMs: 300 } },
+    );
+    servers.push(server);
+    const long = `/metrics?${'x'.repeat(8_000)}`;
+    for (let i = 0; i < 20; i += 1) expect((await fetch(`http://127.0.0.1:${server.port}${long}`)).status).toBe(500);
+    const [summary] = await log.waitFor('http_errors_suppressed');
+    expect(summary).toMatchObject({ level: 40, suppressed: 17 });
+    expect(log.named('http_error')).toHaveLength(3);
+    for (const line of log.named('http_error')) expect(line.path.length).toBeLessThanOrEqual(121);
+    // The next window logs again.
+    expect((await fetch(`http://127.0.0.1:${server.port}/metrics`)).status).toBe(500);
+    await log.waitFor('http_error', 4);
+  });
+
   it('logs the host it really listens on: 0.0.0.0 for --http 0:PORT', async () => {
     const log = new EventLog('info');
     const server = await startHttpServer({ host: '0', port: 0 }, { health: async () => report(), metrics: async () => ({ contentType: 'text/plain', body: '' }) }, log.logger);

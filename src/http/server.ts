@@ -3,6 +3,7 @@ import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { UsageError } from '../errors.ts';
 import { errorText } from '../runtime/errorText.ts';
 import type { Logger } from '../logger.ts';
+import { LogBudget, loggedPath, type LogLimit } from './logBudget.ts';
 import { formatAddress, type HttpAddress } from './address.ts';
 import type { HealthReport } from './health.ts';
 import type { Scrape } from './metrics.ts';
@@ -41,6 +42,12 @@ export interface HttpEndpoints {
   starting?: () => boolean;
 }
 
+/** How the server is tuned; the defaults are the daemon's. */
+export interface HttpServerOptions {
+  /** HTTP error lines (each kind) logged per window (default HTTP_ERROR_LOG_LIMIT: 10 a minute). */
+  errorLogLimit?: LogLimit;
+}
+
 /** A listening server. */
 export interface HttpServer {
   /** The address bound (`0.0.0.0` when `0` was asked for). */
@@ -60,14 +67,22 @@ export interface HttpServer {
  * At most MAX_HTTP_CONNECTIONS connections are held at once, each with at most
  * MAX_REQUESTS_IN_FLIGHT requests unanswered (one more closes it; the requests already
  * read from it are dropped without being served).
+ * A request that fails is answered 500 and logged as `http_error` (warn); one whose client
+ * left first (a reset mid-body, a timeout) is no server error: `http_client_gone` at debug.
+ * Either kind is logged at most errorLogLimit.lines times per window, then once as
+ * `http_errors_suppressed` / `http_clients_gone_suppressed` with the count left out (LogBudget),
+ * and a path in a line is cut to LOGGED_PATH_MAX (loggedPath): no client can make the daemon write an
+ * unbounded log.
  * Resolves once listening, after logging `http_listening` with the host and port bound; rejects
  * with a one-line UsageError naming --http (the address is in use, or not this host's)
  * when it cannot listen.
  */
-export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger): Promise<HttpServer> {
+export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpoints, log: Logger, options: HttpServerOptions = {}): Promise<HttpServer> {
   // Node checks headersTimeout and requestTimeout only every connectionsCheckingInterval
   // (30 s by default): a client trickling its headers was held three times as long.
   let loopback = false; // set once bound: whether the address bound is the loopback interface
+  const errorLines = new LogBudget(log, 'http_errors_suppressed', options.errorLogLimit);
+  const goneLines = new LogBudget(log, 'http_clients_gone_suppressed', options.errorLogLimit);
   const connections = new WeakMap<Socket, Connection>();
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     let connection = connections.get(req.socket);
@@ -92,7 +107,13 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
       return;
     }
     void respond(req, res, endpoints).catch((error) => {
-      log.warn({ event: 'http_error', path: req.url, error: errorText(error) }, 'http request failed');
+      if (clientGone(req, error)) {
+        // The client left (it reset the connection mid-body, or a timeout cut it): no server error, no one to answer.
+        if (log.isLevelEnabled('debug') && goneLines.take()) log.debug({ event: 'http_client_gone', method: req.method, path: loggedPath(req.url), error: errorText(error, 200) }, 'http client left before its request was answered');
+        res.destroy();
+        return;
+      }
+      if (errorLines.take()) log.warn({ event: 'http_error', method: req.method, path: loggedPath(req.url), error: errorText(error) }, 'http request failed');
       if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', req.method === 'HEAD');
       else res.destroy();
     });
@@ -119,6 +140,8 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
     port,
     close() {
       closed ??= new Promise<void>((resolve) => {
+        errorLines.close();
+        goneLines.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });
@@ -157,6 +180,12 @@ async function respond(req: IncomingMessage, res: ServerResponse, endpoints: Htt
     const scrape = await endpoints.metrics();
     send(res, 200, scrape.contentType, scrape.body, head);
   }
+}
+
+/** Whether `error` says the client went away (reset, a timeout that cut it) rather than that serving failed. */
+function clientGone(req: IncomingMessage, error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE' || req.socket.destroyed;
 }
 
 /** Whether `ip` is a loopback address: 127.0.0.0/8 or ::1 (IPv4-mapped included). */

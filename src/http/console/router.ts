@@ -13,6 +13,8 @@ import type { CronqAdmin } from '../../admin.ts';
 import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
+import { shownText } from '../../shownText.ts';
+import { loggedPath } from '../logBudget.ts';
 import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, SESSION_MAX_AGE_S, sameOrigin } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
@@ -186,7 +188,7 @@ async function post(
   try {
     const result = await admitted(gate, req, () => runAction(admin, path, fields, operator.name));
     if (!result) return false;
-    log.info({ event: 'console_action', path, by: `console:${operator.name}`, outcome: result.message }, 'console action');
+    log.info({ event: 'console_action', path: loggedPath(path), by: `console:${operator.name}`, outcome: shownText(result.message, MAX_NOTICE) }, 'console action');
     return redirect(res, notices, result.back, result.message);
   } catch (error) {
     if (error instanceof ActionRefused || error instanceof UsageError) return refuse(res, 400, `refused: ${error.message}`);
