@@ -179,6 +179,45 @@ describe('clients that leave before their request is answered', () => {
   });
 });
 
+describe('the console given control and bidi characters', () => {
+  // What a page must never carry raw: C0 controls but tab and newline, DEL, C1, bidi marks, overrides and isolates.
+  const HIDDEN = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+  it('shows them as visible escapes in keys, kinds, queues, errors, payloads and pause reasons: a key cannot pass for another', async () => {
+    const key = 'refund:\u202E0000001-resu';
+    await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at, last_error)
+      VALUES (?, ?, ?, ?, 'dead', 5, UTC_TIMESTAMP(6), ?)`, ['mail\u2066x', 'send\x1bmail', key, '{"note":"\u202Eevil\u0085"}', 'Error: \x00NUL \x1b[2J \u200Fmark\n    at x (y.ts:1)']);
+    const [{ id }] = await t.sql('SELECT id FROM cronq_jobs WHERE job_key = ?', [key]);
+    await t.sql(`INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts)
+      VALUES (?, ?, ?, ?, '{"note":"\u202Eevil"}', ?, ?, 5)`, [id, 'mail\u2066x', 'send\x1bmail', key, 'Error: \x9b31m \u061c', 'Error: \x9b31m \u061c']);
+    const [{ id: letter }] = await t.sql('SELECT id FROM cronq_dead_letters');
+    await cronq.admin.pauses.pause('schedule', 'nightly-report', { reason: 'db \u202Enoitargim', by: 'alice' });
+    try {
+      for (const path of [`/jobs/${id}`, `/jobs/${encodeURIComponent(key)}`, '/dead', `/dead/${letter}`, '/schedules', '/schedules/nightly-report']) {
+        const res = await fetch(`${base}${path}`, { headers: bearer });
+        const body = await res.text();
+        expect(res.status, path).toBe(200);
+        expect(HIDDEN.exec(body), path).toBeNull();
+      }
+      const job = await (await fetch(`${base}/jobs/${id}`, { headers: bearer })).text();
+      expect(job).toContain('<dd>refund:\\u202e0000001-resu</dd>');
+      expect(job).toContain('<dd>send\\x1bmail</dd>');
+      expect(job).toContain('<dd>mail\\u2066x</dd>');
+      expect(job).toContain('Error: \\x00NUL \\x1b[2J \\u200fmark\n    at x');
+      expect(job).toMatch(/<pre id="payload">.*\\u202eevil\\x85/);
+      expect(await (await fetch(`${base}/schedules`)).text()).toContain('db \\u202enoitargim');
+      // A filter field sends back the exact value it was given.
+      const filtered = await (await fetch(`${base}/dead?kind=${encodeURIComponent('send\x1bmail')}`, { headers: bearer })).text();
+      expect(filtered).toContain('name="kind" value="send\x1bmail"');
+      expect(filtered).toContain('<input type="hidden" name="kind" value="send\x1bmail">');
+      expect(filtered).toContain('<td>send\\x1bmail</td>');
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+      await t.sql('DELETE FROM cronq_jobs');
+    }
+  });
+});
+
 describe('the console notice', () => {
   it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
     const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();

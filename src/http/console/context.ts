@@ -1,6 +1,6 @@
 /** What every console page and action receives. */
 import type { CronqAdmin } from '../../admin.ts';
-import { html, type Html } from './html.ts';
+import { fieldValue, html, type Html } from './html.ts';
 import type { Viewer } from './layout.ts';
 
 /** One request as the pages see it. */
@@ -27,7 +27,7 @@ export interface PageResult {
 export function actionForm(ctx: ConsoleContext, action: string, button: string, options: { reason?: boolean; hidden?: Record<string, string> } = {}): Html | '' {
   if (!ctx.csrf) return '';
   const id = `f-${action.replace(/[^a-z0-9]+/gi, '-')}`;
-  const hidden = Object.entries(options.hidden ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
+  const hidden = Object.entries(options.hidden ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${fieldValue(v)}">`);
   const reason = options.reason
     ? html`<label for="${id}">Reason</label><input id="${id}" type="text" name="reason" required maxlength="200">`
     : '';

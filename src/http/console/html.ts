@@ -1,5 +1,6 @@
 /**
- * HTML built by a tagged template that escapes every interpolation: `html\`<td>${name}</td>\``.
+ * HTML built by a tagged template that escapes every interpolation (escapeHtml: HTML
+ * specials as entities, control and bidi characters as visible escapes): `html\`<td>${name}</td>\``.
  * Only an `Html` value (another template's result, or `trusted(...)` for markup written
  * in this codebase) passes through unescaped; arrays are joined, null and undefined
  * print nothing. Linear in the size of its parts.
@@ -17,9 +18,37 @@ type Part = Html | string | number | boolean | null | undefined | Part[];
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
-/** `text` with & < > " ' replaced by entities: safe in element content and quoted attributes. */
+/**
+ * What escapeHtml replaces: the five HTML specials; C0 controls but tab and newline, DEL
+ * and C1 controls (as the CLI's printable); and the bidi controls that reorder what is
+ * shown: marks U+200E, U+200F, U+061C, embeddings and overrides U+202A–202E, isolates
+ * U+2066–2069 (a key `refund:\u202E0000001-resu` read as `refund:user-1000000`).
+ */
+const SPECIAL = /[&<>"'\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** A control or bidi character as visible text: `\x1b` below U+0100, `\u202e` above (as the CLI writes `\x1b`). */
+function visible(c: string): string {
+  const code = c.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * `text` safe and legible anywhere in a page (element content, quoted attributes,
+ * <title>): & < > " ' as entities, and every control or bidi character (SPECIAL) written
+ * as a visible escape, so text from jobs and handlers reads as it is stored and cannot
+ * reorder or hide what is shown around it. Tabs and line breaks stay. One pass, linear.
+ */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+  return text.replace(SPECIAL, (c) => ESCAPES[c] ?? visible(c));
+}
+
+/**
+ * `text` for a form field's value (a filter to resubmit, a hidden field an action posts):
+ * only & < > " ' as entities, the rest exact, so the form sends back the very value it
+ * was given (a visibly escaped one would name another kind or queue).
+ */
+export function fieldValue(text: string): Html {
+  return new Html(text.replace(/[&<>"']/g, (c) => ESCAPES[c]));
 }
 
 function render(part: Part): string {

@@ -1,7 +1,7 @@
 /** `/dead`: unreviewed dead letters grouped by kind and normalised reason, the oldest listed; bulk requeue and discard. */
 import { actionForm, type ConsoleContext, type PageResult } from '../context.ts';
 import { when } from '../format.ts';
-import { html } from '../html.ts';
+import { fieldValue, html } from '../html.ts';
 import { page, table } from '../layout.ts';
 
 /** Dead letters listed on the page. */
@@ -46,8 +46,8 @@ export async function deadPage(ctx: ConsoleContext): Promise<PageResult> {
     ? html`<h2>Review ${scope}</h2><p>${actionForm(ctx, '/dead/requeue', `Requeue ${scope}`, { reason: true, hidden })}</p>
 <p>${actionForm(ctx, '/dead/discard', `Discard ${scope}`, { reason: true, hidden })}</p>`
     : '';
-  const body = html`<form method="get" action="/dead" class="inline"><label for="kind">Kind</label><input id="kind" type="text" name="kind" value="${filter.kind ?? ''}">
-<label for="queue">Queue</label><input id="queue" type="text" name="queue" value="${filter.queue ?? ''}"><button type="submit">Filter</button></form>
+  const body = html`<form method="get" action="/dead" class="inline"><label for="kind">Kind</label><input id="kind" type="text" name="kind" value="${fieldValue(filter.kind ?? '')}">
+<label for="queue">Queue</label><input id="queue" type="text" name="queue" value="${fieldValue(filter.queue ?? '')}"><button type="submit">Filter</button></form>
 <h2>Groups</h2>${table(['Kind', 'Reason (normalised)', '#Count', 'First', 'Last', 'Example'], groupRows, 'No dead letters awaiting review.')}
 ${groupsRead.length > LISTED_GROUPS ? html`<p class="note">Only the ${LISTED_GROUPS} largest groups are listed.</p>` : ''}<h2>Oldest awaiting review</h2>${table(['Dead letter', 'Queue', 'Kind', 'Job key', '#Attempts', 'Died', 'Reason'], letterRows, 'None.')}
 ${more ? html`<p class="note">Only the oldest ${LISTED} are listed.</p>` : ''}${bulk}`;
