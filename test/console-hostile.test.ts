@@ -218,6 +218,26 @@ describe('the console given control and bidi characters', () => {
   });
 });
 
+describe('the console search box', () => {
+  it('finds the key exactly as typed, white space included, and offers the trimmed text when nothing matches', async () => {
+    for (const key of ['pad:a', 'pad:a ', ' pad:a', 'pad:b']) {
+      await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at) VALUES ('mail', 'send-mail', ?, '{}', 'ready', 0, UTC_TIMESTAMP(6))`, [key]);
+    }
+    try {
+      for (const key of ['pad:a', 'pad:a ', ' pad:a']) {
+        const res = await fetch(`${base}/jobs?q=${encodeURIComponent(key)}`);
+        expect(res.status, key).toBe(200);
+        expect(await res.text(), key).toContain(`<dt>Key</dt><dd>${key}</dd>`);
+      }
+      const none = await fetch(`${base}/jobs?q=${encodeURIComponent(' pad:b ')}`);
+      expect(none.status).toBe(404);
+      expect(await none.text()).toContain('<a href="/jobs?q=pad%3Ab">Search for <code>pad:b</code> without it</a>');
+    } finally {
+      await t.sql('DELETE FROM cronq_jobs');
+    }
+  });
+});
+
 describe('the console notice', () => {
   it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
     const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();

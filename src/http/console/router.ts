@@ -145,8 +145,9 @@ async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | 
   if (path === '/dead') return deadPage(ctx);
   if (path === '/login') return loginPage(ctx);
   if (path === '/jobs') {
-    const q = (ctx.query.get('q') ?? '').trim();
-    return q ? jobPage(ctx, q) : null;
+    // Exactly as typed: keys compare byte for byte, so `pad:a ` is not `pad:a` (jobPage offers the trimmed text when nothing matches).
+    const q = ctx.query.get('q') ?? '';
+    return q !== '' ? jobPage(ctx, q) : null;
   }
   let m = /^\/dead\/([0-9]{1,15})$/.exec(path);
   if (m) return deadLetterPage(ctx, Number(m[1]));

@@ -9,11 +9,23 @@ export function jobTarget(text: string): { id: number } | { key: string } {
   return /^[0-9]{1,15}$/.test(text) ? { id: Number(text) } : { key: text };
 }
 
+/**
+ * One job by `idOrKey` exactly as given (digits: an id, else, or when no job has that id,
+ * a key; keys compare byte for byte, white space included). None: 404, and when the text
+ * has white space at either end, a link to search for it trimmed.
+ */
 export async function jobPage(ctx: ConsoleContext, idOrKey: string): Promise<PageResult> {
   let job = await ctx.admin.job(jobTarget(idOrKey));
   // A key made of digits: look it up as a key when no job has that id.
   if (!job && /^[0-9]+$/.test(idOrKey)) job = await ctx.admin.job({ key: idOrKey });
-  if (!job) return { status: 404, body: page('No such job', ctx.viewer, html`<p>No job with id or key <code>${idOrKey}</code>.</p>`) };
+  if (!job) {
+    const trimmed = idOrKey.trim();
+    const hint =
+      trimmed !== idOrKey && trimmed !== ''
+        ? html`<p class="note">The search is exact, white space at either end included. <a href="/jobs?q=${encodeURIComponent(trimmed)}">Search for <code>${trimmed}</code> without it</a>.</p>`
+        : '';
+    return { status: 404, body: page('No such job', ctx.viewer, html`<p>No job with id or key <code>${idOrKey}</code>.</p>${hint}`) };
+  }
   const row = (label: string, value: unknown) => html`<dt>${label}</dt><dd>${value === null || value === undefined ? '—' : String(value)}</dd>`;
   const body = html`<dl>
 ${row('Key', job.key)}${row('Queue', job.queue)}${row('Kind', job.kind)}${row('Status', job.status)}
