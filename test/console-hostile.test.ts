@@ -110,29 +110,73 @@ describe('the console given malformed URLs', () => {
 });
 
 describe('the HTTP server under many connections', () => {
-  it(`holds at most MAX_HTTP_CONNECTIONS open: one more is closed at once, and serving resumes as they go`, async () => {
-    const { connect } = await import('node:net');
+  const open = (port: number): Promise<import('node:net').Socket> =>
+    new Promise((resolve, reject) => {
+      const s = connectSocket(port, '127.0.0.1', () => resolve(s));
+      s.on('error', reject);
+    });
+  const closing = (s: import('node:net').Socket) => new Promise<void>((resolve) => s.on('close', () => resolve()));
+
+  it('serves a request sent at once while MAX_HTTP_CONNECTIONS connections trickle their headers (slowloris): the oldest of them is closed to make room', async () => {
     const { MAX_HTTP_CONNECTIONS } = await import('../src/http/server.ts');
-    const open = (): Promise<import('node:net').Socket> =>
-      new Promise((resolve, reject) => {
-        const s = connect(server.port, '127.0.0.1', () => resolve(s));
-        s.on('error', reject);
-      });
-    const idle = [];
-    for (let i = 0; i < MAX_HTTP_CONNECTIONS; i += 1) idle.push(await open());
-    try {
-      const extra = await open();
-      const closed = await new Promise<boolean>((resolve) => {
-        extra.on('close', () => resolve(true));
-        extra.on('error', () => undefined);
-        setTimeout(() => resolve(false), 2_000);
-      });
-      extra.destroy();
-      expect(closed).toBe(true);
-    } finally {
-      for (const s of idle) s.destroy();
+    const slow = [];
+    for (let i = 0; i < MAX_HTTP_CONNECTIONS; i += 1) {
+      const s = await open(server.port);
+      s.on('error', () => undefined);
+      s.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n'); // headers never finished
+      slow.push(s);
     }
-    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    try {
+      const oldestClosed = closing(slow[0]);
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      await oldestClosed;
+      expect(slow.slice(1).every((s) => !s.destroyed)).toBe(true);
+    } finally {
+      for (const s of slow) s.destroy();
+    }
+  });
+
+  it('closes one connection more as it arrives when all MAX_HTTP_CONNECTIONS are being answered, and serving resumes as they finish', async () => {
+    const { MAX_HTTP_CONNECTIONS } = await import('../src/http/server.ts');
+    let scrapes = 0;
+    let allIn!: () => void;
+    const allScraping = new Promise<void>((resolve) => (allIn = resolve));
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const s = await startHttpServer(
+      { host: '127.0.0.1', port: 0 },
+      {
+        health: async () => ({ status: 'ok' }) as any,
+        metrics: async () => {
+          if (++scrapes === MAX_HTTP_CONNECTIONS) allIn();
+          await answered;
+          return { contentType: 'text/plain', body: '' };
+        },
+      },
+      silentLogger(),
+    );
+    const busy = [];
+    try {
+      for (let i = 0; i < MAX_HTTP_CONNECTIONS; i += 1) {
+        const c = await open(s.port);
+        c.on('error', () => undefined);
+        c.write('GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n');
+        c.resume();
+        busy.push(c);
+      }
+      await allScraping;
+      const extra = await open(s.port);
+      extra.on('error', () => undefined);
+      extra.resume();
+      await closing(extra);
+      expect(busy.every((c) => !c.destroyed)).toBe(true);
+      answer();
+      expect((await fetch(`http://127.0.0.1:${s.port}/healthz`)).status).toBe(200);
+    } finally {
+      answer();
+      for (const c of busy) c.destroy();
+      await s.close();
+    }
   });
 });
 

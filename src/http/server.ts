@@ -9,7 +9,13 @@ import type { HealthReport } from './health.ts';
 import type { Scrape } from './metrics.ts';
 import type { ConsoleHandler } from './console/router.ts';
 
-/** Connections held open at once; one more is closed as it arrives (a peer cannot hold the daemon's sockets and memory). */
+/**
+ * Connections held open at once (a peer cannot hold the daemon's sockets and memory).
+ * One more makes room by closing the oldest connection with no request being answered
+ * (still sending its headers or its body, or idle between requests), so a client holding
+ * every slot with connections that trickle their headers (slowloris) cannot keep out one
+ * that sends its request at once; when all are being answered, the new one is closed.
+ */
 export const MAX_HTTP_CONNECTIONS = 128;
 
 /**
@@ -25,6 +31,8 @@ export const MAX_REQUESTS_IN_FLIGHT = 8;
 interface Connection {
   /** Requests read and not yet answered (their response not finished or closed). */
   inFlight: number;
+  /** The latest request read from it: while its body still arrives, the connection may be closed to make room. */
+  latest: IncomingMessage | null;
   /** Closed for pipelining past MAX_REQUESTS_IN_FLIGHT: requests still emitted from it are ignored. */
   refused: boolean;
 }
@@ -64,7 +72,8 @@ export interface HttpServer {
  * content type); HEAD too; 405 for other methods on those paths; the console, when
  * given, for other paths; 404 for paths nobody serves; 400 for a request target that is
  * no URL path.
- * At most MAX_HTTP_CONNECTIONS connections are held at once, each with at most
+ * At most MAX_HTTP_CONNECTIONS connections are held at once (one more closes the oldest
+ * with no request being answered, or itself when there is none), each with at most
  * MAX_REQUESTS_IN_FLIGHT requests unanswered (one more closes it; the requests already
  * read from it are dropped without being served).
  * A request that fails is answered 500 and logged as `http_error` (warn); one whose client
@@ -86,8 +95,9 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
   const connections = new WeakMap<Socket, Connection>();
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     let connection = connections.get(req.socket);
-    if (!connection) connections.set(req.socket, (connection = { inFlight: 0, refused: false }));
+    if (!connection) connections.set(req.socket, (connection = { inFlight: 0, latest: null, refused: false }));
     if (connection.refused) return;
+    connection.latest = req;
     if (connection.inFlight >= MAX_REQUESTS_IN_FLIGHT) {
       connection.refused = true;
       req.socket.destroy();
@@ -118,7 +128,32 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
       else res.destroy();
     });
   });
-  server.maxConnections = MAX_HTTP_CONNECTIONS;
+  // Connections in arrival order, oldest first: the one closed to make room is the oldest not being answered.
+  const open = new Set<Socket>();
+  const evictable = (socket: Socket): boolean => {
+    const connection = connections.get(socket);
+    if (!connection || connection.inFlight === 0) return true; // no request yet, or idle between requests
+    return connection.latest !== null && !connection.latest.complete; // its body still arrives
+  };
+  server.on('connection', (socket: Socket) => {
+    if (open.size >= MAX_HTTP_CONNECTIONS) {
+      let oldest: Socket | null = null;
+      for (const s of open) {
+        if (evictable(s)) {
+          oldest = s;
+          break;
+        }
+      }
+      if (!oldest) {
+        socket.destroy();
+        return;
+      }
+      open.delete(oldest);
+      oldest.destroy();
+    }
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
   server.requestTimeout = 15_000;
   server.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
