@@ -1,8 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseIsoInstant } from '../src/cli/instant.ts';
-import { runCli, REPO_ROOT } from './support/cli.ts';
+import { CRONQ_BIN, runCli, runProcess, REPO_ROOT } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { runMain } from './support/runMain.ts';
 
@@ -31,6 +32,31 @@ describe('output through a pipe', () => {
     const listed = JSON.parse(r.stdout);
     expect(listed).toHaveLength(40);
     expect(listed.every((s: { next: string[] }) => s.next.length === 1000)).toBe(true);
+  });
+
+  it('a reader that goes away (| head) ends the command quietly with its own exit code', async () => {
+    const dir = tempDir();
+    const schedules = Array.from({ length: 40 }, (_, i) => `export const s${i} = defineSchedule({ name: 'many${i}', cron: '* * * * *', handle() {} });`);
+    writeFileSync(join(dir, 'many.ts'), `import { defineSchedule } from 'cronq';\n${schedules.join('\n')}\n`);
+    const child = spawn(process.execPath, [CRONQ_BIN, 'schedules', '--json', '--count', '1000', '--schedules', dir], { cwd: REPO_ROOT, env: { ...process.env, ...env() } });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.once('data', () => child.stdout.destroy()); // as head does once it has its lines
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  });
+
+  it.skipIf(!existsSync('/dev/full'))('output that cannot be written (a full disk) is one line on stderr and exit 74, not a silent success', async () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      for (const args of [['--help'], ['dead', 'list', '--json'], ['stats']]) {
+        const r = await runProcess(process.execPath, [CRONQ_BIN, ...args], { cwd: REPO_ROOT, env: env(), timeoutMs: 30_000, stdoutFd: full });
+        expect(r.stderr, args.join(' ')).toBe('cronq: cannot write output: ENOSPC: no space left on device, write\n');
+        expect(r.code, args.join(' ')).toBe(74);
+      }
+    } finally {
+      closeSync(full);
+    }
   });
 });
 

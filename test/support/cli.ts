@@ -13,20 +13,22 @@ export interface CliResult {
 /**
  * Runs `command args` to completion in `cwd` with `env` added to this process's, `stdin`
  * (if given) as its input; resolves with its exit code and output whatever the code, and
- * rejects (after SIGKILL) if it has not finished within `timeoutMs`.
+ * rejects (after SIGKILL) if it has not finished within `timeoutMs`. `stdoutFd`: the
+ * child writes its stdout to that open file descriptor instead (the result's stdout is '').
  */
 export function runProcess(
   command: string,
   args: string[],
-  options: { cwd: string; env?: Record<string, string | undefined>; timeoutMs: number; stdin?: string },
+  options: { cwd: string; env?: Record<string, string | undefined>; timeoutMs: number; stdin?: string; stdoutFd?: number },
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env } });
-    if (options.stdin !== undefined) child.stdin.end(options.stdin);
+    const stdio = ['pipe', options.stdoutFd ?? 'pipe', 'pipe'] as const;
+    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: [...stdio] });
+    if (options.stdin !== undefined) child.stdin!.end(options.stdin);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout?.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${command} ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${stdout}\n${stderr}`));
