@@ -129,12 +129,16 @@ describe('cronq enqueue --payload-file', () => {
     ['text that is not UTF-8', ['--payload-file', 'latin1.json'], /^cronq enqueue: --payload-file: \S+latin1\.json is not UTF-8 text$/],
     // JSON.parse would make it Infinity, stored as null.
     ['a number out of range', ['--payload', '{"amount":1e400}'], /^cronq enqueue: --payload: the number 1e400 at character 11 is out of range \(JSON numbers are read as doubles\)$/],
-    ['an integer too large to keep', ['--payload', '{"id":9007199254740993}'], /^cronq enqueue: --payload: the number 9007199254740993 at character 7 cannot be kept exactly \(integers beyond 2\^53 are rounded; pass it as a string\)$/],
+    ['an integer too large to keep', ['--payload', '{"id":9007199254740993}'], /^cronq enqueue: --payload: the number 9007199254740993 at character 7 would be stored as 9007199254740992 \(JSON numbers are read as doubles; pass it as a string\)$/],
+    ['a decimal a double rounds', ['--payload', '{"price":19.999999999999999,"big":123456789012345678901234567890.5}'], /^cronq enqueue: --payload: the number 19\.999999999999999 at character 10 would be stored as 20 \(/],
+    ['a decimal a double rounds, from a file', ['--payload-file', 'rounded.json'], /^cronq enqueue: --payload-file: the number 1\.0000000000000001 at character 7 would be stored as 1 \(/],
+    ['negative zero', ['--payload', '{"t":-0}'], /^cronq enqueue: --payload: the number -0 at character 6 would be stored as 0 \(JSON text is written without negative zero; write 0\)$/],
     ['a bare number out of range', ['--payload', '[1,-1e999]'], /^cronq enqueue: --payload: the number -1e999 at character 4 is out of range/],
   ])('refuses %s with one line, exit 64, and writes nothing', async (_what, flags, message) => {
     const dir = tempDir();
     writeFileSync(join(dir, 'not.json'), '{"a": ');
     writeFileSync(join(dir, 'latin1.json'), Buffer.from([0x22, 0xe9, 0x22]));
+    writeFileSync(join(dir, 'rounded.json'), '{"a": 1.0000000000000001}\n');
     const args = flags.map((f) => (f.endsWith('.json') && !f.includes('/') && f !== 'x.json' ? join(dir, f) : f));
     const r = await runMain(['enqueue', 'traced', '--key', 'bad:1', ...args], env());
     expect(r).toMatchObject({ code: 64, stdout: '' });
@@ -146,7 +150,7 @@ describe('cronq enqueue --payload-file', () => {
 
 describe('cronq enqueue payload numbers', () => {
   it('keeps numbers a double holds, and never reads a number inside a string', async () => {
-    const payload = '{"id":9007199254740992,"note":"1e400 and 9007199254740993","x":[-0.5,1e300,"\\"9007199254740993"]}';
+    const payload = '{"id":9007199254740992,"note":"1e400 and 9007199254740993","x":[-0.5,1e300,"\\"9007199254740993"],"y":[1.50,1.5e0,15e-1,0.1]}';
     const r = await runMain(['enqueue', 'traced', '--key', 'exact:1', '--payload', payload], env());
     expect(r).toMatchObject({ code: 0, stderr: '' });
     const [job] = await t.sql('SELECT CAST(payload AS CHAR) AS payload FROM cronq_jobs WHERE job_key = ?', ['exact:1']);

@@ -17,8 +17,9 @@ prints its id alone. The key is unique: running this again with the same key
 prints the same id and creates nothing.
 
   --key KEY            unique job key, 1-255 characters (required)
-  --payload JSON       the job's payload (default {}); a number JavaScript cannot hold
-                       exactly (1e400, integers past 2^53) is refused: pass it as a string
+  --payload JSON       the job's payload (default {}); a number a double cannot hold
+                       as written (1e400, 9007199254740993, 19.999999999999999, -0)
+                       is refused rather than stored changed: pass it as a string
   --payload-file FILE  read the payload's JSON from FILE ('-': standard input), for
                        payloads too large for a command line (at most 64 MiB)
   --queue Q            queue (default: the task's queue, else 'default')
