@@ -158,6 +158,25 @@ describe('cronq enqueue payload numbers', () => {
   });
 });
 
+describe('cronq enqueue of a key already present', () => {
+  it('prints the existing id alone on stdout, and on stderr one line naming the key, the job and its status, exit 0', async () => {
+    const first = await runMain(['enqueue', 'traced', '--key', 'sp'], env());
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    const id = first.stdout.trim();
+    expect((await runMain(['cancel', id, '--reason', 'not needed'], env())).code).toBe(0);
+    const again = await runMain(['enqueue', 'traced', '--key', 'sp', '--payload', '{"other":1}'], env());
+    expect(again).toEqual({ code: 0, stdout: `${id}\n`, stderr: `cronq enqueue: key 'sp' already present (job ${id}, cancelled): nothing enqueued\n` });
+    expect(await t.sql('SELECT id, status FROM cronq_jobs')).toEqual([{ id: Number(id), status: 'cancelled' }]);
+  });
+
+  it('shows a long key cut and its control characters escaped', async () => {
+    const key = `k\x1b[2J${'x'.repeat(300)}`.slice(0, 255);
+    const first = await runMain(['enqueue', 'traced', '--key', key], env());
+    const again = await runMain(['enqueue', 'traced', '--key', key], env());
+    expect(again.stderr).toBe(`cronq enqueue: key 'k\\x1b[2J${'x'.repeat(59)}…' already present (job ${first.stdout.trim()}, ready): nothing enqueued\n`);
+  });
+});
+
 describe('a database that is missing or not migrated', () => {
   const urlFor = (name: string) => t.url.replace(/\/[^/]+$/, `/${name}`);
 

@@ -116,12 +116,13 @@ describe('cronq start', () => {
 });
 
 describe('cronq enqueue', () => {
-  it('prints the job id alone, and the same id again for the same key', async () => {
+  it('prints the job id alone, and the same id again for the same key, saying on stderr that nothing was enqueued', async () => {
     const first = await runCli(['enqueue', 'traced', '--key', 'same:1', '--payload', '{"a":1}'], env);
     const second = await runCli(['enqueue', 'traced', '--key', 'same:1', '--payload', '{"a":2}'], env);
     expect(first).toMatchObject({ code: 0, stderr: '' });
     expect(first.stdout).toMatch(/^\d+\n$/);
     expect(second.stdout).toBe(first.stdout);
+    expect(second).toMatchObject({ code: 0, stderr: `cronq enqueue: key 'same:1' already present (job ${first.stdout.trim()}, ready): nothing enqueued\n` });
     const rows = await t.sql('SELECT payload FROM cronq_jobs');
     expect(rows).toHaveLength(1);
     expect(JSON.parse(typeof rows[0].payload === 'string' ? rows[0].payload : JSON.stringify(rows[0].payload))).toEqual({ a: 1 });

@@ -1,5 +1,8 @@
 import { inexactNumber } from '../exactNumbers.ts';
+import { printable } from '../printable.ts';
 import { UsageError } from '../../errors.ts';
+import type { Cronq } from '../../cronq.ts';
+import { shownText } from '../../shownText.ts';
 import { parseIntFlag, parseQueueFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -14,7 +17,8 @@ export const enqueueCommand: Command = {
 
 Enqueues a job of KIND (a task or schedule name from the schedules folder) and
 prints its id alone. The key is unique: running this again with the same key
-prints the same id and creates nothing.
+prints the same id, creates nothing, and says so on stderr (exit 0):
+  cronq enqueue: key 'K' already present (job ID, STATUS): nothing enqueued
 
   --key KEY            unique job key, 1-255 characters (required)
   --payload JSON       the job's payload (default {}); a number a double cannot hold
@@ -70,11 +74,22 @@ ${COMMON_HELP}`,
           `cronq enqueue: unknown kind '${kind}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
         );
       }
-      const { id } = await cronq.enqueue({ kind, key, payload, queue, maxAttempts, runAt }, { allowUnknownKind: true });
+      const { id, created } = await cronq.enqueue({ kind, key, payload, queue, maxAttempts, runAt }, { allowUnknownKind: true });
       out(String(id));
+      if (!created) process.stderr.write(`${await alreadyPresent(cronq, key, id)}\n`);
       return 0;
     } finally {
       await cronq.stop();
     }
   },
 };
+
+/**
+ * The stderr line for a key that was already taken: its job's id and status (read after
+ * the enqueue, so a status that changed since is shown as it is now; none when the job
+ * is gone already, pruned). The key is cut as messages cut a user's value, controls escaped.
+ */
+async function alreadyPresent(cronq: Cronq, key: string, id: number): Promise<string> {
+  const job = await cronq.admin.job({ id });
+  return printable(`cronq enqueue: key '${shownText(key)}' already present (job ${id}${job ? `, ${job.status}` : ''}): nothing enqueued`);
+}
