@@ -224,6 +224,26 @@ describe('text output and the terminal', () => {
   });
 });
 
+describe('text tables and the terminal', () => {
+  it('dead list shows keys ending in a CR, LF or tab apart from one ending in a space, each control as the escape dead show prints', async () => {
+    const keys = ['a\r', 'a\n', 'a\t', 'a '];
+    for (const key of keys) {
+      await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'tra\tced', ?, '{}', 'Error: boom', 5)", [key]);
+    }
+    try {
+      const r = await runMain(['dead', 'list'], env());
+      expect(r.code).toBe(0);
+      const rows = r.stdout.trimEnd().split('\n').slice(1);
+      expect(rows).toHaveLength(keys.length);
+      expect(rows.map((row) => row.split(/\s{2,}/)[3])).toEqual(['a\\x0d', 'a\\x0a', 'a\\x09', 'a']);
+      expect(rows.every((row) => row.includes('tra\\x09ced'))).toBe(true);
+      expect(r.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\t\x7f]/);
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+});
+
 describe('error lines and the terminal', () => {
   it('a refusal quoting what the database holds (who paused, and why) shows its control characters as visible escapes', async () => {
     await t.sql("INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('queue', 'esc-queue', CONCAT('smtp', CHAR(27), '[2J down'), 'ops')");

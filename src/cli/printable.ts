@@ -9,7 +9,23 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
  * breaks stay. Linear in the text's length; JSON output (jsonText) never holds such characters.
  */
 export function printable(text: string): string {
-  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return text.replace(CONTROL, escaped);
+}
+
+/** Every control printable escapes, and tabs and line breaks as well. */
+const CONTROL_IN_LINE = /[\x00-\x1f\x7f-\x9f]/g;
+
+/**
+ * `text` as printable shows it, with tabs and line breaks escaped too (`\x09`, `\x0a`):
+ * for one line of a table cell, where `a\t`, `a\r` and `a ` must not look alike.
+ */
+export function printableLine(text: string): string {
+  return text.replace(CONTROL_IN_LINE, escaped);
+}
+
+/** The one escape of a control character: `\x1b`. */
+function escaped(c: string): string {
+  return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
 }
 
 /** DEL and C1 controls, which JSON.stringify leaves raw (it escapes only C0). */

@@ -1,5 +1,5 @@
 import { sliceChars } from '../runtime/errorText.ts';
-import { printable } from './printable.ts';
+import { printableLine } from './printable.ts';
 
 /** One column of a text table. */
 export interface Column {
@@ -12,8 +12,9 @@ export interface Column {
 
 /**
  * Renders `rows` under `columns` as aligned plain text, two spaces between columns,
- * no trailing spaces. Line breaks and tabs inside a cell become spaces, so every row
- * stays one line, and other control characters visible escapes (see printable). Returns the lines without a final newline.
+ * no trailing spaces. Every control character of a cell, line breaks and tabs included,
+ * is a visible escape (`\x0a`, `\x09`: see printableLine), so every row stays one line and
+ * `a\t` never reads as `a `. Returns the lines without a final newline.
  */
 export function renderTable(columns: Column[], rows: string[][]): string {
   const cells = [columns.map((c) => c.header), ...rows.map((row) => columns.map((c, i) => cell(row[i] ?? '', c.maxWidth)))];
@@ -29,6 +30,6 @@ export function renderTable(columns: Column[], rows: string[][]): string {
 }
 
 function cell(text: string, maxWidth: number | undefined): string {
-  const flat = printable(text.replace(/[\r\n\t]+/g, ' '));
+  const flat = printableLine(text);
   return maxWidth !== undefined && flat.length > maxWidth ? `${sliceChars(flat, Math.max(0, maxWidth - 1))}…` : flat;
 }
