@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { parseCommandArgs, type Command } from './cli/command.ts';
@@ -31,7 +32,16 @@ retried with backoff, dead-lettered when they cannot succeed.
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
 
-Run 'cronq COMMAND --help' for a command's flags; each flag is given at most once.`;
+Run 'cronq COMMAND --help' for a command's flags; each flag is given at most once.
+'cronq --version' prints cronq's version.`;
+}
+
+/**
+ * The version of the installed package, from its package.json: one folder above this
+ * file both in the sources (src/cli.ts) and in the published build (dist/cli.js).
+ */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 /**
@@ -44,6 +54,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     out(mainHelp());
     return name === undefined ? EXIT_USAGE : 0;
+  }
+  if (name === '--version') {
+    out(packageVersion());
+    return 0;
   }
   const command = COMMANDS.find((c) => c.name === name);
   try {

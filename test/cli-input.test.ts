@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseIsoInstant } from '../src/cli/instant.ts';
 import { parseDatabaseUrl } from '../src/db/url.ts';
@@ -152,6 +153,14 @@ describe('--help tells the truth', () => {
       expect(help.includes('--schedules') || help.includes('CRONQ_SCHEDULES'), r.stderr).toBe(accepted);
     },
   );
+});
+
+describe('cronq --version', () => {
+  it("prints the package's version alone, exit 0, and the help says so", async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(await runMain(['--version'], env)).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect((await runMain(['--help'], env)).stdout).toContain("'cronq --version' prints cronq's version");
+  });
 });
 
 describe('LOG_LEVEL', () => {
