@@ -20,10 +20,28 @@ async function refused(args: string[], extraEnv: Record<string, string> = {}): P
 
 describe('flags the parser refuses', () => {
   it('a flag value starting with a dash is refused on one line that says how to pass it', async () => {
-    expect(await refused(['schedules', '--count', '-1'])).toBe(
-      "cronq schedules: Option '--count' argument is ambiguous: did you forget to specify the option argument for '--count'? To specify an option argument starting with a dash use '--count=-XYZ' (see cronq schedules --help)",
+    expect(await refused(['dead', 'list', '--kind', '-x'])).toBe(
+      "cronq dead: Option '--kind' argument is ambiguous: did you forget to specify the option argument for '--kind'? To specify an option argument starting with a dash use '--kind=-XYZ' (see cronq dead --help)",
     );
-    expect(await refused(['start', '--prefetch', '-1'])).toMatch(/^cronq start: Option '--prefetch' argument is ambiguous: .*'--prefetch=-XYZ'/);
+  });
+
+  it('a negative number after a flag gets the range error the flag gives --flag=-N, not the parser\'s ambiguity', async () => {
+    const cases: string[][] = [
+      ['schedules', '--count', '-1'],
+      ['start', '--prefetch', '-1'],
+      ['dead', 'list', '--limit', '-5'],
+      ['start', '--concurrency', '-2.5'],
+      ['start', '--grace', '-5s'],
+    ];
+    for (const args of cases) {
+      const joined = [...args.slice(0, -2), `${args.at(-2)}=${args.at(-1)}`];
+      const message = await refused(args);
+      expect(message, args.join(' ')).not.toMatch(/ambiguous/);
+      expect(message, args.join(' ')).toBe(await refused(joined));
+    }
+    expect(await refused(['dead', 'list', '--limit', '-5'])).toBe("cronq: --limit must be a whole number from 1 to 1000000 (got '-5')");
+    // After '--' nothing is a flag's value.
+    expect(await refused(['tick', 'nightly', '--', '--at', '-1'])).toMatch(/^cronq tick: unexpected argument '--at'/);
   });
 });
 

@@ -31,7 +31,7 @@ export interface ParsedArgs {
 export function parseCommandArgs(command: Command, argv: string[]): { values: ParsedArgs['values']; positionals: string[] } {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true, tokens: true });
+    parsed = parseArgs({ args: withNegativeValues(command.options, argv), options: command.options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     const message = (error as Error).message
       .replace(/\. To specify a positional argument.*$/s, '')
@@ -53,6 +53,29 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
     throw new UsageError(`cronq ${command.name}: unexpected argument '${parsed.positionals[max]}' (see cronq ${command.name} --help)`);
   }
   return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
+}
+
+/** What follows a flag taking a value that parseArgs would read as a flag of its own: `-5`, `-1.5`, `-2h`. */
+const NEGATIVE_NUMBER = /^-[0-9]/;
+
+/**
+ * `argv` with `--flag -5` written as `--flag=-5` for a flag taking a value: parseArgs
+ * refuses the spaced form as ambiguous in a long message, though no flag starts with a
+ * digit, so the value then meets the check (the range error `--limit=-5` gets) as typed.
+ * Nothing after `--` is touched; other values starting with '-' stay refused.
+ */
+function withNegativeValues(options: Options, argv: string[]): string[] {
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') return [...args, ...argv.slice(i)];
+    const next = argv[i + 1];
+    if (arg.startsWith('--') && options[arg.slice(2)]?.type === 'string' && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      args.push(`${arg}=${next}`);
+      i++;
+    } else args.push(arg);
+  }
+  return args;
 }
 
 /** The flags every command that touches the database accepts. */
