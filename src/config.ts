@@ -8,7 +8,7 @@ import { parseConsoleToken, type ConsoleToken } from './http/console/auth.ts';
 import { parseLogLevel } from './logger.ts';
 import { DEFAULT_IMPORT_TIMEOUT_MS, MAX_IMPORT_TIMEOUT_MS } from './schedule/importBound.ts';
 import { MIN_RETENTION_MS } from './schedule/retention.ts';
-import { validateQueue } from './tasks/define.ts';
+import { validateQueue, validateQueueList } from './tasks/define.ts';
 
 /** Settings every command shares, from the environment (flags override them). */
 export interface BaseConfig {
@@ -88,10 +88,10 @@ export function parseQueueFlag(value: string, flag: string): string {
   return validateQueue(value, flag);
 }
 
-/** Splits `a,b` into validated queue names. */
+/** Splits `a,b` into validated queue names, each named once (validateQueueList). */
 export function parseQueues(value: string | undefined): string[] {
   if (value === undefined) return [];
-  return value.split(',').map((q) => validateQueue(q.trim(), '--queues entry'));
+  return validateQueueList(value.split(',').map((q) => q.trim()), '--queues');
 }
 
 /**

@@ -21,7 +21,7 @@ import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import { schedulesOf, type Schedule } from './schedule/define.ts';
-import { isTask, refuseUnknownOptions, validateQueue, type Task } from './tasks/define.ts';
+import { isTask, refuseUnknownOptions, validateQueueList, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
@@ -356,7 +356,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   // Stored right-padded with spaces (LEASE_STORAGE), read back with them trimmed.
   if (lockedBy.endsWith(' ')) throw new UsageError('lockedBy must not end with a space');
   if (options.queues !== undefined && !Array.isArray(options.queues)) throw new UsageError(`queues must be an array of queue names (got ${typeof options.queues})`);
-  const queues = (options.queues ?? []).map((queue) => validateQueue(queue, 'queues entry'));
+  const queues = validateQueueList(options.queues ?? [], 'queues');
   const tasks = options.tasks ?? [];
   if (!Array.isArray(tasks)) throw new UsageError('tasks must be an array of what defineTask or defineSchedule returned');
   const notTask = tasks.findIndex((task) => !isTask(task));

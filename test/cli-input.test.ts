@@ -136,6 +136,12 @@ describe('cronq enqueue --queue', () => {
   });
 });
 
+describe('cronq start --queues', () => {
+  it('a queue named twice is refused naming it, before anything runs', async () => {
+    expect(await refused(['start', '--queues', 'a,b, a'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe("cronq: --queues names queue 'a' more than once; name each queue once");
+  });
+});
+
 describe('DATABASE_URL ports and names', () => {
   it('refuses a port that is no number from 1 to 65535, and port 0 (which the driver reads as 3306), naming it', async () => {
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:0/cronq' })).toBe(

@@ -227,6 +227,7 @@ describe('createCronq options', () => {
       [{ lockedBy: 'host-a:1 ' }, /^lockedBy must not end with a space$/],
       [{ queues: 'default' as never }, /^queues must be an array of queue names/],
       [{ queues: [''] }, /^queues entry must be 1-64 letters/],
+      [{ queues: ['a', 'b', 'a'] }, /^queues names queue 'a' more than once; name each queue once$/],
       [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],
     ];
     for (const [options, message] of bad) {

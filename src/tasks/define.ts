@@ -297,6 +297,20 @@ export function validateQueue(queue: unknown, what = 'queue'): string {
   return queue;
 }
 
+/**
+ * Validates a list of queue names (`what` names the list): each as validateQueue takes
+ * it (`what entry`), and none named twice, a UsageError naming the first repeat.
+ */
+export function validateQueueList(queues: readonly unknown[], what: string): string[] {
+  const seen = new Set<string>();
+  for (const queue of queues) {
+    const name = validateQueue(queue, `${what} entry`);
+    if (seen.has(name)) throw new UsageError(`${what} names queue '${name}' more than once; name each queue once`);
+    seen.add(name);
+  }
+  return [...seen];
+}
+
 /** Validates maxAttempts: a whole number from 1 to 1000. */
 export function validateMaxAttempts(value: unknown, what = 'maxAttempts'): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_ATTEMPTS_LIMIT) {

@@ -24,7 +24,7 @@ enqueued once and each job runs once at a time.
                      and at most about 16 MB of payload ahead.
                      A job that waits a third of its lease is released. 0: claim only
                      for free handlers
-  --queues a,b       claim only from these queues (default: all)
+  --queues a,b       claim only from these queues, each named once (default: all)
   --grace D          on SIGTERM, how long running handlers may take to finish before
                      their signal aborts (default 10s, at most 24h; keep it well below the lease)
   --poll D           how often an idle worker looks for jobs enqueued elsewhere (default 200ms,
