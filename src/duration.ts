@@ -21,8 +21,10 @@ export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
 
 /**
  * Parses `100ms`, `2s`, `5m`, `1h`, `40d`, `2w` (or a bare number of milliseconds)
- * into milliseconds. Throws UsageError naming `what` for anything else, negatives
- * included, and for anything longer than MAX_DURATION_MS.
+ * into milliseconds: the CLI's flags and environment and the library's options alike.
+ * Throws UsageError naming `what` for anything else, negatives included, a space anywhere
+ * (`'1h '`, `' 1h'`, `'1 h'`: a value with one is mistyped or pasted, not meant), and
+ * anything longer than MAX_DURATION_MS.
  */
 export function parseDuration(value: Duration, what = 'duration'): number {
   const shown = shownDuration(value);
@@ -31,7 +33,7 @@ export function parseDuration(value: Duration, what = 'duration'): number {
     if (!Number.isFinite(value) || value < 0) throw new UsageError(`${what}: ${value} is not a valid duration`);
     ms = value;
   } else {
-    const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$/.exec(value);
+    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)?$/.exec(value);
     if (!match) throw new UsageError(`${what}: ${shown} is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
     ms = Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms']);
   }

@@ -95,6 +95,13 @@ describe('durations', () => {
     expect(await refused(['start', '--unknown-kind-grace', '36501d'])).toBe("cronq: --unknown-kind-grace: '36501d' is longer than 36500d (100 years)");
   });
 
+  it('a duration with a space before, after or inside it is refused as malformed, flags and environment alike', async () => {
+    expect(await refused(['prune', '--done-older-than', '1h ', '--dry-run'])).toBe("cronq: --done-older-than: '1h ' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
+    expect(await refused(['start', '--grace', ' 2s'])).toBe("cronq: --grace: ' 2s' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
+    expect(await refused(['start', '--poll', '1 s'])).toBe("cronq: --poll: '1 s' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
+    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '10s ' })).toMatch(/^cronq: CRONQ_IMPORT_TIMEOUT: '10s ' is not a duration/);
+  });
+
   it('a duration that is not one is quoted at most 64 characters long', async () => {
     expect(await refused(['start', '--grace', 'x'.repeat(10_000)])).toBe(`cronq: --grace: '${'x'.repeat(64)}…' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
   });

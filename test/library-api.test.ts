@@ -228,6 +228,8 @@ describe('createCronq options', () => {
       [{ queues: 'default' as never }, /^queues must be an array of queue names/],
       [{ queues: [''] }, /^queues entry must be 1-64 letters/],
       [{ queues: ['a', 'b', 'a'] }, /^queues names queue 'a' more than once; name each queue once$/],
+      [{ pollInterval: '200ms ' }, /^pollInterval: '200ms ' is not a duration/],
+      [{ pruneDoneOlderThan: ' 30d' }, /^pruneDoneOlderThan: ' 30d' is not a duration/],
       [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],
     ];
     for (const [options, message] of bad) {

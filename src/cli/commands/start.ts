@@ -57,7 +57,7 @@ enqueued once and each job runs once at a time.
                      counted from the last heartbeat of one that did, else from the
                      job's creation
 
-Durations read as 100ms, 2s, 5m, 1h, 40d.
+Durations read as 100ms, 2s, 5m, 1h, 40d, without spaces.
 On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
 their attempt restored; running handlers get the grace period; exit 0. While
 schedule files are still importing: exit 0 at once, nothing started. A second
