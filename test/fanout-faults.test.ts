@@ -8,6 +8,7 @@ import { systemClock } from '../src/schedule/clock.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { runCli } from './support/cli.ts';
 import { Store } from '../src/store/index.ts';
+import { isLockConflict } from '../src/db/client.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -265,4 +266,28 @@ describe('payloadShape', () => {
     expect(payloadShape(long).loneSurrogateAt).toBe(long.length - 8);
     expect(performance.now() - started).toBeLessThan(1_000);
   });
+});
+
+describe('a fan-out blocked by another transaction', () => {
+  it('is not recorded as failed when its writes time out waiting for a lock: a later pass enqueues the tick', async () => {
+    await lastTickAt('bulk', '2026-11-01T02:00:00Z');
+    const s = schedule({ async *jobs() { yield { key: 'user:1' }; } });
+    // Another session holds the gap every new bulk key falls in (REPEATABLE READ next-key locks).
+    const holder = await t.database.claims.getConnection();
+    try {
+      await holder.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+      await holder.query('START TRANSACTION');
+      await holder.query("SELECT id FROM cronq_jobs FORCE INDEX (cronq_jobs_job_key) WHERE job_key >= 'bulk:' FOR UPDATE");
+      const log = new EventLog();
+      const failed = await ticker(s, log).catchUp(at('2026-11-02T02:00:00.100Z')).then(() => null, (error: unknown) => error);
+      expect(isLockConflict(failed)).toBe(true); // the pass fails as in an outage
+      expect(log.named('tick_failed')).toEqual([]);
+      expect(await ticks()).toEqual([expect.objectContaining({ day: '2026-11-02', jobs_enqueued: 0, finished: 0 })]);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    await ticker(s).catchUp(at('2026-11-02T02:00:30Z'));
+    expect(await ticks()).toEqual([{ day: '2026-11-02', outcome: 'enqueued', note: null, jobs_enqueued: 1, finished: 1 }]);
+  }, 30_000);
 });

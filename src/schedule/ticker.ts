@@ -2,7 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
-import { isOutage } from '../runtime/dbHealth.ts';
+import { isDatabaseTrouble } from '../runtime/dbHealth.ts';
 import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
@@ -363,7 +363,10 @@ export class ScheduleTicker {
           result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onEntity, onRefused, signal: stop });
         } catch (error) {
           if (stop.aborted) break; // shutdown, or the lease lost or run out: handed back below
-          if (error instanceof TickTakenOverError || isOutage(error)) throw error;
+          // The database's trouble (a lost connection, a lock wait timed out or a deadlock
+          // behind someone else's transaction) is not the fan-out's failure: the pass
+          // fails and the tick, still unfinished, is resumed by a later pass.
+          if (error instanceof TickTakenOverError || isDatabaseTrouble(error)) throw error;
           const reason = errorLine(error, 200);
           if (attempt >= retry.attempts) {
             await this.recordFailed(id, at, attempt, reason, insertedSoFar);
