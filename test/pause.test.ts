@@ -94,9 +94,38 @@ describe('pausing a schedule', () => {
     expect(await cronq.admin.pauses.pause('schedule', 'nightly')).toEqual({ status: 'no_schedule', name: 'nightly' });
     expect(await cronq.admin.pauses.resume('schedule', 'nightly')).toEqual({ status: 'no_schedule', name: 'nightly' });
     await expect(cronq.admin.pauses.pause('schedule', 'report', { reason: 'x'.repeat(256) })).rejects.toThrow('the reason is longer than 255 characters');
-    await expect(cronq.admin.pauses.pause('queue', ' ')).rejects.toThrow('the queue name must not be empty');
+    await expect(cronq.admin.pauses.pause('queue', ' ')).rejects.toThrow(`the queue name must be 1-64 letters, digits, '.', '_' or '-' (got " ")`);
     await expect(cronq.admin.pauses.pause('schedule', 'report', { by: '' })).rejects.toThrow('by must not be empty');
     expect(await cronq.admin.pauses.list()).toEqual([]);
+  });
+});
+
+describe('pause names', () => {
+  it('are refused unless enqueue (a queue) or defineSchedule (a schedule) takes them, so "default " cannot stand in for default', async () => {
+    cronq = createCronq({ databaseUrl: t.url, tasks: [report()], workers: false, scheduler: false, logger: false });
+    const bad = ['default ', ' default', 'q'.repeat(65), 'q'.repeat(128), 'café', '.hidden', 'a b', ''];
+    for (const name of bad) {
+      await expect(cronq.admin.pauses.pause('queue', name), name).rejects.toThrow(/^the queue name must be 1-64 letters, digits, '\.', '_' or '-' \(got /);
+      await expect(cronq.admin.pauses.resume('queue', name), name).rejects.toThrow(/^the queue name must be 1-64 letters/);
+      // No schedule can have such a name: there is none to pause or resume.
+      expect(await cronq.admin.pauses.pause('schedule', name), name).toEqual({ status: 'no_schedule', name });
+      expect(await cronq.admin.pauses.resume('schedule', name), name).toEqual({ status: 'no_schedule', name });
+    }
+    expect(await cronq.admin.pauses.list()).toEqual([]);
+    // The longest name a job can have, and the real queue, pause as ever; 'report ' neither pauses nor ends the pause of 'report'.
+    expect(await cronq.admin.pauses.pause('queue', 'q'.repeat(64))).toMatchObject({ status: 'paused' });
+    expect(await cronq.admin.pauses.pause('queue', 'default')).toMatchObject({ status: 'paused', pause: { name: 'default' } });
+    expect(await cronq.admin.pauses.pause('schedule', 'report')).toMatchObject({ status: 'paused' });
+    expect(await cronq.admin.pauses.pause('schedule', 'report ')).toEqual({ status: 'no_schedule', name: 'report ' });
+    expect(await cronq.admin.pauses.resume('schedule', 'report ')).toEqual({ status: 'no_schedule', name: 'report ' });
+    expect((await cronq.admin.pauses.list()).map((p) => `${p.target}:${p.name}`)).toEqual(['schedule:report', 'queue:default', `queue:${'q'.repeat(64)}`]);
+  });
+
+  it('cronq pause --queue refuses one in one line naming the flag, exit 64, writing nothing', async () => {
+    const result = await runCli(['pause', '--queue', 'default '], { DATABASE_URL: t.url });
+    expect(result).toEqual({ code: 64, stdout: '', stderr: `cronq pause: --queue must be 1-64 letters, digits, '.', '_' or '-' (got "default ")\n` });
+    expect(await runCli(['resume', '--queue', 'é'], { DATABASE_URL: t.url })).toMatchObject({ code: 64, stderr: expect.stringMatching(/^cronq resume: --queue must be 1-64 letters[^\n]*\n$/) });
+    expect(await t.sql('SELECT name FROM cronq_pauses')).toEqual([]);
   });
 });
 

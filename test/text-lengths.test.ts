@@ -99,12 +99,14 @@ describe('counting characters as the database does', () => {
     }
   });
 
-  it('a pause, a cancel and a dead-letter review take reasons and names as long as their columns in emoji; one more is refused', async () => {
+  it('a pause, a cancel and a dead-letter review take reasons and names as long as their columns in emoji (a pause names a queue as enqueue does); one more is refused', async () => {
     cronq = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false });
     const pauses = cronq.admin.pauses;
-    expect((await pauses.pause('queue', emoji(128), { by: emoji(255), reason: emoji(255) })).status).toBe('paused');
-    expect((await t.sql('SELECT CHAR_LENGTH(name) AS a, CHAR_LENGTH(paused_by) AS b, CHAR_LENGTH(reason) AS c FROM cronq_pauses'))[0]).toEqual({ a: 128, b: 255, c: 255 });
-    expect((await refusal(() => pauses.pause('queue', emoji(129)))).message).toBe('the queue name is longer than 128 characters (129)');
+    // A pause's name is a queue name, as enqueue takes it (ASCII, at most 64); its reason and who are free text.
+    expect((await pauses.pause('queue', 'q'.repeat(64), { by: emoji(255), reason: emoji(255) })).status).toBe('paused');
+    expect((await t.sql('SELECT CHAR_LENGTH(name) AS a, CHAR_LENGTH(paused_by) AS b, CHAR_LENGTH(reason) AS c FROM cronq_pauses'))[0]).toEqual({ a: 64, b: 255, c: 255 });
+    expect((await refusal(() => pauses.pause('queue', emoji(1)))).message).toMatch(/^the queue name must be 1-64 letters/);
+    expect((await refusal(() => pauses.pause('queue', MEGABYTE))).message.length).toBeLessThan(200);
     expect((await refusal(() => pauses.pause('queue', 'q', { reason: emoji(256) }))).message).toBe('the reason is longer than 255 characters (256)');
     expect((await refusal(() => pauses.pause('queue', 'q', { reason: MEGABYTE }))).message.length).toBeLessThan(100);
 

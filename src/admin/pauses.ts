@@ -7,6 +7,7 @@
 import { defaultOperator } from '../runtime/operator.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { UsageError } from '../errors.ts';
+import { isName, validateQueue } from '../tasks/define.ts';
 import type { PauseTarget } from '../db/schema.ts';
 import type { Schedule } from '../schedule/define.ts';
 import { latestFireAtOrBefore, periodKeyOfFire } from '../schedule/period.ts';
@@ -17,8 +18,12 @@ export type { Pause, PauseTarget };
 /** "paused by alice@web1 since 2026-11-30T18:00:00.000Z: deploy freeze": a pause in one line (also the ledger note of its skipped ticks). */
 export { pausedNote as describePause };
 
-/** Longest pause name, reason and "who" (the columns' widths). */
+/**
+ * The width of a pause's name column. A name is refused unless it is one a job or a
+ * schedule can have (1–64 of letters, digits, '.', '_', '-': nameable), so it stays under.
+ */
 export const PAUSE_NAME_MAX = 128;
+/** Longest pause reason and "who" (the columns' widths). */
 export const PAUSE_TEXT_MAX = 255;
 
 /** What `pause` did: paused now, already paused (the pause in force, nothing changed), or no such schedule. */
@@ -35,8 +40,9 @@ export interface PauseOptions {
 
 /**
  * Pausing and resuming schedules and queues. A schedule must be one of the loaded
- * schedules ('no_schedule' otherwise); a queue may be any name, used or not yet, so a
- * queue can be paused before its first job arrives. Bad text (an empty name or `by`,
+ * schedules ('no_schedule' otherwise, and at once for a name no schedule can have); a
+ * queue may be any queue name, used or not yet, so a queue can be paused before its first
+ * job arrives. Bad text (a name that is not a valid queue name, an empty `by` or reason,
  * one longer than its column) is a UsageError, refused before the database is touched.
  */
 export interface PauseAdmin {
@@ -69,21 +75,35 @@ function checkedTarget(target: PauseTarget): PauseTarget {
   return target;
 }
 
+/**
+ * Whether `name` can name what `target` pauses, by the rule that defines those names: a
+ * queue's as enqueue and tasks take it (validateQueue: UsageError otherwise), a
+ * schedule's as defineSchedule takes it (false otherwise: no loaded schedule has it, so
+ * the call answers 'no_schedule' without touching the database). Anything else could name
+ * nothing that runs, or, under the column's PAD SPACE collation, match a real name
+ * ('default ' is 'default' there: resuming 'report ' would end the pause of 'report').
+ */
+function nameable(target: PauseTarget, name: string): boolean {
+  if (target === 'queue') return validateQueue(name, 'the queue name') === name;
+  if (typeof name !== 'string') throw new UsageError(`the schedule name must be a string (got ${typeof name})`);
+  return isName(name);
+}
+
 /** Builds `cronq.admin.pauses` over a store and the loaded schedules. */
 export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule[]>): PauseAdmin {
   const loaded = async (name: string) => (await schedules()).find((s) => s.name === name);
   return {
     async pause(target, name, { reason, by = defaultOperator() } = {}) {
       checkedTarget(target);
-      checkedText(name, `the ${target} name`, PAUSE_NAME_MAX);
+      const named = nameable(target, name);
       checkedText(by, 'by', PAUSE_TEXT_MAX);
       const why = reason === undefined ? null : checkedText(reason, 'the reason', PAUSE_TEXT_MAX);
-      if (target === 'schedule' && !(await loaded(name))) return { status: 'no_schedule', name };
+      if (target === 'schedule' && (!named || !(await loaded(name)))) return { status: 'no_schedule', name };
       return store.pause({ target, name, reason: why, pausedBy: by });
     },
     async resume(target, name) {
       checkedTarget(target);
-      checkedText(name, `the ${target} name`, PAUSE_NAME_MAX);
+      if (!nameable(target, name)) return { status: 'no_schedule', name };
       const schedule = target === 'schedule' ? await loaded(name) : undefined;
       const outcome = await store.resume(target, name);
       // A pause of a schedule since removed from the folder can still be ended.

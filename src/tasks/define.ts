@@ -281,6 +281,11 @@ export function shownName(value: unknown): string {
   return typeof value === 'object' && value !== null ? typeof value : String(value);
 }
 
+/** True when `name` is one a task or schedule can have (validateName takes it). */
+export function isName(name: unknown): name is string {
+  return typeof name === 'string' && NAME.test(name);
+}
+
 /** Validates a task or schedule name. */
 export function validateName(name: unknown, what: string): string {
   if (typeof name !== 'string' || !NAME.test(name)) {

@@ -1,4 +1,5 @@
 import { describePause, type PauseTarget } from '../../admin.ts';
+import { parseQueueFlag } from '../../config.ts';
 import { UsageError } from '../../errors.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -18,7 +19,8 @@ naming who paused it, since when and why, and enqueues nothing. Ticks that fell
 while paused are not caught up after the resume.
 
 With --queue, pauses queue Q: no daemon claims from it (within one --poll);
-its jobs wait, running ones finish. Any queue name is accepted, used or not.
+its jobs wait, running ones finish. Any queue name enqueue takes (1-64 letters,
+digits, '.', '_' or '-') is accepted, used or not; any other is refused (exit 64).
 
 The pause is a row of cronq_pauses: it holds on every host and across restarts.
 'cronq schedules' and 'cronq stats' show it. Pausing what is already paused is
@@ -88,7 +90,7 @@ function targetOf(args: ParsedArgs, command: string): { target: PauseTarget; nam
   const queue = args.values.queue as string | undefined;
   const [name] = args.positionals;
   if (queue !== undefined && name !== undefined) throw new UsageError(`cronq ${command}: give a schedule NAME or --queue Q, not both`);
-  if (queue !== undefined) return { target: 'queue', name: queue };
+  if (queue !== undefined) return { target: 'queue', name: parseQueueFlag(queue, `cronq ${command}: --queue`) };
   if (name === undefined) throw new UsageError(`cronq ${command}: missing NAME (a schedule) or --queue Q (see cronq ${command} --help)`);
   return { target: 'schedule', name };
 }
