@@ -205,7 +205,9 @@ export interface CronqAdmin {
   /**
    * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`
    * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
-   * scheduler records that tick when it reaches it).
+   * scheduler records that tick when it reaches it). An `at` later than now (this host's
+   * clock, as the scheduler's; TICK_AT_SKEW_MS allowed) is a UsageError: it would take a
+   * coming period's key, and that period's real run would then find it taken.
    */
   tick(schedule: string, options?: { at?: Date }): Promise<TickNowOutcome>;
 }
@@ -360,7 +362,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     job: async (target) => store.job(checkedTarget(target)),
     async tick(name, options) {
       const { at = new Date() } = checkedOptions(options, ['at'], 'tick');
-      checkedFireDate(at, 'at');
+      checkTickInstant(checkedFireDate(at, 'at'), 'at');
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
@@ -453,6 +455,23 @@ function checkedDate(value: unknown, name: string): Date {
   const year = value.getUTCFullYear();
   if (year < 1 || year > 9999) throw new UsageError(`${name} must be a Date from year 1 to 9999 (got ${value.toISOString()})`);
   return value;
+}
+
+/** How far ahead of this host's clock a tick's `at` may be: clock skew between the caller's and this host's. */
+export const TICK_AT_SKEW_MS = 5_000;
+
+/**
+ * Refuses (UsageError naming `name`) a tick instant later than now plus TICK_AT_SKEW_MS,
+ * by this host's clock (the scheduler ticks by it). Run early, a coming fire time's fan-out
+ * would take its period's key: its real run would find the key taken and never run.
+ */
+export function checkTickInstant(at: Date, name: string, now = new Date()): Date {
+  if (at.getTime() > now.getTime() + TICK_AT_SKEW_MS) {
+    throw new UsageError(
+      `${name} must not be later than now (${now.toISOString()} on this host, ${TICK_AT_SKEW_MS / 1000}s of clock skew allowed): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run (got ${at.toISOString()})`,
+    );
+  }
+  return at;
 }
 
 /** The first instant croner finds no fire time at or after: fire times end with the year 2999. */

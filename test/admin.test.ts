@@ -78,6 +78,19 @@ describe('the admin API', () => {
     await expect(cronq.admin.schedules({ count: 0 })).rejects.toThrow(/count must be a whole number from 1 to 1000/);
   });
 
+  it('refuses to tick a fire time later than now, which would take its period key so that its real run never happened', async () => {
+    cronq = createCronq({ databaseUrl: t.url, tasks: [daily], workers: false, scheduler: false, logger: false });
+    for (const at of [new Date('2999-12-31T23:59:59Z'), new Date(Date.now() + 60_000)]) {
+      const error = await cronq.admin.tick('daily-report', { at }).then(() => null, (e: unknown) => e);
+      expect(error).toBeInstanceOf(UsageError);
+      expect((error as Error).message).toMatch(/^at must not be later than now \(\S+Z on this host, 5s of clock skew allowed\): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run \(got \S+Z\)$/);
+    }
+    expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
+    // Now, and a little ahead for clock skew, run today's fire as ever.
+    expect(await cronq.admin.tick('daily-report', { at: new Date(Date.now() + 4_000) })).toMatchObject({ status: 'enqueued', inserted: 1 });
+    expect(await cronq.admin.tick('daily-report')).toMatchObject({ status: 'enqueued', inserted: 0, existing: 1 });
+  });
+
   it('refuses bad input with a UsageError naming it, never a driver error carrying the SQL: ids, dates, targets, reasons', async () => {
     cronq = createCronq({ databaseUrl: t.url, tasks: [daily], logger: false });
     const { admin } = cronq;

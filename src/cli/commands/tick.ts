@@ -1,3 +1,4 @@
+import { checkTickInstant } from '../../admin.ts';
 import { UsageError } from '../../errors.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -13,7 +14,11 @@ Runs now the fan-out of schedule NAME for its latest fire time at or before --at
 there. Keys make it harmless to repeat. It does not write the tick ledger: the
 scheduler still records that tick when it reaches it.
 
-  --at ISO          e.g. 2026-11-01T02:00:00Z (default now; before the year 3000)
+--at is now or earlier (this host's clock; 5s ahead allowed for clock skew): a
+later fire time ticked now would take its period's key, and its real run would
+find the key taken and never run, so a later --at is refused (exit 64).
+
+  --at ISO          e.g. 2026-11-01T02:00:00Z (default now; not later than now)
   --schedules DIR   where the schedule is defined (default ./schedules)
 
 ${COMMON_HELP}`,
@@ -21,7 +26,7 @@ ${COMMON_HELP}`,
   positionals: { min: 1, max: 1, names: 'NAME' },
   async run(args) {
     const [name] = args.positionals;
-    const at = args.values.at === undefined ? new Date() : parseIsoInstant(args.values.at as string, '--at');
+    const at = args.values.at === undefined ? new Date() : checkTickInstant(parseIsoInstant(args.values.at as string, '--at'), '--at');
     const cronq = await openForCommand(args);
     try {
       const result = await cronq.admin.tick(name, { at });
