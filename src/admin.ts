@@ -10,7 +10,8 @@ import { driverFailure, isConnectionError, type Database } from './db/client.ts'
 import type { DatabaseTarget } from './db/url.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
-import { DatabaseUnreachableError, usedAfterStop, UsageError, type RefusedJobInfo } from './errors.ts';
+import { DatabaseUnreachableError, TickFanoutError, usedAfterStop, UsageError, type RefusedJobInfo } from './errors.ts';
+import { errorLine } from './runtime/errorText.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
 import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
@@ -207,7 +208,9 @@ export interface CronqAdmin {
    * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
    * scheduler records that tick when it reaches it). An `at` later than now (this host's
    * clock, as the scheduler's; TICK_AT_SKEW_MS allowed) is a UsageError: it would take a
-   * coming period's key, and that period's real run would then find it taken.
+   * coming period's key, and that period's real run would then find it taken. A fan-out
+   * that fails midway (jobs() throws) rejects with TickFanoutError, one line naming the
+   * schedule, the fire time and the jobs enqueued before it (they stay enqueued).
    */
   tick(schedule: string, options?: { at?: Date }): Promise<TickNowOutcome>;
 }
@@ -368,7 +371,19 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
       if (!fireAt) return { status: 'no_fire_time', schedule: name, at };
       const periodKey = periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, fireAt);
-      const result = await enqueueTick(store, schedule, { scheduledAt: fireAt, periodKey });
+      const written = { inserted: 0, existing: 0 };
+      const afterBatch = async (batch: { inserted: number; existing: number }) => {
+        written.inserted += batch.inserted;
+        written.existing += batch.existing;
+      };
+      let result: Awaited<ReturnType<typeof enqueueTick>>;
+      try {
+        result = await enqueueTick(store, schedule, { scheduledAt: fireAt, periodKey }, { afterBatch });
+      } catch (error) {
+        // A database gone is the same failure as in any admin call (withFailures); anything else is this tick's.
+        if (isConnectionError(error)) throw error;
+        throw new TickFanoutError(name, fireAt, periodKey, written, errorLine(error, TICK_FAILURE_TEXT_MAX), { cause: driverFailure(error) ?? error });
+      }
       return {
         status: 'enqueued',
         schedule: name,
@@ -456,6 +471,9 @@ function checkedDate(value: unknown, name: string): Date {
   if (year < 1 || year > 9999) throw new UsageError(`${name} must be a Date from year 1 to 9999 (got ${value.toISOString()})`);
   return value;
 }
+
+/** Most characters of the error's first line a TickFanoutError quotes. */
+const TICK_FAILURE_TEXT_MAX = 300;
 
 /** How far ahead of this host's clock a tick's `at` may be: clock skew between the caller's and this host's. */
 export const TICK_AT_SKEW_MS = 5_000;

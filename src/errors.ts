@@ -103,6 +103,31 @@ export class EnqueueError extends Error {
 }
 
 /**
+ * A tick run by hand (`admin.tick`, `cronq tick`) whose fan-out failed midway, `jobs()`
+ * throwing say: the message is one line naming the schedule, the fire time and how many
+ * jobs were enqueued before it, then the first line of the error (at most 300
+ * characters). Those jobs stay enqueued; repeating the tick enqueues the rest. `cause`
+ * is what failed (a driver's error without its SQL).
+ */
+export class TickFanoutError extends Error {
+  override name = 'TickFanoutError';
+  constructor(
+    readonly schedule: string,
+    readonly fireAt: Date,
+    readonly periodKey: string,
+    /** Jobs inserted, and ones whose key was there already, before the failure. */
+    readonly written: { inserted: number; existing: number },
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `tick ${schedule} at ${fireAt.toISOString()} (period ${periodKey}): fan-out failed after ${written.inserted} ${written.inserted === 1 ? 'job' : 'jobs'} enqueued (${written.existing} already present): ${reason}`,
+      options,
+    );
+  }
+}
+
+/**
  * An attempt ran longer than its task's or schedule's `timeout`: the reason `ctx.signal`
  * aborts with, and the error the attempt fails with (retryable, like any handler error).
  */

@@ -72,6 +72,7 @@ export {
   ScheduleFileError,
   SchemaBehindError,
   ShutdownAbortError,
+  TickFanoutError,
   UsageError,
   type RefusedJobInfo,
 } from './errors.ts';

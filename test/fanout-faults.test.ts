@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, EnqueueError, EnqueueRefusedError, type ScheduleOptions } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, EnqueueError, EnqueueRefusedError, TickFanoutError, type ScheduleOptions } from '../src/index.ts';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { silentLogger } from '../src/logger.ts';
 import { collectStats } from '../src/store/stats.ts';
@@ -170,6 +170,42 @@ describe('a fan-out that keeps failing', () => {
     expect(body).toContain('cronq_schedule_last_tick_outcome{schedule="bulk",outcome="enqueued"} 0');
     const listed = await runCli(['schedules', '--json'], { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout' });
     expect(JSON.parse(listed.stdout)[0].lastTick).toMatchObject({ outcome: 'failed', note: 'failed after 5 attempts: Error: boom' });
+  });
+});
+
+describe('a tick run by hand whose fan-out fails midway', () => {
+  it('rejects in one line naming the schedule, the fire time and the jobs enqueued before it, which stay', async () => {
+    const s = schedule({
+      async *jobs() {
+        for (let i = 0; i < 5; i++) yield { key: `user:${i}` };
+        throw new Error('the user directory answered 503\nwith a body');
+      },
+    });
+    const cronq = createCronq({ databaseUrl: t.url, tasks: [s], workers: false, scheduler: false, logger: false });
+    try {
+      const tick = () => cronq.admin.tick('bulk', { at: at('2026-11-30T05:00:00Z') }).then(() => null, (e: unknown) => e);
+      const error = await tick();
+      expect(error).toBeInstanceOf(TickFanoutError);
+      expect((error as Error).message).toBe(
+        'tick bulk at 2026-11-30T02:00:00.000Z (period 2026-11-30): fan-out failed after 5 jobs enqueued (0 already present): Error: the user directory answered 503',
+      );
+      expect(error).toMatchObject({ schedule: 'bulk', fireAt: at('2026-11-30T02:00:00Z'), periodKey: '2026-11-30', written: { inserted: 5, existing: 0 } });
+      expect(await count()).toBe(5);
+      expect(((await tick()) as Error).message).toContain('fan-out failed after 0 jobs enqueued (5 already present)');
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('cronq tick prints that one line and exits 1', async () => {
+    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' };
+    const r = await runCli(['tick', 'explodes', '--at', '2026-11-30T05:00:00Z'], env);
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'cronq: tick explodes at 2026-11-30T02:00:00.000Z (period 2026-11-30): fan-out failed after 3 jobs enqueued (0 already present): Error: fan-out exploded\n',
+    });
+    expect(await count("schedule_name = 'explodes'")).toBe(3);
   });
 });
 

@@ -18,6 +18,10 @@ scheduler still records that tick when it reaches it.
 later fire time ticked now would take its period's key, and its real run would
 find the key taken and never run, so a later --at is refused (exit 64).
 
+A fan-out that fails midway (its jobs() throws) prints one line naming the tick
+and how many jobs were enqueued before it, then the error's first line (exit 1);
+those jobs stay, and running the tick again enqueues the rest.
+
   --at ISO          e.g. 2026-11-01T02:00:00Z (default now; not later than now)
   --schedules DIR   where the schedule is defined (default ./schedules)
 
