@@ -17,7 +17,7 @@ import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
 import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
-import { refuseUnknownOptions } from './tasks/define.ts';
+import { refuseUnknownOptions, validateName, validateQueue } from './tasks/define.ts';
 import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
 import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
@@ -52,10 +52,10 @@ export interface CancelOptions {
   by?: string;
 }
 
-/** Dead letters listed by default (DeadLetterAdmin.list). */
-export const DEAD_LETTER_LIST_LIMIT = 1000;
-/** Fire times and ledger rows one schedules or ticks call returns at most. */
+/** Most rows, fire times or groups one listing returns: the bound of every listing count (limit, count). */
 export const LISTING_MAX = 1000;
+/** Dead letters listed by default (DeadLetterAdmin.list): as many as a listing may hold. */
+export const DEAD_LETTER_LIST_LIMIT = LISTING_MAX;
 /** The last instant a JavaScript Date can hold: "no end" for fire-time listings. */
 const END_OF_TIME = new Date(8_640_000_000_000_000);
 
@@ -68,9 +68,9 @@ export type DeadLetterQuery = DeadLetterFilter & { includeReviewed?: boolean };
  * changes nothing. Reasons are required (1–1000 characters; UsageError).
  */
 export interface DeadLetterAdmin {
-  /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (default 1000); `more` when others match. */
+  /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (1–1000, default 1000); `more` when others match. */
   list(query?: DeadLetterQuery & { limit?: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }>;
-  /** Counts by kind and failure reason (first line, numbers and ids normalised), largest first; only the `limit` largest when given. */
+  /** Counts by kind and failure reason (first line, numbers and ids normalised), largest first; only the `limit` largest (1–1000) when given. */
   groups(query?: DeadLetterQuery & { limit?: number }): Promise<DeadLetterGroup[]>;
   /** One dead letter in full with its job's row now, or null when no such id. */
   get(id: number): Promise<DeadLetterDetail | null>;
@@ -288,11 +288,11 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     deadLetters: {
       list: async (query = {}) => {
         const { limit = DEAD_LETTER_LIST_LIMIT, ...rest } = checkedFilter(query, DEAD_LETTER_QUERY_KEYS, 'deadLetters.list');
-        return store.listDeadLetters({ ...rest, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) });
+        return store.listDeadLetters({ ...rest, limit: wholeNumberWithin(limit, 'limit', { min: 1, max: LISTING_MAX }) });
       },
       groups: async (query = {}) => {
         const { limit, ...rest } = checkedFilter(query, DEAD_LETTER_QUERY_KEYS, 'deadLetters.groups');
-        return store.groupDeadLetters({ ...rest, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: 1_000_000 }) }) });
+        return store.groupDeadLetters({ ...rest, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: LISTING_MAX }) }) });
       },
       get: async (id) => store.getDeadLetter(checkedId(id)),
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
@@ -303,8 +303,9 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     pauses: createPauseAdmin(store, schedules),
     limits: () => store.kindLimits(),
     cancel: async (target, options) => {
+      const checked = checkedTarget(target, 'cancel');
       const { reason, by = defaultOperator() } = checkedOptions(options, ['reason', 'by'], 'cancel') as CancelOptions;
-      return store.cancelJob(checkedTarget(target), { by, reason });
+      return store.cancelJob(checked, { by, reason });
     },
     cancelMatching: async (filter, options) => {
       const { reason, by = defaultOperator() } = checkedOptions(options, ['reason', 'by'], 'cancelMatching') as CancelOptions;
@@ -350,19 +351,21 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     async recentTicks(schedule, count = 10, options) {
       const { before } = checkedOptions(options, ['before'], 'recentTicks');
+      validateName(schedule, 'recentTicks: schedule name');
       const limit = wholeNumberWithin(count, 'count', { min: 1, max: LISTING_MAX });
       return before ? store.ticksBefore(schedule, checkedDate(before, 'before'), limit) : store.recentTicks(schedule, limit);
     },
     completions: async (options) => {
       const { queues } = checkedOptions(options, ['queues'], 'completions');
-      if (queues !== undefined && (!Array.isArray(queues) || queues.some((q) => typeof q !== 'string'))) throw new UsageError('completions: queues must be an array of queue names');
+      if (queues !== undefined && !Array.isArray(queues)) throw new UsageError('completions: queues must be an array of queue names');
+      for (const queue of queues ?? []) validateQueue(queue, 'completions: queues entry');
       return store.completionsPerMinute(queues);
     },
     daemons: async (options) => {
       const { withinMs = 10 * 60_000 } = checkedOptions(options, ['withinMs'], 'daemons');
       return store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER }));
     },
-    job: async (target) => store.job(checkedTarget(target)),
+    job: async (target) => store.job(checkedTarget(target, 'job')),
     async tick(name, options) {
       const { at = new Date() } = checkedOptions(options, ['at'], 'tick');
       checkTickInstant(checkedFireDate(at, 'at'), 'at');
@@ -404,13 +407,22 @@ function checkedId(id: unknown): number {
   return id;
 }
 
-/** `{ id }` or `{ key }`, the id checked. */
-function checkedTarget<T extends { id: number } | { key: string }>(target: T): T {
-  if (typeof target === 'object' && target !== null) {
-    if ('id' in target) return { ...target, id: checkedId(target.id) };
-    if ('key' in target && typeof target.key === 'string') return target;
-  }
-  throw new UsageError('a job is named by { id } or { key }');
+/**
+ * `{ id }` or `{ key }`, exactly one of them and nothing else (UsageError naming `what`):
+ * the id a whole number from 1, the key a non-empty string. Both given would leave one of
+ * them unread, and an empty key names no job a caller can have meant.
+ */
+function checkedTarget(target: { id: number } | { key: string }, what: string): { id: number } | { key: string } {
+  if (typeof target !== 'object' || target === null || Array.isArray(target)) throw new UsageError('a job is named by { id } or { key }');
+  refuseUnknownOptions(target, ['id', 'key'], what, '', 'field');
+  const hasId = Object.hasOwn(target, 'id');
+  const hasKey = Object.hasOwn(target, 'key');
+  if (hasId && hasKey) throw new UsageError(`${what}: a job is named by { id } or { key }, not both`);
+  if (hasId) return { id: checkedId((target as { id: unknown }).id) };
+  if (!hasKey) throw new UsageError('a job is named by { id } or { key }');
+  const { key } = target as { key: unknown };
+  if (typeof key !== 'string' || key === '') throw new UsageError(`${what}: key must be a non-empty string (got ${shownValue(key)})`);
+  return { key };
 }
 
 const CANCEL_FILTER_KEYS = Object.keys({ queue: true, kind: true } satisfies Record<keyof CancelFilter, true>);

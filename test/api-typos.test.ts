@@ -183,6 +183,66 @@ describe('admin call options', () => {
   });
 });
 
+describe('admin call arguments that would be half read', () => {
+  it('refuses a job named by both id and key, an empty key, a misspelt pause option, and extra resume arguments, changing nothing', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false, tasks: [report] });
+    try {
+      await cronq.enqueue(report, { key: 'report:1', payload: null });
+      const [{ id }] = await t.sql<{ id: number }>("SELECT id FROM cronq_jobs WHERE job_key = 'report:1'");
+      const admin = cronq.admin;
+      const cases: Array<[string, Promise<unknown>, string | RegExp]> = [
+        ['cancel id and key', admin.cancel({ id: Number(id), key: 'x' } as never, { reason: 'x' }), 'cancel: a job is named by { id } or { key }, not both'],
+        ['job id and key', admin.job({ id: Number(id), key: 'report:1' } as never), 'job: a job is named by { id } or { key }, not both'],
+        ['job empty key', admin.job({ key: '' }), 'job: key must be a non-empty string (got "")'],
+        ['cancel empty key', admin.cancel({ key: '' }, { reason: 'x' }), 'cancel: key must be a non-empty string (got "")'],
+        ['job key typo', admin.job({ kye: 'report:1' } as never), "job: unknown field 'kye' (did you mean 'key'?)"],
+        ['pause reasn', admin.pauses.pause('queue', 'q1', { reasn: 'x' } as never), "pauses.pause: unknown option 'reasn' (did you mean 'reason'?)"],
+        ['pause options not an object', admin.pauses.pause('queue', 'q1', 'x' as never), 'pauses.pause: options must be an object ({ reason?, by? })'],
+        ['resume options', (admin.pauses.resume as (...a: unknown[]) => Promise<unknown>)('queue', 'q1', { reason: 'x' }), /^pauses\.resume takes \(target, name\) only/],
+        ['list arguments', (admin.pauses.list as (...a: unknown[]) => Promise<unknown>)('queue'), /^pauses\.list takes no arguments/],
+        ['recentTicks empty name', admin.recentTicks('', 5), /^recentTicks: schedule name must be 1-64 letters/],
+        ['completions empty queue', admin.completions({ queues: [''] }), /^completions: queues entry must be 1-64 letters/],
+      ];
+      for (const [what, call, message] of cases) {
+        const error = await refusalOf(call);
+        expect(error, what).toBeInstanceOf(UsageError);
+        if (typeof message === 'string') expect(error.message, what).toBe(message);
+        else expect(error.message, what).toMatch(message);
+      }
+      expect(await t.sql("SELECT status FROM cronq_jobs WHERE job_key = 'report:1'")).toEqual([{ status: 'ready' }]);
+      expect(await admin.pauses.list()).toEqual([]);
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('refuses a retention that is not a whole number of milliseconds, and a listing count past 1000, before the database', async () => {
+    // Nothing listens here: a call that reached the database would fail differently.
+    const cronq = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/nowhere', logger: false, workers: false, scheduler: false });
+    try {
+      const admin = cronq.admin;
+      const retention = /^olderThanMs must be a whole number of milliseconds from 3600000 \(1h\) to 3153600000000 \(100 years\) \(got /;
+      for (const olderThanMs of [Number.POSITIVE_INFINITY, Number.NaN, 86_400_000.5, -86_400_000, 1e17]) {
+        for (const call of [admin.prune({ olderThanMs, dryRun: true }), admin.prune({ olderThanMs }), admin.checkRetention(olderThanMs)]) {
+          const error = await refusalOf(call);
+          expect(error, String(olderThanMs)).toBeInstanceOf(UsageError);
+          expect(error.message, String(olderThanMs)).toMatch(retention);
+        }
+      }
+      expect((await refusalOf(admin.prune({ olderThanMs: '30d' } as never))).message).toMatch(/\(got string\)$/);
+      expect((await refusalOf(admin.deadLetters.list({ limit: 1001 }))).message).toBe('limit must be a whole number from 1 to 1000 (got 1001)');
+      expect((await refusalOf(admin.deadLetters.groups({ limit: 1001 }))).message).toBe('limit must be a whole number from 1 to 1000 (got 1001)');
+    } finally {
+      await cronq.stop();
+    }
+  });
+
+  it('cronq dead list --limit takes 1 to 1000, as the README says', async () => {
+    const r = await runProcess(process.execPath, [`${REPO_ROOT}/bin/cronq.js`, 'dead', 'list', '--limit', '1000000'], { cwd: REPO_ROOT, env: { DATABASE_URL: t.url }, timeoutMs: 30_000 });
+    expect(r).toEqual({ code: 64, stdout: '', stderr: "cronq: --limit must be a whole number from 1 to 1000 (got '1000000')\n" });
+  });
+});
+
 describe('bulk filters', () => {
   it('refuses a misspelt field or one present but undefined instead of cancelling every job', async () => {
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report, keep] });

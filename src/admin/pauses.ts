@@ -7,7 +7,7 @@
 import { defaultOperator } from '../runtime/operator.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { UsageError } from '../errors.ts';
-import { isName, validateQueue } from '../tasks/define.ts';
+import { isName, refuseUnknownOptions, validateQueue } from '../tasks/define.ts';
 import type { PauseTarget } from '../db/schema.ts';
 import type { Schedule } from '../schedule/define.ts';
 import { latestFireAtOrBefore, periodKeyOfFire } from '../schedule/period.ts';
@@ -43,7 +43,8 @@ export interface PauseOptions {
  * schedules ('no_schedule' otherwise, and at once for a name no schedule can have); a
  * queue may be any queue name, used or not yet, so a queue can be paused before its first
  * job arrives. Bad text (a name that is not a valid queue name, an empty `by` or reason,
- * one longer than its column) is a UsageError, refused before the database is touched.
+ * one longer than its column, an option or argument the call does not take) is a
+ * UsageError, refused before the database is touched.
  */
 export interface PauseAdmin {
   /**
@@ -93,7 +94,11 @@ function nameable(target: PauseTarget, name: string): boolean {
 export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule[]>): PauseAdmin {
   const loaded = async (name: string) => (await schedules()).find((s) => s.name === name);
   return {
-    async pause(target, name, { reason, by = defaultOperator() } = {}) {
+    async pause(target, name, options = {}) {
+      // A misspelt `{ reasn }` would pause with no reason, a `{ byy }` as this process's user.
+      if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('pauses.pause: options must be an object ({ reason?, by? })');
+      refuseUnknownOptions(options, ['reason', 'by'], 'pauses.pause');
+      const { reason, by = defaultOperator() } = options;
       checkedTarget(target);
       const named = nameable(target, name);
       checkedText(by, 'by', PAUSE_TEXT_MAX);
@@ -101,7 +106,9 @@ export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule
       if (target === 'schedule' && (!named || !(await loaded(name)))) return { status: 'no_schedule', name };
       return store.pause({ target, name, reason: why, pausedBy: by });
     },
-    async resume(target, name) {
+    async resume(target, name, ...extra: unknown[]) {
+      // Resuming records nothing: an options object (`{ reason }`) would be dropped unread.
+      if (extra.length > 0) throw new UsageError('pauses.resume takes (target, name) only: it has no options, and records no reason');
       checkedTarget(target);
       if (!nameable(target, name)) return { status: 'no_schedule', name };
       const schedule = target === 'schedule' ? await loaded(name) : undefined;
@@ -111,7 +118,10 @@ export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule
       if (outcome.status === 'resumed' && schedule) await anchorAfterPause(store, schedule, outcome.pause);
       return outcome;
     },
-    list: () => store.listPauses(),
+    async list(...extra: unknown[]) {
+      if (extra.length > 0) throw new UsageError('pauses.list takes no arguments: it lists every pause');
+      return store.listPauses();
+    },
   };
 }
 

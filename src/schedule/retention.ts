@@ -1,4 +1,4 @@
-import { formatDuration } from '../duration.ts';
+import { formatDuration, MAX_DURATION_MS } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import type { Schedule } from './define.ts';
 import { fireTimesBetween, periodLengthMs } from './period.ts';
@@ -46,12 +46,18 @@ function longestGapMs(schedule: Schedule, now: Date): number {
 }
 
 /**
- * Throws a one-line UsageError when `retentionMs` is under MIN_RETENTION_MS or shorter
+ * Throws a one-line UsageError when `retentionMs` is not a whole number of milliseconds
+ * up to 100 years (MAX_DURATION_MS), when it is under MIN_RETENTION_MS or shorter
  * than any schedule's retentionNeed, naming `flag`, the schedule that needs the most and
  * the minimum that covers every schedule at once (in whole days, rounded up), so one
  * correction is enough. Returns nothing when every schedule is covered.
  */
 export function checkRetention(retentionMs: number, schedules: Schedule[], flag: string, now = new Date()): void {
+  // Before anything reads it: Infinity or NaN would reach the database's date arithmetic.
+  if (typeof retentionMs !== 'number' || !Number.isSafeInteger(retentionMs) || retentionMs < 0 || retentionMs > MAX_DURATION_MS) {
+    const shown = typeof retentionMs === 'number' ? String(retentionMs) : typeof retentionMs;
+    throw new UsageError(`${flag} must be a whole number of milliseconds from ${MIN_RETENTION_MS} (1h) to ${MAX_DURATION_MS} (100 years) (got ${shown})`);
+  }
   const given = formatDuration(retentionMs);
   if (retentionMs < MIN_RETENTION_MS) {
     throw new UsageError(`${flag} ${given} is below the minimum of ${formatDuration(MIN_RETENTION_MS)}`);

@@ -1,6 +1,7 @@
 import { parseIntFlag } from '../../config.ts';
 import {
   DEAD_LETTER_LIST_LIMIT,
+  LISTING_MAX,
   MAX_REASON_LENGTH,
   REVIEW_BATCH_SIZE,
   type DeadLetterAdmin,
@@ -64,7 +65,7 @@ letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are U
   --group           list: counts by kind and failure reason instead of rows; reasons are
                     grouped by their first line with UUIDs, hex ids and numbers replaced
                     ("user 42 not found" and "user 43 not found" read "user # not found")
-  --limit N         list: at most N rows (default ${DEFAULT_LIST_LIMIT})
+  --limit N         list: at most N rows (1-${LISTING_MAX}, default ${DEFAULT_LIST_LIMIT})
   --json            list, show: JSON instead of text
   --reason R        requeue, discard: why (required, up to ${MAX_REASON_LENGTH} characters)
   --all-matching    requeue, discard: instead of ID, every unreviewed dead letter matching
@@ -145,7 +146,7 @@ async function list(args: ParsedArgs, name: string): Promise<number> {
   const filter = parseFilter(values, name);
   const includeReviewed = values.all === true;
   if (values.group && values.limit !== undefined) throw new UsageError(`${name}: --limit does not apply to --group`);
-  const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : parseIntFlag(values.limit as string, '--limit', 1, 1_000_000);
+  const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : parseIntFlag(values.limit as string, '--limit', 1, LISTING_MAX);
   const which = includeReviewed ? 'dead letters' : 'unreviewed dead letters';
   if (values.group) {
     const groups = await withDeadLetters(args, (dead) => dead.groups({ ...filter, includeReviewed }));
@@ -154,7 +155,7 @@ async function list(args: ParsedArgs, name: string): Promise<number> {
     return 0;
   }
   const { letters, more } = await withDeadLetters(args, (dead) => dead.list({ ...filter, includeReviewed, limit }));
-  const note = `more ${which} match: showing the oldest ${limit} (raise --limit, narrow with --kind/--queue/--since, or use --group)`;
+  const note = `more ${which} match: showing the oldest ${limit} (${limit < LISTING_MAX ? 'raise --limit, ' : ''}narrow with --kind/--queue/--since, or use --group)`;
   if (values.json) {
     out(jsonText(letters.map(deadLetterJson)));
     if (more) process.stderr.write(`cronq dead list: ${note}\n`);
