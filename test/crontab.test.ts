@@ -6,6 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../src/errors.ts';
 import { generateScheduleFile, IMPORTED_CATCH_UP } from '../src/crontab/generate.ts';
 import { importCrontab } from '../src/crontab/import.ts';
+import { loadSchedulesDir } from '../src/schedule/loader.ts';
+import { TaskRegistry } from '../src/tasks/registry.ts';
 import { fireTimesBetween } from '../src/schedule/period.ts';
 import {
   parseCrontab,
@@ -410,6 +412,10 @@ describe('generateScheduleFile', () => {
   });
 });
 
+/** A schedule file named `name` that the loader takes, wherever it is written. */
+const scheduleFile = (name: string) =>
+  `import { defineSchedule } from '${join(process.cwd(), 'src/index.ts')}';\nexport default defineSchedule({ name: '${name}', cron: '0 5 * * *', timezone: 'UTC', handle() {} });\n`;
+
 describe('importCrontab', () => {
   let dir: string;
   beforeEach(async () => {
@@ -459,7 +465,7 @@ describe('importCrontab', () => {
 
   it('refuses to overwrite an existing schedule file unless forced, writing nothing', async () => {
     const path = await crontab('0 1 * * * alpha\n0 2 * * * beta\n');
-    await writeFile(join(dir, 'beta.ts'), 'mine');
+    await writeFile(join(dir, 'beta.ts'), scheduleFile('mine'));
     await expect(importCrontab(path, { outDir: dir })).rejects.toThrow(
       new UsageError(`${join(dir, 'beta.ts')} already exists: nothing written (pass --force to overwrite)`),
     );
@@ -467,6 +473,29 @@ describe('importCrontab', () => {
 
     await importCrontab(path, { outDir: dir, force: true });
     expect(await readFile(join(dir, 'beta.ts'), 'utf8')).toContain("command: \"beta\"");
+  });
+
+  it('avoids the names the folder\'s files define already, as it avoids its own, so the folder still loads', async () => {
+    const path = await crontab('0 1 * * * fan\n0 2 * * * fan\n');
+    await writeFile(join(dir, 'jobs.ts'), scheduleFile('fan'));
+    const { written } = await importCrontab(path, { outDir: dir });
+    expect(written).toEqual([join(dir, 'fan-2.ts'), join(dir, 'fan-3.ts')]);
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(dir, registry);
+    expect(registry.list().map((t) => t.name).sort()).toEqual(['fan', 'fan-2', 'fan-3']);
+  });
+
+  it('with force, takes back the name of a file it overwrites, and refuses a folder that does not load, writing nothing', async () => {
+    const path = await crontab('0 1 * * * fan\n');
+    await writeFile(join(dir, 'fan.ts'), scheduleFile('fan'));
+    expect((await importCrontab(path, { outDir: dir, force: true })).written).toEqual([join(dir, 'fan.ts')]);
+    expect(await readFile(join(dir, 'fan.ts'), 'utf8')).toContain('command: "fan"');
+
+    await writeFile(join(dir, 'broken.ts'), 'export default 42;\n');
+    const error = await importCrontab(await crontab('0 3 * * * other\n'), { outDir: dir }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toMatch(/^nothing written: schedules folder \S+ does not load, so its names cannot be avoided: \S*broken\.ts: exports no task or schedule/);
+    expect((await readdir(dir)).sort()).toEqual(['broken.ts', 'crontab', 'fan.ts']);
   });
 
   it('reads a system crontab with its user column', async () => {

@@ -86,6 +86,31 @@ describe('cronq import-crontab', () => {
   });
 });
 
+describe('cronq import-crontab into a folder with schedules', () => {
+  it('names a generated schedule around one another file defines (fan becomes fan-2), so every command still loads the folder', async () => {
+    const { file, out } = workdir('0 1 * * * fan\n');
+    mkdirSync(out);
+    writeFileSync(join(out, 'mine.ts'), "import { defineSchedule } from 'cronq';\nexport default defineSchedule({ name: 'fan', cron: '0 5 * * *', timezone: 'UTC', handle() {} });\n");
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r).toMatchObject({ code: 0, stdout: `wrote ${join(out, 'fan-2.ts')}\n`, stderr: '' });
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(out, registry);
+    expect(registry.list().map((t) => t.name).sort()).toEqual(['fan', 'fan-2']);
+  });
+
+  it('refuses a folder that does not load with one line giving the reason, exit 64, nothing written', async () => {
+    const { file, out } = workdir('0 1 * * * fan\n');
+    mkdirSync(out);
+    const duplicate = "import { defineSchedule } from 'cronq';\nexport default defineSchedule({ name: 'dup', cron: '0 5 * * *', timezone: 'UTC', handle() {} });\n";
+    writeFileSync(join(out, 'a.ts'), duplicate);
+    writeFileSync(join(out, 'b.ts'), duplicate);
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toMatch(/^cronq: nothing written: schedules folder \S+ does not load, so its names cannot be avoided: duplicate name 'dup': defined in \S+a\.ts and in \S+b\.ts\n$/);
+    expect(readdirSync(out).sort()).toEqual(['a.ts', 'b.ts']);
+  });
+});
+
 describe('cronq import-crontab refusals', () => {
   it('an --out that is a file is refused with one line naming it, exit 64, nothing written', async () => {
     const { file, out } = workdir(CRONTAB);

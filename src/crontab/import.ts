@@ -1,6 +1,9 @@
-import { access, mkdir, open, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { loadSchedulesDir } from '../schedule/loader.ts';
+import { shownPath } from '../schedule/importFailure.ts';
+import { TaskRegistry } from '../tasks/registry.ts';
 import { generateScheduleFile } from './generate.ts';
 import { parseCrontab, type CrontabError } from './parse.ts';
 
@@ -25,7 +28,9 @@ export function hostTimezone(): string {
 
 /**
  * Translates the crontab at `filePath` into one schedule file per line in `outDir`, all or
- * nothing: every check happens before the first write. Throws UsageError when the file
+ * nothing: every check happens before the first write. Names the folder's files define
+ * already are avoided as names within the import are (`fan` becomes `fan-2`), so the folder
+ * still loads; a folder that does not load is refused. Throws UsageError when the file
  * cannot be read; when a line cannot be translated and `skipInvalid` is off (the message has
  * one `FILE:LINE: reason` per bad line); when a file to write exists and `force` is off;
  * or, with one line naming it, when `outDir` is not a folder or cannot be written to.
@@ -40,6 +45,7 @@ export async function importCrontab(
   const { entries, errors } = parseCrontab(text, {
     system: options.system,
     defaultTimezone: options.defaultTimezone ?? hostTimezone(),
+    taken: await namesInFolder(options.outDir, options.force === true),
   });
   if (errors.length > 0 && !options.skipInvalid) {
     throw new UsageError(
@@ -74,6 +80,30 @@ export async function importCrontab(
     throw new UsageError(`${writeRefusal(options.outDir, error)}${written.length > 0 ? ` (${written.length} of ${files.length} files written)` : ''}`);
   }
   return { written, errors };
+}
+
+/**
+ * The names `outDir`'s schedule and task files define, found as every command finds them:
+ * by loading the folder (importing its files). Generated names avoid them, so the folder
+ * still loads after the import ('duplicate name' otherwise). With `force`, a name defined
+ * in its own `<name>.ts` is left free: an import that generates it overwrites that file,
+ * replacing the definition. Nothing when `outDir` is no folder (yet); a folder that does
+ * not load is refused (UsageError with the loader's reason): nothing is written into it.
+ */
+async function namesInFolder(outDir: string, force: boolean): Promise<string[]> {
+  // Missing (made at the write) or not a folder (refused at the write, naming it): nothing defined there.
+  if (!(await stat(outDir).then((s) => s.isDirectory(), () => false))) return [];
+  const registry = new TaskRegistry();
+  try {
+    await loadSchedulesDir(outDir, registry);
+  } catch (error) {
+    throw new UsageError(`nothing written: schedules folder ${outDir} does not load, so its names cannot be avoided: ${(error as Error).message}`);
+  }
+  const ownFile = (name: string) => shownPath(resolve(outDir, `${name}.ts`));
+  return registry
+    .sources()
+    .filter(({ name, source }) => !(force && source === ownFile(name)))
+    .map(({ name }) => name);
 }
 
 /**

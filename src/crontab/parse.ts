@@ -57,6 +57,8 @@ export interface ParseCrontabOptions {
   system?: boolean;
   /** The zone cron would have used without CRON_TZ: its host's local zone. */
   defaultTimezone: string;
+  /** Names defined already (by the schedules folder's files): entries avoid them as they avoid each other's. */
+  taken?: Iterable<string>;
 }
 
 /** The longest name `scheduleNameFor` derives, leaving room for `-2`… within cronq's 64. */
@@ -77,7 +79,8 @@ const DIRECTIVES = new Set(['CRON_TZ', 'MAILTO', 'MAILFROM']);
 const ENV_LINE = /^[ \t]*(?:"([A-Za-z_][^"=]*)"|'([A-Za-z_][^'=]*)'|([A-Za-z_][^\s="']*))[ \t]*=[ \t]*(.*?)[ \t]*$/s;
 
 /**
- * Parses crontab text. Returns the translatable lines as entries (names already unique) and
+ * Parses crontab text. Returns the translatable lines as entries (names already unique, and
+ * none of `options.taken`: a clash gets `-2`, `-3`…) and
  * every other non-blank, non-comment line as an error with its line number and reason.
  */
 export function parseCrontab(
@@ -89,7 +92,7 @@ export function parseCrontab(
   const env: Record<string, string> = {};
   let cronTz: { value: string; line: number } | null = null;
   let mailto = '';
-  const taken = new Set<string>();
+  const taken = new Set<string>(options.taken);
 
   const lines = text.split('\n');
   if (lines.at(-1) === '') lines.pop();

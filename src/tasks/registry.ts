@@ -32,6 +32,11 @@ export class TaskRegistry {
     this.byName.set(task.name, { task, source });
   }
 
+  /** Each name with where it was defined (the source given to add). */
+  sources(): Array<{ name: string; source: string }> {
+    return [...this.byName.entries()].map(([name, e]) => ({ name, source: e.source }));
+  }
+
   get(kind: string): Task | undefined {
     return this.byName.get(kind)?.task;
   }

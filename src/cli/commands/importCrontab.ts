@@ -23,6 +23,12 @@ Nothing is written then (exit 64) unless --skip-invalid. MAILTO has no equivalen
 failed jobs land in the dead-letter table instead (cronq dead list); the generated
 file says so.
 
+Schedules are named after their commands, with -2, -3... for a name an earlier
+line or a file already in DIR defines (DIR is loaded, as every command loads
+it), so DIR still loads afterwards; with --force, a name defined in its own
+NAME.ts is reused, that file overwritten. A DIR that does not load is refused
+with the reason, nothing written (exit 64).
+
 Each line becomes period 'tick' with catchUp { mode: 'latest', window: '1d' }: the
 most recent missed run is made up once, within a day (cron itself never does).
 
