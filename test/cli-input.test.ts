@@ -39,7 +39,7 @@ describe('flags the parser refuses', () => {
       expect(message, args.join(' ')).not.toMatch(/ambiguous/);
       expect(message, args.join(' ')).toBe(await refused(joined));
     }
-    expect(await refused(['dead', 'list', '--limit', '-5'])).toBe("cronq: --limit must be a whole number from 1 to 1000000 (got '-5')");
+    expect(await refused(['dead', 'list', '--limit', '-5'])).toBe("cronq: --limit must be a whole number from 1 to 1000 (got '-5')");
     // After '--' nothing is a flag's value.
     expect(await refused(['tick', 'nightly', '--', '--at', '-1'])).toMatch(/^cronq tick: unexpected argument '--at'/);
   });
