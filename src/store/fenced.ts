@@ -299,28 +299,15 @@ export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Prom
 /**
  * Gives a claimed job back without counting the attempt (shutdown before or during
  * its handler, a kind this daemon does not run): 'ready', available now (or after
- * `delayMs`), attempts - 1. Only the row with this token is touched; false when the
- * lease was already lost.
+ * `delayMs`), attempts - 1; with `intoQueue`, moved into that queue too (a job of a
+ * kind with a cluster-wide limit claimed from another queue, where its limit does not
+ * hold). Only the row with this token is touched; false when the lease was already lost.
  */
-export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0): Promise<boolean> {
+export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0, intoQueue?: string): Promise<boolean> {
+  const queue = intoQueue === undefined ? sql`` : sql`queue = ${intoQueue}, `;
   const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+    SET status = 'ready', ${queue}attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
         last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
-    WHERE ${leaseHeld(lease)}`);
-  return header(result).affectedRows === 1;
-}
-
-/**
- * Gives a claimed job back into `queue` without counting the attempt, fenced like
- * releaseIfLeased: 'ready', available now, attempts - 1, no lease. For a job of a kind
- * with a cluster-wide limit claimed from another queue (enqueued by a process that did
- * not know its task), so that it runs in its kind's queue, within the limit. False when
- * the lease was already lost.
- */
-export async function moveToQueueIfLeased(db: Db, lease: Lease, queue: string, reason: string): Promise<boolean> {
-  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-    SET status = 'ready', queue = ${queue}, attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
-        last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}
     WHERE ${leaseHeld(lease)}`);
   return header(result).affectedRows === 1;
 }

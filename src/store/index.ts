@@ -29,7 +29,6 @@ import {
   completeManyIfLeased,
   failIfLeased,
   releaseIfLeased,
-  moveToQueueIfLeased,
   renewIfLeased,
   type EffectBound,
   type Failure,
@@ -122,9 +121,9 @@ export class Store implements JobWriter {
     return renewIfLeased(this.db, lease, leaseMs);
   }
 
-  /** Gives the job back into another queue without counting the attempt (moveToQueueIfLeased). */
+  /** Gives the job back into another queue without counting the attempt (releaseIfLeased with a queue). */
   moveToQueue(lease: Lease, queue: string, reason: string): Promise<boolean> {
-    return moveToQueueIfLeased(this.db, lease, queue, reason);
+    return releaseIfLeased(this.db, lease, reason, 0, queue);
   }
 
   /** Gives the job back without counting the attempt (releaseIfLeased). */

@@ -155,9 +155,10 @@ export class Finisher {
     const { store, log, health } = this.deps;
     try {
       const moved = await store.moveToQueue(job.lease, queue, `a job of limited kind '${job.kind}' was in queue '${job.queue}', where its limit does not hold; moved to queue '${queue}'`);
-      const first = !this.movedKinds.has(job.kind);
-      if (moved && first && this.movedKinds.size < MOVED_KINDS_LOGGED) this.movedKinds.add(job.kind);
-      log[moved && first ? 'warn' : 'debug'](
+      // Warned once per kind; past MOVED_KINDS_LOGGED kinds, at debug only.
+      const warn = moved && !this.movedKinds.has(job.kind) && this.movedKinds.size < MOVED_KINDS_LOGGED;
+      if (warn) this.movedKinds.add(job.kind);
+      log[warn ? 'warn' : 'debug'](
         { event: moved ? 'job_moved_to_limited_queue' : 'claim_release_lost', job_id: job.id, kind: job.kind, from_queue: job.queue, queue },
         moved
           ? 'job of a limited kind found in another queue (enqueued by a process that does not know its task?): moved to its own queue, where its limit holds'

@@ -34,7 +34,6 @@ export class LimitedQueues {
    * undefined for every other job.
    */
   misplaced(job: { kind: string; queue: string }): string | undefined {
-    if (this.queueOfKind.size === 0) return undefined;
     const queue = this.queueOfKind.get(job.kind);
     return queue !== undefined && queue !== job.queue ? queue : undefined;
   }

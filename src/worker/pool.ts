@@ -343,12 +343,14 @@ export class WorkerPool {
       if (log.isLevelEnabled('info')) {
         for (const job of claimed) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
       }
+      // Full or not by what the claim took, whatever keepPlaced hands back.
+      const claimedAll = claimed.length;
       claimed = this.keepPlaced(claimed);
       this.buffered.add(claimed, Date.now());
       if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
       this.startBuffered();
       // A claim by id says nothing about how busy the queues are.
-      this.lastClaimFull = !ids && claimed.length >= want;
+      this.lastClaimFull = !ids && claimedAll >= want;
       if (!this.lastClaimFull) {
         // The queues looked drained: see which queues have work now. The cursors stay, so
         // the claim a local enqueue prompts starts after what the last claims left behind
@@ -468,14 +470,9 @@ export class WorkerPool {
    */
   private startAfterRecheck(run: JobRun): void {
     void run.renewLeaseNow().then(async () => {
-      if (!run.leaseLost && this.isStopping) {
-        if (await this.finisher.releaseUnstarted(run.job, 'shutdown')) this.released += 1;
-        this.finisher.dropUnstarted(run);
-      } else if (run.leaseLost) {
-        this.finisher.dropUnstarted(run);
-      } else {
-        run.execute();
-      }
+      if (!run.leaseLost && !this.isStopping) return run.execute();
+      if (!run.leaseLost && (await this.finisher.releaseUnstarted(run.job, 'shutdown'))) this.released += 1;
+      this.finisher.dropUnstarted(run);
     });
   }
 
