@@ -98,6 +98,59 @@ describe('prefetch', () => {
     expect(p.finish(0, 200, 0)).toBe(0); // a poll interval (200 ms) with nothing running: the pace is unknown
   });
 
+  it('starts its pace over after an outage: runs held up by it finishing together once the database is back earn no read-ahead', () => {
+    let now = 0;
+    const prefetch = new Prefetch(1000, { concurrency: 8, now: () => now });
+    for (let i = 0; i < 30; i++) {
+      prefetch.claimTook(4);
+      prefetch.slotTaken(8);
+      now += 10;
+      for (let j = 0; j < 40; j++) prefetch.slotFreed(8, now - 5); // 4 jobs per ms on 8 slots
+      expect(prefetch.resize()).toBeGreaterThan(0);
+    }
+    expect(prefetch.resize()).toBeGreaterThanOrEqual(30); // 0.5 jobs per slot-ms, 8 slots, two 4 ms claims: 32
+    // The outage: a claim fails, 8 runs started before it hold their slots (their results wait).
+    const heldSince = now - 1;
+    prefetch.startOver();
+    now += 400;
+    prefetch.claimTook(150); // the first claim after it reconnects: slow, and not a measure
+    // The database is back: the 8 runs write their results and free their slots within a millisecond.
+    now += 1;
+    for (let j = 0; j < 8; j++) prefetch.slotFreed(8 - j - 1, heldSince);
+    now += 5;
+    expect(prefetch.resize()).toBe(0);
+    // Runs started since are measured again from scratch, with the latency of normal claims.
+    prefetch.claimTook(4);
+    prefetch.slotTaken(8);
+    now += 10;
+    for (let j = 0; j < 40; j++) prefetch.slotFreed(8, now - 5);
+    const size = prefetch.resize();
+    expect(size).toBeGreaterThan(0);
+    expect(size).toBeLessThanOrEqual(32);
+  });
+
+  it('starts its pace over after a long claim gap, so the first claim after it asks only for what can start soon', () => {
+    let now = 0;
+    const prefetch = new Prefetch(1000, { concurrency: 16, now: () => now });
+    for (let i = 0; i < 30; i++) {
+      prefetch.claimTook(4);
+      prefetch.slotTaken(16);
+      now += 10;
+      for (let j = 0; j < 100; j++) prefetch.slotFreed(16, now - 5); // 10 jobs per ms
+      prefetch.resize();
+    }
+    expect(prefetch.resize()).toBeGreaterThanOrEqual(78);
+    // Two seconds without a claim answered (a frozen database), all 16 slots held, nothing finishing.
+    const heldSince = now - 1;
+    now += 2_000;
+    expect(prefetch.resize()).toBe(0);
+    prefetch.claimTook(900); // the claim that waited on the frozen server: not a latency to plan by
+    now += 1;
+    for (let j = 0; j < 16; j++) prefetch.slotFreed(16, heldSince); // the runs held through the gap
+    now += 5;
+    expect(prefetch.resize()).toBe(0);
+  });
+
   it('holds no more payload ahead than its budget, by the mean payload of recent claims', () => {
     const p = prefetchAt(1000, 1_000_000);
     p.prefetch.claimTook(20);

@@ -326,6 +326,9 @@ export class WorkerPool {
           continue;
         }
         this.queueList.stale();
+        // The database's trouble: the pace measured before it says nothing about what can
+        // start once it is back (the runs it held up finish at once then).
+        this.prefetch.startOver();
         await sleep(this.health.backoffAfter(error, 'claim'), this.stopping.signal);
         continue;
       } finally {
@@ -417,6 +420,7 @@ export class WorkerPool {
       this.health.ok(sentAt);
       return true;
     } catch (error) {
+      this.prefetch.startOver();
       await sleep(this.health.backoffAfter(error, 'probe'), this.stopping.signal);
       return false;
     }

@@ -1,5 +1,11 @@
 import { PREFETCH_PAYLOAD_CHARS } from '../defaults.ts';
 
+/**
+ * A claim gap at least this long (no claim answered for it: an outage, a stalled database,
+ * a pool long without room) makes the pace start over (Prefetch.startOver).
+ */
+export const LONG_CLAIM_GAP_MS = 1_000;
+
 export interface PrefetchOptions {
   /** The pool's worker slots: what its handlers could do at once. */
   concurrency: number;
@@ -29,6 +35,14 @@ export interface PrefetchOptions {
  * that, by the recent claims' mean payload length (so 1 MB payloads are read ahead 16 at
  * a time, not 1,000).
  *
+ * After an outage (the pool calls `startOver` when a claim fails on the database's
+ * trouble) or any claim gap of LONG_CLAIM_GAP_MS or more, the estimate starts over: no
+ * read-ahead until runs started since then have been measured, and the claim latency
+ * measured afresh, the first claim after the gap left out (it pays for reconnecting).
+ * The pace from before says nothing about what can start soon: the runs that held
+ * their slots through the outage finish together once the database is back (their
+ * results written at last), which would otherwise read as handlers fast beyond any pace.
+ *
  * Single-threaded bookkeeping only: the pool's slots and claim loop call it on its one event loop.
  */
 export class Prefetch {
@@ -41,6 +55,12 @@ export class Prefetch {
   /** Runs finished per busy slot-millisecond (smoothed). */
   private perSlotMs = 0;
   private claimMs = 1;
+  /** When the last claim answered (now()). */
+  private lastClaimAt: number;
+  /** When the estimate last started over: runs started before then are not measured. */
+  private startedOverAt = Number.NEGATIVE_INFINITY;
+  /** The next claim's latency is left out (the first after a start-over). */
+  private skipClaimTime = false;
   /** Mean payload length of the jobs claimed lately (0 before any). */
   private meanPayloadChars = 0;
   private readonly concurrency: number;
@@ -54,7 +74,23 @@ export class Prefetch {
     this.concurrency = options.concurrency;
     this.now = options.now ?? (() => performance.now());
     this.payloadChars = options.payloadChars ?? PREFETCH_PAYLOAD_CHARS;
-    this.windowStart = this.changedAt = this.now();
+    this.windowStart = this.changedAt = this.lastClaimAt = this.now();
+  }
+
+  /**
+   * Forgets the pace and the claim latency (an outage, a long claim gap): no read-ahead
+   * until runs started from now on have finished, and the next claim's latency is not
+   * taken (it reconnects). Runs already holding slots count as busy and finish unmeasured.
+   */
+  startOver(): void {
+    this.accrue();
+    this.perSlotMs = 0;
+    this.finished = 0;
+    this.busySlotMs = 0;
+    this.windowStart = this.changedAt;
+    this.claimMs = 1;
+    this.skipClaimTime = true;
+    this.startedOverAt = this.changedAt;
   }
 
   /** A claim brought `jobs` jobs whose payload texts are `chars` long in all. */
@@ -71,15 +107,26 @@ export class Prefetch {
     this.inUse = used;
   }
 
-  /** A handler returned and gave its slot back: `used` are in use now. */
-  slotFreed(used: number): void {
+  /**
+   * A handler returned and gave its slot back: `used` are in use now. `startedAt` (now()'s
+   * clock; default: measured) says when its run started: a run started before the last
+   * start-over is not counted as finished.
+   */
+  slotFreed(used: number, startedAt = Number.POSITIVE_INFINITY): void {
     this.accrue();
     this.inUse = used;
-    this.finished += 1;
+    if (startedAt >= this.startedOverAt) this.finished += 1;
   }
 
   /** A claim transaction took `ms`, commit included. */
   claimTook(ms: number): void {
+    const now = this.now();
+    if (now - ms - this.lastClaimAt >= LONG_CLAIM_GAP_MS && this.startedOverAt < this.lastClaimAt) this.startOver();
+    this.lastClaimAt = now;
+    if (this.skipClaimTime) {
+      this.skipClaimTime = false;
+      return;
+    }
     this.claimMs = 0.7 * this.claimMs + 0.3 * ms;
   }
 
@@ -92,6 +139,8 @@ export class Prefetch {
     if (this.max === 0) return 0;
     this.accrue();
     const now = this.changedAt;
+    // Sizing a claim after a long gap (the last claim answered long ago): start over first.
+    if (now - this.lastClaimAt >= LONG_CLAIM_GAP_MS && this.startedOverAt < this.lastClaimAt) this.startOver();
     // A window closes after 5 ms, or as soon as a slot's worth of runs per slot has finished.
     if (now - this.windowStart >= 5 || this.finished >= this.concurrency) {
       // A window with runs finishing but hardly any slot-time (handlers that return at

@@ -49,7 +49,7 @@ export class RunSlots {
   /** Gives `run`'s slot back (once; later calls do nothing). */
   free(run: JobRun): void {
     if (!this.holding.delete(run)) return;
-    this.prefetch.slotFreed(this.holding.size);
+    this.prefetch.slotFreed(this.holding.size, run.startedAt);
     this.room.notify();
   }
 
