@@ -3,7 +3,7 @@ import { createAdmin, type CronqAdmin } from './admin.ts';
 import { connect, isConnectionError, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
-import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
+import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, SHUTDOWN_MARGIN_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
 import { formatDuration, parseDuration, shownDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, usedAfterStop, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
@@ -272,6 +272,10 @@ export interface Cronq {
    * nothing (the import itself cannot be cancelled and finishes in the background). Later calls
    * return the first call's promise. `graceMs` (default 10 s) is a whole number from 0 to
    * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops.
+   * Whatever the database does (frozen, locked, away), it resolves within `graceMs` plus
+   * SHUTDOWN_MARGIN_MS (3 s), a migration under way excepted: past that it logs one
+   * `shutdown_cut_short` line naming what it still waited for, ends every write still
+   * waiting (fenced: those jobs return through lease recovery) and destroys its connections.
    */
   stop(options?: { graceMs?: number }): Promise<StopResult>;
   /** Whether each part this instance runs is alive now (null for a part it does not run); what `/healthz` reports. */
@@ -537,22 +541,55 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       const deadline = Date.now() + graceMs;
       stopped ??= (async () => {
         stopRequested.abort(); // a start still loading schedule files gives up at once
-        await starting?.catch(() => undefined); // what a start in flight starts, this stops
-        // Together: claiming stops at once, and a fan-out writes what it gathered.
-        const [, result] = await Promise.all([scheduler?.stop(), pool ? pool.stop({ graceMs }) : { released: 0, abandoned: 0 }]);
-        await heartbeat?.stop(); // after the pool: its kinds were served until now
-        maintenanceStop.abort();
-        await recovery;
-        await prune;
-        // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
-        // statement by statement), and every later run failing on it: let it finish.
-        await migrating?.catch(() => undefined);
-        // Enqueues under way finish within what is left of the grace; past it, an
-        // enqueueMany still reading its rows writes what it gathered and stops reading.
-        await settledWithin([...enqueuing], deadline - Date.now());
-        enqueuesCut.abort();
-        await Promise.all([...enqueuing]);
-        await database.close();
+        /** The steps under way, for the line a stop out of time logs. */
+        const waiting = new Set<string>();
+        const step = async <T>(what: string, work: Promise<T> | null | undefined): Promise<T | undefined> => {
+          if (!work) return undefined;
+          waiting.add(what);
+          try {
+            return await work;
+          } finally {
+            waiting.delete(what);
+          }
+        };
+        let result: StopResult = { released: 0, abandoned: 0 };
+        const work = (async () => {
+          await step('the engine to finish starting', starting?.catch(() => undefined)); // what a start in flight starts, this stops
+          // Together: claiming stops at once, and a fan-out writes what it gathered.
+          const [, stoppedPool] = await Promise.all([step('the scheduler', scheduler?.stop()), step('the workers', pool?.stop({ graceMs }))]);
+          if (stoppedPool) result = stoppedPool;
+          await step("this daemon's row in cronq_daemons", heartbeat?.stop()); // after the pool: its kinds were served until now
+          maintenanceStop.abort();
+          await step('a lease recovery pass', recovery);
+          await step('a prune pass', prune);
+          // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
+          // statement by statement), and every later run failing on it: let it finish.
+          await migrating?.catch(() => undefined);
+          // Enqueues under way finish within what is left of the grace; past it, an
+          // enqueueMany still reading its rows writes what it gathered and stops reading.
+          await settledWithin([...enqueuing], deadline - Date.now());
+          enqueuesCut.abort();
+          await step('enqueues', Promise.all([...enqueuing]));
+          await step('closing database connections', database.close());
+        })();
+        if (await finishedInTime(work, deadline + SHUTDOWN_MARGIN_MS, () => migrating)) {
+          await work; // its error, if any, is the stop's
+        } else {
+          // Out of time, whatever the database does: say once what was left, write nothing more.
+          const inPool = pool?.unfinished() ?? [];
+          const steps = [...waiting].filter((what) => what !== 'the workers' || inPool.length === 0);
+          const left = [...inPool, ...steps];
+          if (left.length === 0) left.push('the last steps of the stop');
+          log.warn(
+            { event: 'shutdown_cut_short', grace_ms: graceMs, margin_ms: SHUTDOWN_MARGIN_MS, waiting_for: left },
+            `shutdown cut short ${formatDuration(SHUTDOWN_MARGIN_MS)} past its grace, still waiting for: ${left.join(', ')} ` +
+              '(the database did not answer in time; jobs whose results were not written return through lease recovery)',
+          );
+          if (pool) result = pool.cutOff();
+          maintenanceStop.abort();
+          enqueuesCut.abort();
+          database.destroy();
+        }
         uncaughtGuard?.();
         return result;
       })();
@@ -692,6 +729,33 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     );
   }
   return cronq;
+}
+
+/**
+ * Whether `work` settled by `at` (epoch ms). A migration under way then (`migrating()`) is
+ * waited for, and `work` gets SHUTDOWN_MARGIN_MS more after it: cut midway, its DDL would
+ * stay half applied.
+ */
+async function finishedInTime(work: Promise<unknown>, at: number, migrating: () => Promise<unknown> | null): Promise<boolean> {
+  const settled = work.then(
+    () => true,
+    () => true,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const outOfTime = async (ms: number) => {
+    await new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))));
+    return false;
+  };
+  try {
+    if (await Promise.race([settled, outOfTime(at - Date.now())])) return true;
+    const migration = migrating();
+    if (!migration) return false;
+    await Promise.race([settled, migration.catch(() => undefined)]);
+    clearTimeout(timer);
+    return await Promise.race([settled, outOfTime(SHUTDOWN_MARGIN_MS)]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Resolves once every one of `work` has settled, or after `ms`, whichever comes first. */

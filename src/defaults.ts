@@ -36,6 +36,15 @@ export const POST_CLAIM_PAUSE_MS: Bounded = { default: 0, min: 0, max: 10_000 };
 export const LEASE_EXPIRIES: Bounded = { default: 3, min: 1, max: 1000 };
 /** How long `stop()` (and the first SIGTERM) gives running handlers, in ms (`graceMs`, `--grace`). */
 export const GRACE_MS = 10_000;
+/**
+ * How long past its grace a stop may take at most, in ms, whatever the database does (a
+ * frozen or locked server): the 2 s handlers get to honour their aborted signal, then a
+ * second for releases, the heartbeat row and closing connections. Past it, stop() logs
+ * `shutdown_cut_short` naming what it still waited for and resolves; the fence keeps
+ * anything unwritten safe (lease recovery returns those jobs). A migration under way is
+ * waited for all the same (cut midway its DDL would stay half applied).
+ */
+export const SHUTDOWN_MARGIN_MS = 3_000;
 /** The range of that grace: up to the longest lease (24h), which a grace should stay below; well short of where timers overflow (2^31-1 ms: node would fire at once). */
 export const GRACE_BOUND: Pick<Bounded, 'min' | 'max'> = { min: 0, max: 24 * 3_600_000 };
 /** How long a kind may go unserved before its claimed jobs go dead, in ms (`unknownKindGraceMs`, `--unknown-kind-grace`). */

@@ -30,6 +30,7 @@ function fakeStore(answers: {
   completeMany?: (leases: Lease[]) => Promise<Set<number>>;
   fail?: (lease: Lease, failure: Failure) => Promise<FailOutcome>;
   renew?: () => Promise<boolean>;
+  renewUnrecovered?: () => Promise<boolean>;
 } = {}) {
   const writes: Array<{ op: string; lease: Lease; failure?: Failure }> = [];
   const tx = { effects: [] as string[] };
@@ -58,6 +59,10 @@ function fakeStore(answers: {
     renew: (lease) => {
       writes.push({ op: 'renew', lease });
       return answers.renew ? answers.renew() : Promise.resolve(true);
+    },
+    renewUnrecovered: (lease) => {
+      writes.push({ op: 'renewUnrecovered', lease });
+      return answers.renewUnrecovered ? answers.renewUnrecovered() : Promise.resolve(true);
     },
     release: (lease) => {
       writes.push({ op: 'release', lease });
@@ -239,7 +244,7 @@ describe('a job run on a fake store', () => {
     expect(r.writes[0].failure!.error).toContain('timed out after');
   });
 
-  it('retries a batch the database dropped until it is back, completing the job once and failing nothing', async () => {
+  it('retries a batch the database dropped until it is back, taking its lease back first, completing the job once and failing nothing', async () => {
     let calls = 0;
     const fake = fakeStore({
       completeMany: async (leases) => {
@@ -253,7 +258,7 @@ describe('a job run on a fake store', () => {
     expect(r.slots.isSettled(r.run)).toBe(false);
     r.health.ok(); // someone else's statement got through: the database is back
     await r.settled();
-    expect(r.writes.map((w) => w.op)).toEqual(['completeMany', 'completeMany']);
+    expect(r.writes.map((w) => w.op)).toEqual(['completeMany', 'renewUnrecovered', 'completeMany']);
     expect(r.events.named('job_completed')).toHaveLength(1);
     expect(r.events.named('job_finish_abandoned')).toHaveLength(0);
   });

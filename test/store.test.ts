@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased } from '../src/store/fenced.ts';
+import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, renewIfUnrecovered } from '../src/store/fenced.ts';
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { cancelJob } from '../src/store/cancel.ts';
@@ -660,7 +660,7 @@ describe('fencing', () => {
     expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 0 });
     const [fresh] = await claim(1, 'fresh:2');
     expect(fresh.id).toBe(stale.id);
-    expect(fresh.attempt).toBe(2);
+    expect(fresh.attempt).toBe(1); // an expiry is no handler failure: its attempt was restored
 
     let effectRan = false;
     expect(
@@ -673,6 +673,7 @@ describe('fencing', () => {
     expect([...(await completeManyIfLeased(t.database.db, [lease(stale)]))]).toEqual([]);
     expect(await failIfLeased(t.database.db, lease(stale), { error: 'x', permanent: true, retryInMs: 0 })).toEqual({ status: 'lease_lost' });
     expect(await renewIfLeased(t.database.db, lease(stale), 60_000)).toBe(false);
+    expect(await renewIfUnrecovered(t.database.db, lease(stale), 60_000)).toBe(false);
     expect(await releaseIfLeased(t.database.db, lease(stale), 'x')).toBe(false);
 
     const [r] = await t.sql("SELECT status, locked_by, lease_token FROM cronq_jobs WHERE job_key = 'fenced'");
@@ -694,6 +695,17 @@ describe('fencing', () => {
     await expireLeases();
     expect(await completeIfLeased(t.database, lease(job))).toBe(false);
     expect(await renewIfLeased(t.database.db, lease(job), 30_000)).toBe(false);
+  });
+
+  it('takes back a lease that expired while nobody recovered it, after which the worker completes, and recovery finds nothing', async () => {
+    await insertJobIfAbsent(t.database.db, row('late'));
+    const [job] = await claim(1);
+    await expireLeases();
+    expect(await renewIfUnrecovered(t.database.db, lease(job), 30_000)).toBe(true);
+    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 0, dead: 0 });
+    expect(await completeIfLeased(t.database, lease(job))).toBe(true);
+    // Done, it is not taken back again.
+    expect(await renewIfUnrecovered(t.database.db, lease(job), 30_000)).toBe(false);
   });
 
   it('completes a batch per row: the rows whose lease is held, not the one that was lost', async () => {
@@ -783,7 +795,7 @@ describe('failure and dead letters', () => {
 });
 
 describe('recovery and release', () => {
-  it('returns expired leases to ready, and to dead with a dead letter when no attempts remain', async () => {
+  it('returns expired leases to ready with their attempt restored, the last attempt too, leaving live leases alone', async () => {
     await insertJobIfAbsent(t.database.db, row('r-again', { maxAttempts: 3 }));
     await insertJobIfAbsent(t.database.db, row('r-last', { maxAttempts: 1 }));
     await insertJobIfAbsent(t.database.db, row('r-live', { maxAttempts: 3 }));
@@ -793,15 +805,17 @@ describe('recovery and release', () => {
       "UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE job_key IN ('r-again', 'r-last')",
     );
     expect(got).toHaveLength(3);
-    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 1 });
+    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 2, dead: 0 });
     const rows = await t.sql('SELECT job_key, status, attempts, lease_token FROM cronq_jobs ORDER BY job_key');
     expect(rows).toEqual([
-      { job_key: 'r-again', status: 'ready', attempts: 1, lease_token: null },
-      { job_key: 'r-last', status: 'dead', attempts: 1, lease_token: expect.any(String) },
+      { job_key: 'r-again', status: 'ready', attempts: 0, lease_token: null },
+      { job_key: 'r-last', status: 'ready', attempts: 0, lease_token: null },
       { job_key: 'r-live', status: 'reserved', attempts: 1, lease_token: expect.any(String) },
     ]);
-    const letters = await t.sql('SELECT job_key, failure_reason FROM cronq_dead_letters');
-    expect(letters).toEqual([{ job_key: 'r-last', failure_reason: 'lease expired while held by test:1 after the final attempt' }]);
+    expect(await t.sql('SELECT job_key FROM cronq_dead_letters')).toEqual([]);
+    // The last attempt runs again as the last attempt.
+    const again = (await claim(2)).find((job) => job.key === 'r-last');
+    expect(again).toMatchObject({ attempt: 1, maxAttempts: 1 });
   });
 
   it('recovers in bounded batches', async () => {

@@ -58,6 +58,13 @@ export interface Database {
   readonly dedicatedLimit: number;
   target: DatabaseTarget;
   close(): Promise<void>;
+  /**
+   * Closes every pool at once without waiting for the server: each connection's socket is
+   * destroyed (close() waits for each server to answer its QUIT, which a frozen or
+   * unreachable server never does). Statements still in flight fail with a connection
+   * error; what the server makes of them is its own (an uncommitted transaction rolls back).
+   */
+  destroy(): void;
 }
 
 /**
@@ -128,7 +135,22 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
     close: async () => {
       await Promise.all([pool.end(), claims?.end(), overlapLocks?.end()]);
     },
+    destroy: () => {
+      for (const each of [pool, claims, overlapLocks]) if (each) destroyPool(each);
+    },
   };
+}
+
+/** The parts of mysql2's core pool that destroyPool reaches into (not in its typings). */
+interface CorePool {
+  _allConnections?: { toArray(): Array<{ destroy(): void }> };
+}
+
+/** Destroys every connection of `pool` and ends it, waiting for no server (Database.destroy). */
+function destroyPool(pool: Pool): void {
+  const core = (pool as unknown as { pool?: CorePool }).pool;
+  for (const conn of core?._allConnections?.toArray() ?? []) conn.destroy();
+  pool.end().catch(() => undefined);
 }
 
 /**

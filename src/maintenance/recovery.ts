@@ -58,9 +58,26 @@ export async function recoverOnce(options: RecoveryOptions): Promise<{ returned:
 /**
  * Runs `recoverOnce` every `everyMs` until `signal` aborts. Errors are logged through
  * DbHealth and the loop goes on; it never throws.
+ *
+ * While the database is reported down (DbHealth; the worker pool's claim loop probes it)
+ * no pass is sent, and the first pass after it answers again waits `everyMs` more: this
+ * daemon's jobs whose results waited out the outage take their leases back and write
+ * their results first (Finisher), instead of being returned and run again because their
+ * deadlines passed while nothing could be written.
  */
 export async function recoveryLoop(options: RecoveryOptions, signal: AbortSignal): Promise<void> {
+  let afterOutage = false;
   while (!signal.aborted) {
+    if (!options.health.healthy) {
+      afterOutage = true;
+      await options.health.untilHealthy(options.everyMs, signal);
+      continue;
+    }
+    if (afterOutage) {
+      afterOutage = false;
+      await sleep(options.everyMs, signal);
+      continue;
+    }
     const sentAt = Date.now();
     try {
       await recoverOnce(options);

@@ -41,18 +41,21 @@ export class DbHealth {
 
   /**
    * Resolves once the database is reachable again (someone's statement succeeded), or
-   * after `ms`; at once when it is healthy. Lets many waiting writers sit out an
-   * outage while one loop probes, instead of each retrying on its own.
+   * after `ms`, or when `signal` aborts; at once when it is healthy (or `signal` already
+   * aborted). Lets many waiting writers sit out an outage while one loop probes, instead
+   * of each retrying on its own.
    */
-  untilHealthy(ms: number): Promise<void> {
-    if (this.healthy) return Promise.resolve();
+  untilHealthy(ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.healthy || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', wake);
         this.waiters.delete(wake);
         resolve();
       };
       const timer = setTimeout(wake, Math.max(0, ms));
+      signal?.addEventListener('abort', wake, { once: true });
       this.waiters.add(wake);
     });
   }

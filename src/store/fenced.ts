@@ -297,6 +297,23 @@ export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Prom
 }
 
 /**
+ * Takes a lease back after its deadline passed unnoticed (the database was away while its
+ * worker waited to write the result): extends it to now + `leaseMs` when the row is still
+ * `reserved` under this token, whether or not the deadline has passed. Past the deadline
+ * recovery may return the job at any moment, but until it has (it clears the token, under
+ * the row lock this UPDATE takes too), nobody else can hold or have run the job, so the
+ * worker that ran it may still write its result. False when the job was recovered,
+ * released, cancelled or finished meanwhile: the caller discards its result.
+ * Only for a worker that waited out an outage; everything else renews with renewIfLeased.
+ */
+export async function renewIfUnrecovered(db: Db, lease: Lease, leaseMs: number): Promise<boolean> {
+  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
+    SET lease_deadline = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
+    WHERE id = ${lease.id} AND status = 'reserved' AND lease_fence = ${lease.token}`);
+  return header(result).affectedRows === 1;
+}
+
+/**
  * Gives a claimed job back without counting the attempt (shutdown before or during
  * its handler, a kind this daemon does not run): 'ready', available now (or after
  * `delayMs`), attempts - 1; with `intoQueue`, moved into that queue too (a job of a

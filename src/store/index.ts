@@ -30,6 +30,7 @@ import {
   failIfLeased,
   releaseIfLeased,
   renewIfLeased,
+  renewIfUnrecovered,
   type EffectBound,
   type Failure,
   type FailOutcome,
@@ -119,6 +120,11 @@ export class Store implements JobWriter {
   /** Extends the lease to now + `leaseMs`; false when it is gone (renewIfLeased). */
   renew(lease: Lease, leaseMs: number): Promise<boolean> {
     return renewIfLeased(this.db, lease, leaseMs);
+  }
+
+  /** Takes back a lease whose deadline passed while the job is still reserved under its token; false when it is gone (renewIfUnrecovered). */
+  renewUnrecovered(lease: Lease, leaseMs: number): Promise<boolean> {
+    return renewIfUnrecovered(this.db, lease, leaseMs);
   }
 
   /** Gives the job back into another queue without counting the attempt (releaseIfLeased with a queue). */

@@ -16,6 +16,12 @@ import type { WorkerStore } from './workerStore.ts';
 /** Most completions written by one statement. */
 const MAX_BATCH = 500;
 
+/** How often a write waiting out an outage looks again whether it was cut off meanwhile (untilDatabase). */
+const OUTAGE_WAIT_MS = 60_000;
+
+/** The writes of their own a Finisher counts while under way (unwritten). */
+type OwnWrite = 'completion' | 'failure' | 'release';
+
 /** What a handler came to. */
 export type HandlerOutcome = { ok: true } | { ok: false; error: unknown };
 
@@ -47,10 +53,17 @@ const MOVED_KINDS_LOGGED = 1_000;
  *   up beyond the concurrency (in an outage, say).
  *
  * Retrying: in an outage the writes wait for the database to be back (someone else
- * probes), keeping their leases renewed; a statement the server refused is backed off
- * from and sent again. A write is given up (`job_finish_abandoned`, nothing written)
- * once the run's lease would have run out first: recovery then returns the job. A
+ * probes), however long it is away: a result is kept until it can be written, since a
+ * handler that succeeded must not be taken for one that never finished. Once the database
+ * answers, each waiting run first takes its lease back (renewIfUnrecovered: its deadline
+ * may have passed meanwhile, and the job is still its own unless recovery returned it),
+ * then writes. A statement the server refused (a lock wait, say) is backed off from and
+ * sent again while the lease lasts, and given up (`job_finish_abandoned`, nothing
+ * written) once the lease would have run out first: recovery then returns the job. A
  * write that finds the lease gone marks the run's lease lost and records nothing.
+ *
+ * `cutOff()` (a shutdown out of time) ends every wait and retry at once, nothing more
+ * written; `unwritten()` says what was still waiting then.
  */
 export class Finisher {
   private pending: JobRun[] = [];
@@ -58,12 +71,51 @@ export class Finisher {
   private readonly movedKinds = new Set<string>();
   private inFlight = 0;
   private flushing: Promise<void> | null = null;
+  /** Aborted by cutOff: waits and retries end, nothing more is written. */
+  private readonly cut = new AbortController();
+  /** Writes of their own (not batched) under way, by what they write (see unwritten). */
+  private readonly writing = new Map<OwnWrite, number>();
 
   constructor(private readonly deps: FinisherDeps) {}
 
   /** Plain successes handed in and not yet written. */
   get backlog(): number {
     return this.pending.length + this.inFlight;
+  }
+
+  /**
+   * What is still to be written, for a shutdown that ran out of time: counts of
+   * completions (batched or with effects), failures and releases, each a phrase such as
+   * `3 completions`; empty when nothing is.
+   */
+  unwritten(): string[] {
+    const counts: Record<OwnWrite, number> = { completion: this.backlog, failure: 0, release: 0 };
+    for (const [what, n] of this.writing) counts[what] += n;
+    return (Object.keys(counts) as OwnWrite[]).filter((what) => counts[what] > 0).map((what) => `${counts[what]} ${what}${counts[what] === 1 ? '' : 's'}`);
+  }
+
+  /**
+   * Ends every wait for the database and every retry at once (a shutdown out of time): the
+   * runs waiting to write are settled with nothing written, their jobs left to lease
+   * recovery (the fence keeps a write still in flight from landing after recovery).
+   */
+  cutOff(): void {
+    this.cut.abort();
+  }
+
+  /** Runs one write of its own, counted as `what` while it is under way (unwritten). */
+  private async counted<T>(what: OwnWrite, work: () => Promise<T>): Promise<T> {
+    this.writing.set(what, (this.writing.get(what) ?? 0) + 1);
+    try {
+      return await work();
+    } finally {
+      this.writing.set(what, this.writing.get(what)! - 1);
+    }
+  }
+
+  /** Waits until the database answers again (DbHealth) or the finisher is cut off. */
+  private async untilDatabase(): Promise<void> {
+    while (!this.deps.health.healthy && !this.cut.signal.aborted) await this.deps.health.untilHealthy(OUTAGE_WAIT_MS, this.cut.signal);
   }
 
   /**
@@ -88,7 +140,7 @@ export class Finisher {
    * runs it; dead only once no daemon has served the kind for the grace (UnknownKinds).
    */
   handBackUnknownKind(run: JobRun): void {
-    this.settleAfter(run, this.releaseOrBury(run));
+    this.settleAfter(run, this.counted('release', () => this.releaseOrBury(run)));
   }
 
   /** `run` failed before its handler had an outcome, unexpectedly: logged, nothing written (its lease expires). */
@@ -104,7 +156,7 @@ export class Finisher {
    */
   async releaseInterrupted(run: JobRun): Promise<boolean> {
     try {
-      const released = await this.deps.store.release(run.lease, 'interrupted by shutdown; released for another worker');
+      const released = await this.counted('release', () => this.deps.store.release(run.lease, 'interrupted by shutdown; released for another worker'));
       if (released) {
         run.log.info({ event: 'job_released_on_shutdown' }, 'running job interrupted by shutdown and released');
         this.deps.observer.shutdownReleased(1);
@@ -126,9 +178,11 @@ export class Finisher {
     const { store, log, observer, health } = this.deps;
     const onShutdown = why === 'shutdown';
     try {
-      const released = await store.release(
-        job.lease,
-        onShutdown ? 'released during shutdown before processing' : 'claimed ahead but not started in time; released for another worker',
+      const released = await this.counted('release', () =>
+        store.release(
+          job.lease,
+          onShutdown ? 'released during shutdown before processing' : 'claimed ahead but not started in time; released for another worker',
+        ),
       );
       if (released && onShutdown) observer.shutdownReleased(1);
       const event = !released ? 'claim_release_lost' : onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
@@ -154,7 +208,9 @@ export class Finisher {
   async moveToLimitedQueue(job: ClaimedJob, queue: string): Promise<void> {
     const { store, log, health } = this.deps;
     try {
-      const moved = await store.moveToQueue(job.lease, queue, `a job of limited kind '${job.kind}' was in queue '${job.queue}', where its limit does not hold; moved to queue '${queue}'`);
+      const moved = await this.counted('release', () =>
+        store.moveToQueue(job.lease, queue, `a job of limited kind '${job.kind}' was in queue '${job.queue}', where its limit does not hold; moved to queue '${queue}'`),
+      );
       // Warned once per kind; past MOVED_KINDS_LOGGED kinds, at debug only.
       const warn = moved && !this.movedKinds.has(job.kind) && this.movedKinds.size < MOVED_KINDS_LOGGED;
       if (warn) this.movedKinds.add(job.kind);
@@ -190,7 +246,10 @@ export class Finisher {
       this.settleAfter(run, run.releaseIfStillHeld());
       return;
     }
-    this.settleAfter(run, outcome.ok ? this.completeWithEffects(run, effects) : this.recordFailure(run, outcome.error));
+    this.settleAfter(
+      run,
+      outcome.ok ? this.counted('completion', () => this.completeWithEffects(run, effects)) : this.counted('failure', () => this.recordFailure(run, outcome.error)),
+    );
   }
 
   /** A run that never started its handler (its lease lost or released before): settled, nothing written. */
@@ -235,10 +294,17 @@ export class Finisher {
     let renewals: Array<() => void> | null = null;
     try {
       for (;;) {
+        if (this.cut.signal.aborted) {
+          for (const run of runs) this.settle(run); // nothing written: recovery returns the jobs
+          return;
+        }
         if (!health.healthy) {
-          // An outage: wait for the claim loop (or recovery) to find the database back.
-          await health.untilHealthy(Math.min(...runs.map((run) => run.leaseDeadline)) - Date.now());
-          runs = this.abandonExpiring(runs, 'complete', health.healthy ? -Infinity : Date.now());
+          // An outage: wait for the claim loop to find the database back, however long it
+          // takes, then take back the leases that may have run out meanwhile.
+          await this.untilDatabase();
+          if (this.cut.signal.aborted) continue;
+          await Promise.all(runs.map((run) => run.reclaimLease()));
+          runs = this.settleLost(runs);
           if (runs.length === 0) return;
           if (!health.healthy) continue;
         }
@@ -256,9 +322,10 @@ export class Finisher {
           // An outage already reported is not reported again: the loop's top waits it out.
           if (!health.healthy && isOutage(error)) continue;
           const wait = health.backoffAfter(error, 'complete');
+          if (isOutage(error)) continue; // waited out at the loop's top, however long
           runs = this.abandonExpiring(runs, 'complete', Date.now() + wait);
           if (runs.length === 0) return;
-          if (health.healthy) await sleep(wait); // a refused statement: back off, retry
+          if (health.healthy) await sleep(wait, this.cut.signal); // a refused statement: back off, retry
           continue;
         }
         health.ok(sentAt);
@@ -271,6 +338,16 @@ export class Finisher {
     } finally {
       for (const stop of renewals ?? []) stop();
     }
+  }
+
+  /** Settles the runs whose lease was found lost (already logged); returns the others. */
+  private settleLost(runs: JobRun[]): JobRun[] {
+    const held: JobRun[] = [];
+    for (const run of runs) {
+      if (run.leaseLost) this.settle(run);
+      else held.push(run);
+    }
+    return held;
   }
 
   /** Gives up (and settles) the runs whose lease is lost or ends by `by`; returns the others. */
@@ -375,10 +452,12 @@ export class Finisher {
   }
 
   /**
-   * Runs one fenced write for `run`, retrying database trouble (with backoff) while its
-   * lease may still be valid, and effects that never began (EffectNotStartedError).
-   * Undefined when it gave up (recovery will return the job), `{ ok: false }` when the
-   * write failed for a reason not the database's.
+   * Runs one fenced write for `run`, waiting out an outage however long it lasts (then
+   * taking the lease back, see the class comment), retrying a statement the server
+   * refused (with backoff) while its lease may still be valid, and effects that never
+   * began (EffectNotStartedError). Undefined when it gave up, found the lease gone or was
+   * cut off (recovery will return the job), `{ ok: false }` when the write failed for a
+   * reason not the database's.
    */
   private async writeWithRetry<T>(run: JobRun, where: string, write: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
     const { health } = this.deps;
@@ -386,14 +465,16 @@ export class Finisher {
     let delayedLogged = false;
     try {
       for (;;) {
+        if (this.cut.signal.aborted) return undefined; // nothing written: recovery returns the job
         if (!health.healthy) {
-          // An outage: wait for the claim loop (or recovery) to find the database back,
-          // rather than every finishing job probing it on its own.
-          await health.untilHealthy(run.leaseDeadline - Date.now());
-          if (!health.healthy || run.leaseLost) {
-            this.logAbandoned(run, where);
-            return undefined;
-          }
+          // An outage: wait for the claim loop to find the database back, rather than every
+          // finishing job probing it on its own, however long it takes; then take the lease
+          // back, as it may have run out meanwhile.
+          await this.untilDatabase();
+          if (this.cut.signal.aborted) continue;
+          await run.reclaimLease();
+          if (run.leaseLost) return undefined; // recovered, or cancelled, meanwhile (logged)
+          if (!health.healthy) continue;
         }
         const sentAt = Date.now();
         try {
@@ -423,11 +504,12 @@ export class Finisher {
           // again: the loop's top waits for the database to come back.
           if (!notStarted && !health.healthy && isOutage(error)) continue;
           const wait = health.backoffAfter(error, where);
+          if (!notStarted && isOutage(error)) continue; // waited out at the loop's top, however long
           if (Date.now() + wait >= run.leaseDeadline || run.leaseLost) {
             this.logAbandoned(run, where);
             return undefined;
           }
-          if (health.healthy) await sleep(wait); // a refused statement: back off, retry
+          if (health.healthy) await sleep(wait, this.cut.signal); // a refused statement: back off, retry
         }
       }
     } finally {

@@ -6,7 +6,7 @@ import type { Task } from '../tasks/define.ts';
 import type { Effect, Job, JobContext } from '../tasks/job.ts';
 import type { Finisher, HandlerOutcome } from './finisher.ts';
 import { decodePayload } from './payload.ts';
-import { keepLeaseAlive, renewOnce, type RenewableRun } from './renewal.ts';
+import { keepLeaseAlive, reclaimOnce, renewOnce, type RenewableRun } from './renewal.ts';
 import { runAsJob } from './runningJob.ts';
 import type { WorkerStore } from './workerStore.ts';
 import { JobCancelledError, LeaseLostError, ShutdownAbortError } from '../errors.ts';
@@ -14,7 +14,7 @@ import { JobCancelledError, LeaseLostError, ShutdownAbortError } from '../errors
 /** What every run of a pool shares. */
 export interface JobRunDeps {
   /** For renewing the lease (every final write goes through the finisher). */
-  store: Pick<WorkerStore, 'renew' | 'cancellationOf'>;
+  store: Pick<WorkerStore, 'renew' | 'renewUnrecovered' | 'cancellationOf'>;
   log: Logger;
   health: DbHealth;
   /** Told about this run's lease loss. */
@@ -53,7 +53,7 @@ export class JobRun implements RenewableRun {
   private childLog: Logger | null = null;
   readonly lease: Lease;
   readonly leaseMs: number;
-  /** Local estimate of when our lease ends (Date.now()); only used to stop retrying a final write. */
+  /** Local estimate of when our lease ends (Date.now()): when effects must end, and when a write refused by the server stops being retried. */
   leaseDeadline: number;
   leaseLost = false;
   /** True while the handler itself runs (not its final write). */
@@ -155,6 +155,15 @@ export class JobRun implements RenewableRun {
   /** Renews the lease once, now (renewal.ts renewOnce): the lease is then renewed, marked lost, or as it was after a database error. */
   renewLeaseNow(): Promise<void> {
     return renewOnce(this, this.deps.store, this.deps.health);
+  }
+
+  /**
+   * After an outage: takes the lease back even if its deadline passed meanwhile, as long as
+   * nobody recovered the job (renewal.ts reclaimOnce): renewed, marked lost or cancelled,
+   * or as it was after a database error.
+   */
+  reclaimLease(): Promise<void> {
+    return reclaimOnce(this, this.deps.store, this.deps.health);
   }
 
   leaseRenewed(requestedAt: number): void {

@@ -125,6 +125,8 @@ export class WorkerPool {
   /** Queues of kinds with a cluster-wide limit, and which are at it. */
   private readonly limited: LimitedQueues;
   private released = 0;
+  /** Of `released`, the jobs whose handlers the grace cut off (StopResult.abandoned). */
+  private abandoned = 0;
   /** Rows asked for by claims in flight. */
   private claiming = 0;
   /** Claims in a row whose reservation lost a lock race (ClaimUpdateError.lostLockRace). */
@@ -247,6 +249,29 @@ export class WorkerPool {
   stop({ graceMs }: { graceMs: number }): Promise<StopResult> {
     this.stopped ??= this.shutdown(graceMs);
     return this.stopped;
+  }
+
+  /**
+   * What a stop still waits for, for a shutdown that ran out of time: writes not done
+   * (`2 completions`, `1 release`: Finisher.unwritten), handlers still running past their
+   * aborted signal, a claim in flight. Empty when nothing.
+   */
+  unfinished(): string[] {
+    const waiting = this.finisher.unwritten();
+    const handlers = this.slots.inHandler().length;
+    if (handlers > 0) waiting.push(`${handlers} handler${handlers === 1 ? '' : 's'} still running`);
+    if (this.claiming > 0) waiting.push('a claim');
+    return waiting;
+  }
+
+  /**
+   * Gives up on a stop that ran out of time: every write still waiting or retrying ends
+   * at once, nothing more written (Finisher.cutOff); those jobs return through lease
+   * recovery. Returns what the stop had done by then.
+   */
+  cutOff(): StopResult {
+    this.finisher.cutOff();
+    return { released: this.released, abandoned: this.abandoned };
   }
 
   /**
@@ -502,11 +527,11 @@ export class WorkerPool {
     this.slots.room.notify();
     await this.loop;
     await Promise.all(this.buffered.takeAll().map((job) => this.releaseUnstarted(job)));
-    const abandoned = await drainRuns(this.slots, graceMs);
-    this.released += abandoned;
+    this.abandoned = await drainRuns(this.slots, graceMs);
+    this.released += this.abandoned;
     await this.finisher.idle();
-    log.info({ event: 'worker_stopped', released: this.released, abandoned }, 'worker stopped');
-    return { released: this.released, abandoned };
+    log.info({ event: 'worker_stopped', released: this.released, abandoned: this.abandoned }, 'worker stopped');
+    return { released: this.released, abandoned: this.abandoned };
   }
 }
 

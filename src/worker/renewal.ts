@@ -18,7 +18,7 @@ export interface RenewableRun {
   markCancelled(cancellation: Cancellation): void;
 }
 
-type RenewalStore = Pick<WorkerStore, 'renew' | 'cancellationOf'>;
+type RenewalStore = Pick<WorkerStore, 'renew' | 'renewUnrecovered' | 'cancellationOf'>;
 
 /**
  * Renews `run`'s lease every third of its length (at least every 250 ms apart) until the
@@ -44,6 +44,25 @@ export async function renewOnce(run: RenewableRun, store: RenewalStore, health: 
   const requestedAt = Date.now();
   try {
     const held = await store.renew(run.lease, run.leaseMs);
+    health.ok(requestedAt);
+    if (held) run.leaseRenewed(requestedAt);
+    else await leaseGone(run, store);
+  } catch (error) {
+    health.backoffAfter(error, 'renew');
+  }
+}
+
+/**
+ * Takes `run`'s lease back after an outage (renewIfUnrecovered): its deadline may have
+ * passed while the database was away, and the job is still the run's as long as nobody
+ * recovered it. Renewed (a full lease from now), marked lost or cancelled when it is gone,
+ * or, after a database error, reported to `health` and left as it was. Never throws.
+ */
+export async function reclaimOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
+  if (run.leaseLost || run.settled) return;
+  const requestedAt = Date.now();
+  try {
+    const held = await store.renewUnrecovered(run.lease, run.leaseMs);
     health.ok(requestedAt);
     if (held) run.leaseRenewed(requestedAt);
     else await leaseGone(run, store);

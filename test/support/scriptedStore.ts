@@ -37,6 +37,7 @@ export function scriptedStore({ lanes = 1, writes = {} }: { lanes?: number; writ
     complete: refuse,
     fail: refuse,
     renew: refuse,
+    renewUnrecovered: refuse,
     release: refuse,
     moveToQueue: refuse,
     ...writes,

@@ -59,7 +59,9 @@ enqueued once and each job runs once at a time.
 
 Durations read as 100ms, 2s, 5m, 1h, 40d, without spaces.
 On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
-their attempt restored; running handlers get the grace period; exit 0. While
+their attempt restored; running handlers get the grace period; exit 0. Whatever
+the database does, the stop takes at most the grace plus 3s (then one
+shutdown_cut_short line names what was left unwritten, for lease recovery). While
 schedule files are still importing: exit 0 at once, nothing started. A second
 signal exits at once.
 

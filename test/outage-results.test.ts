@@ -1,0 +1,126 @@
+import mysql from 'mysql2/promise';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createCronq, type Cronq } from '../src/cronq.ts';
+import { defineTask } from '../src/tasks/define.ts';
+import { DaemonProcess } from './support/cli.ts';
+import { eventually, EventLog } from './support/events.ts';
+import { findServerBinary, PrivateServer } from './support/privateServer.ts';
+
+/**
+ * Results and shutdowns against a database that goes away or freezes: a private
+ * MariaDB/MySQL server (never the shared one) is stopped, or frozen with SIGSTOP, under a
+ * running job. Skipped as outage.test.ts is, without a server binary and with DATABASE_URL
+ * pointing elsewhere.
+ */
+const haveBinary = findServerBinary() !== null;
+const skip = !haveBinary && Boolean(process.env.DATABASE_URL);
+
+let server: PrivateServer;
+let url: string;
+let daemon: DaemonProcess | undefined;
+let engine: Cronq | undefined;
+
+async function query<T = any>(statement: string, values: unknown[] = []): Promise<T[]> {
+  const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
+  try {
+    const [rows] = await conn.query(statement, values);
+    return rows as T[];
+  } finally {
+    await conn.end();
+  }
+}
+
+describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skipped: no mariadbd/mysqld binary here)' : 'results and shutdown under database faults', () => {
+  beforeAll(async () => {
+    server = await PrivateServer.create();
+    url = `${server.url}/cronq_results`;
+    const setup = createCronq({ databaseUrl: url, logger: false });
+    await setup.migrate();
+    await setup.stop();
+  });
+
+  afterEach(async () => {
+    if (server.pid !== null) process.kill(server.pid, 'SIGCONT');
+    await daemon?.kill();
+    daemon = undefined;
+    await engine?.stop({ graceMs: 0 }).catch(() => undefined);
+    engine = undefined;
+    await query('DELETE FROM cronq_jobs');
+    await query('DELETE FROM cronq_dead_letters');
+  });
+
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('a handler that succeeded on its last attempt while the database was away longer than its lease ends done, run once, not dead', async () => {
+    const log = new EventLog('info');
+    let runs = 0;
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const last = defineTask({
+      name: 'last-attempt',
+      lease: '1s',
+      maxAttempts: 1,
+      async handle() {
+        runs += 1;
+        started();
+        await finished;
+      },
+    });
+    engine = createCronq({ databaseUrl: url, tasks: [last], logger: log.logger, pollInterval: '50ms', recoveryInterval: '100ms' });
+    const { id } = await engine.enqueue(last, { key: 'last:1', payload: {} });
+    await engine.start();
+    await running;
+    const downAt = Date.now();
+    await server.stop();
+    await log.waitFor('db_unavailable'); // a lease renewal found it gone
+    finish(); // the handler succeeds while nothing can be written
+    // The outage is the scenario: keep the server down past the 1 s lease.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2_000 - (Date.now() - downAt))));
+    await server.start();
+    const job = await eventually(async () => {
+      const [found] = await query("SELECT status, attempts, lease_expiries FROM cronq_jobs WHERE id = ? AND status IN ('done', 'dead')", [id]);
+      return found;
+    }, 15_000, 'the job to finish');
+    expect(job).toEqual({ status: 'done', attempts: 1, lease_expiries: 0 });
+    expect(runs).toBe(1);
+    expect(await query('SELECT id FROM cronq_dead_letters')).toEqual([]);
+    expect(log.named('job_completed')).toHaveLength(1);
+    expect(log.named('job_finish_abandoned')).toEqual([]);
+  });
+
+  it('a SIGTERM while the database is frozen exits within the grace and a bounded margin, logging once what it still waited for', async () => {
+    const d = (daemon = new DaemonProcess(['--concurrency', '4', '--poll', '50ms', '--grace', '1s', '--no-migrate'], {
+      DATABASE_URL: url,
+      CRONQ_SCHEDULES: 'test/fixtures/schedules-faults',
+      LOG_LEVEL: 'info',
+    }));
+    await d.waitFor('worker_started');
+    const enqueuer = createCronq({ databaseUrl: url, logger: false, allowUnknownKind: true });
+    await enqueuer.enqueue({ kind: 'hangs', key: 'hangs:frozen' });
+    await enqueuer.stop();
+    await d.waitFor('job_claimed');
+    process.kill(server.pid!, 'SIGSTOP');
+    const signalledAt = Date.now();
+    d.signal('SIGTERM');
+    const code = await Promise.race([d.exited, new Promise((resolve) => setTimeout(() => resolve('still running after 12 s'), 12_000))]);
+    const tookMs = Date.now() - signalledAt;
+    process.kill(server.pid!, 'SIGCONT');
+    expect(code).toBe(0);
+    // 1 s of grace, the 3 s margin, and a little for the process itself.
+    expect(tookMs).toBeLessThan(5_500);
+    const cut = d.events('shutdown_cut_short');
+    expect(cut).toHaveLength(1);
+    // The handler honoured its signal and succeeded: its completion could not be written.
+    expect(cut[0].waiting_for).toContain('1 completion');
+    expect(cut[0].msg).toMatch(/^shutdown cut short 3s past its grace, still waiting for: .*1 completion/);
+    // Nothing corrupted: still reserved under its lease (for recovery to return), or done or
+    // released by a fenced statement the frozen server had received and ran once thawed; never dead.
+    const [job] = await eventually(async () => query("SELECT status FROM cronq_jobs WHERE job_key = 'hangs:frozen'"), 5_000, 'the server to answer');
+    expect(['reserved', 'ready', 'done']).toContain(job.status);
+    expect(await query('SELECT id FROM cronq_dead_letters')).toEqual([]);
+  });
+});
