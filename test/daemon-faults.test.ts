@@ -39,21 +39,20 @@ async function insertExpired(key: string, attempts: number, maxAttempts: number,
 }
 
 describe('lease recovery counts expiries', () => {
-  it('returns an expired job naming who held it, its attempt restored, even on its last attempt, and sends it dead once its leases expired the bounded number of times', async () => {
+  it('returns an expired job naming who held it, and sends it dead once its leases expired the bounded number of times', async () => {
     await insertExpired('first', 1, 5, 0);
     await insertExpired('third', 3, 5, 2);
     await insertExpired('final', 5, 5, 0);
-    expect(await recoverExpiredLeases(t.database.db, 100, 3)).toEqual({ returned: 2, dead: 1 });
-    const jobs = await t.sql('SELECT job_key, status, attempts, lease_expiries, last_error FROM cronq_jobs ORDER BY job_key');
+    expect(await recoverExpiredLeases(t.database.db, 100, 3)).toEqual({ returned: 1, dead: 2 });
+    const jobs = await t.sql('SELECT job_key, status, lease_expiries, last_error FROM cronq_jobs ORDER BY job_key');
     expect(jobs).toEqual([
-      // Its handler may have succeeded with only the result unwritten: it runs its last attempt again.
-      { job_key: 'final', status: 'ready', attempts: 4, lease_expiries: 1, last_error: 'lease expired while held by host-a:4242; returned to the queue' },
-      { job_key: 'first', status: 'ready', attempts: 0, lease_expiries: 1, last_error: 'lease expired while held by host-a:4242; returned to the queue' },
-      { job_key: 'third', status: 'dead', attempts: 3, lease_expiries: 3, last_error: expect.stringMatching(/^the process running it stopped 3 times without finishing it \(its lease expired; last held by host-a:4242\)\. Typical causes: process\.exit\(\), an out-of-memory kill/) },
+      { job_key: 'final', status: 'dead', lease_expiries: 1, last_error: 'lease expired while held by host-a:4242 after the final attempt' },
+      { job_key: 'first', status: 'ready', lease_expiries: 1, last_error: 'lease expired while held by host-a:4242; returned to the queue' },
+      { job_key: 'third', status: 'dead', lease_expiries: 3, last_error: expect.stringMatching(/^the process running it stopped 3 times without finishing it \(its lease expired; last held by host-a:4242\)\. Typical causes: process\.exit\(\), an out-of-memory kill/) },
     ]);
     const letters = await t.sql('SELECT job_key, failure_reason FROM cronq_dead_letters ORDER BY job_key');
-    expect(letters.map((l) => l.job_key)).toEqual(['third']);
-    expect(letters[0].failure_reason).toBe(jobs[2].last_error);
+    expect(letters.map((l) => l.job_key)).toEqual(['final', 'third']);
+    expect(letters[1].failure_reason).toBe(jobs[2].last_error);
   });
 });
 

@@ -84,7 +84,7 @@ describe('writes that leave the payload as stored (MariaDB)', () => {
     expect(await recoverExpiredLeases(t.database.db, 10)).toEqual({ returned: 1, dead: 0 });
     expect(await statusOf('retried')).toMatchObject({ status: 'ready', attempts: 1 });
     expect(await statusOf('released')).toMatchObject({ status: 'ready', attempts: 0 });
-    expect(await statusOf('expired')).toMatchObject({ status: 'ready', attempts: 0 });
+    expect(await statusOf('expired')).toMatchObject({ status: 'ready', attempts: 1 });
   });
 
   it('moves such a row to the dead letters with its payload as stored, shows and requeues the letter, and cancels such a row', async (ctx) => {

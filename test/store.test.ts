@@ -660,7 +660,7 @@ describe('fencing', () => {
     expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 0 });
     const [fresh] = await claim(1, 'fresh:2');
     expect(fresh.id).toBe(stale.id);
-    expect(fresh.attempt).toBe(1); // an expiry is no handler failure: its attempt was restored
+    expect(fresh.attempt).toBe(2);
 
     let effectRan = false;
     expect(
@@ -795,7 +795,7 @@ describe('failure and dead letters', () => {
 });
 
 describe('recovery and release', () => {
-  it('returns expired leases to ready with their attempt restored, the last attempt too, leaving live leases alone', async () => {
+  it('returns expired leases to ready, and to dead with a dead letter when no attempts remain', async () => {
     await insertJobIfAbsent(t.database.db, row('r-again', { maxAttempts: 3 }));
     await insertJobIfAbsent(t.database.db, row('r-last', { maxAttempts: 1 }));
     await insertJobIfAbsent(t.database.db, row('r-live', { maxAttempts: 3 }));
@@ -805,17 +805,15 @@ describe('recovery and release', () => {
       "UPDATE cronq_jobs SET lease_deadline = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE job_key IN ('r-again', 'r-last')",
     );
     expect(got).toHaveLength(3);
-    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 2, dead: 0 });
+    expect(await recoverExpiredLeases(t.database.db, 100)).toEqual({ returned: 1, dead: 1 });
     const rows = await t.sql('SELECT job_key, status, attempts, lease_token FROM cronq_jobs ORDER BY job_key');
     expect(rows).toEqual([
-      { job_key: 'r-again', status: 'ready', attempts: 0, lease_token: null },
-      { job_key: 'r-last', status: 'ready', attempts: 0, lease_token: null },
+      { job_key: 'r-again', status: 'ready', attempts: 1, lease_token: null },
+      { job_key: 'r-last', status: 'dead', attempts: 1, lease_token: expect.any(String) },
       { job_key: 'r-live', status: 'reserved', attempts: 1, lease_token: expect.any(String) },
     ]);
-    expect(await t.sql('SELECT job_key FROM cronq_dead_letters')).toEqual([]);
-    // The last attempt runs again as the last attempt.
-    const again = (await claim(2)).find((job) => job.key === 'r-last');
-    expect(again).toMatchObject({ attempt: 1, maxAttempts: 1 });
+    const letters = await t.sql('SELECT job_key, failure_reason FROM cronq_dead_letters');
+    expect(letters).toEqual([{ job_key: 'r-last', failure_reason: 'lease expired while held by test:1 after the final attempt' }]);
   });
 
   it('recovers in bounded batches', async () => {

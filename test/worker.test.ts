@@ -318,7 +318,7 @@ describe('worker', () => {
     expect(recovered.count).toBe(1);
     await log.waitFor('job_completed');
     const [job] = await t.sql("SELECT status, attempts FROM cronq_jobs WHERE job_key = 'again:1'");
-    expect(job).toEqual({ status: 'done', attempts: 1 }); // the expiry restored its attempt
+    expect(job).toEqual({ status: 'done', attempts: 2 });
   });
 
   it('never runs more handlers at once than its concurrency', async () => {

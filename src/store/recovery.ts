@@ -34,16 +34,14 @@ export function expiredLeasesSql(limit: number): SQL {
 }
 
 /**
- * Returns jobs whose lease expired to 'ready', available now, with their attempt restored,
- * or sends them dead with a dead letter when their leases expired `maxLeaseExpiries` times
- * (the processes running them stopped or stalled that often: a handler that kills its
- * process must not take every daemon down in turn). An expiry is not a handler's
- * failure: the handler may have succeeded with only its result unwritten (the database
- * was away longer than the lease), so it never consumes an attempt, and a job on its
- * last attempt runs that attempt again rather than going dead. Each expiry adds one to
- * `lease_expiries` and says in `last_error` who held the lease; that count alone bounds
- * the reruns. At most `limit` rows per call, locked with SKIP LOCKED so several daemons
- * recovering at once split the work instead of waiting on each other.
+ * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
+ * counted, since the handler may have run), or to 'dead' with a dead letter. Each
+ * expiry adds one to `lease_expiries` and says in `last_error` who held the lease. A
+ * job goes dead when that count reaches `maxLeaseExpiries` (the processes running it
+ * stopped or stalled that often: a handler that kills its process must not take every
+ * daemon down in turn), or when no attempts remain. At most `limit` rows per call,
+ * locked with SKIP LOCKED so several daemons recovering at once split the work instead
+ * of waiting on each other.
  *
  * Reads the status='reserved' prefix of the claim index in index order and checks each
  * row's lease: as many rows as jobs in flight, which spares every claim and completion
@@ -66,22 +64,27 @@ export async function recoverExpiredLeases(
     // skipped, and the batch goes on with the ones after them.
     const found = rows<{ id: number }>(await tx.execute(expiredLeasesSql(RECOVERY_CANDIDATES * limit))).map((r) => Number(r.id));
     if (found.length === 0) return { returned: 0, dead: 0 };
-    const expired = rows<{ id: number; lease_expiries: number }>(
-      await tx.execute(sql`SELECT id, lease_expiries FROM cronq_jobs FORCE INDEX (PRIMARY)
+    const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
+      await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs FORCE INDEX (PRIMARY)
         WHERE id IN ${found} AND status = 'reserved' AND lease_deadline <= ${NOW}
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`),
     );
     const crashed = expired.filter((r) => r.lease_expiries + 1 >= maxLeaseExpiries).map((r) => Number(r.id));
-    const retry = expired.filter((r) => r.lease_expiries + 1 < maxLeaseExpiries).map((r) => Number(r.id));
+    const exhausted = expired
+      .filter((r) => r.lease_expiries + 1 < maxLeaseExpiries && r.attempts >= r.max_attempts)
+      .map((r) => Number(r.id));
+    const retry = expired.filter((r) => r.lease_expiries + 1 < maxLeaseExpiries && r.attempts < r.max_attempts).map((r) => Number(r.id));
     // last_error is assigned before lease_expiries grows, so it reads the old count
     // whether the server assigns left to right or all at once.
     const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
     if (retry.length > 0) {
       await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-        SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0),
-            last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
+        SET status = 'ready', last_error = CONCAT('lease expired while held by ', ${HELD_BY}, '; returned to the queue'),
             ${NO_LEASE}, available_at = ${NOW}, updated_at = ${NOW}${counted}
         WHERE id IN ${retry}`);
+    }
+    if (exhausted.length > 0) {
+      await markDead(tx, exhausted, sql`CONCAT('lease expired while held by ', ${HELD_BY}, ' after the final attempt')`, counted);
     }
     if (crashed.length > 0) {
       await markDead(
@@ -93,6 +96,6 @@ export async function recoverExpiredLeases(
         counted,
       );
     }
-    return { returned: retry.length, dead: crashed.length };
+    return { returned: retry.length, dead: exhausted.length + crashed.length };
   });
 }
