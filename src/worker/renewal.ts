@@ -40,16 +40,8 @@ export function keepLeaseAlive(run: RenewableRun, store: RenewalStore, health: D
  * outcomes: renewed, marked lost or cancelled, or an error reported to `health`). Never throws.
  */
 export async function renewOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
-  if (run.leaseLost || run.settled || !health.healthy) return;
-  const requestedAt = Date.now();
-  try {
-    const held = await store.renew(run.lease, run.leaseMs);
-    health.ok(requestedAt);
-    if (held) run.leaseRenewed(requestedAt);
-    else await leaseGone(run, store);
-  } catch (error) {
-    health.backoffAfter(error, 'renew');
-  }
+  if (!health.healthy) return;
+  await sendRenewal(run, health, () => store.renew(run.lease, run.leaseMs), store);
 }
 
 /**
@@ -59,10 +51,15 @@ export async function renewOnce(run: RenewableRun, store: RenewalStore, health: 
  * or, after a database error, reported to `health` and left as it was. Never throws.
  */
 export async function reclaimOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
+  await sendRenewal(run, health, () => store.renewUnrecovered(run.lease, run.leaseMs), store);
+}
+
+/** One renewal by `renew`, with renewOnce's and reclaimOnce's outcomes. Never throws. */
+async function sendRenewal(run: RenewableRun, health: DbHealth, renew: () => Promise<boolean>, store: RenewalStore): Promise<void> {
   if (run.leaseLost || run.settled) return;
   const requestedAt = Date.now();
   try {
-    const held = await store.renewUnrecovered(run.lease, run.leaseMs);
+    const held = await renew();
     health.ok(requestedAt);
     if (held) run.leaseRenewed(requestedAt);
     else await leaseGone(run, store);
