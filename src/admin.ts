@@ -206,8 +206,8 @@ export interface CronqAdmin {
   /**
    * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`
    * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
-   * scheduler records that tick when it reaches it). An `at` later than now (this host's
-   * clock, as the scheduler's; TICK_AT_SKEW_MS allowed) is a UsageError: it would take a
+   * scheduler records that tick when it reaches it). Now is the database's clock, as the
+   * scheduler's; an `at` later than now (TICK_AT_SKEW_MS allowed) is a UsageError: it would take a
    * coming period's key, and that period's real run would then find it taken. A fan-out
    * that fails midway (jobs() throws) rejects with TickFanoutError, one line naming the
    * schedule, the fire time and the jobs enqueued before it (they stay enqueued).
@@ -367,8 +367,10 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     job: async (target) => store.job(checkedTarget(target, 'job')),
     async tick(name, options) {
-      const { at = new Date() } = checkedOptions(options, ['at'], 'tick');
-      checkTickInstant(checkedFireDate(at, 'at'), 'at');
+      const { at: asked } = checkedOptions(options, ['at'], 'tick');
+      // The database's clock, which the scheduler ticks by (DatabaseClock).
+      const now = await store.now();
+      const at = asked === undefined ? now : checkTickInstant(checkedFireDate(asked, 'at'), 'at', now, "the database's clock");
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
@@ -487,18 +489,19 @@ function checkedDate(value: unknown, name: string): Date {
 /** Most characters of the error's first line a TickFanoutError quotes. */
 const TICK_FAILURE_TEXT_MAX = 300;
 
-/** How far ahead of this host's clock a tick's `at` may be: clock skew between the caller's and this host's. */
+/** How far ahead of now a tick's `at` may be: clock skew between the caller's clock and the one checked against. */
 export const TICK_AT_SKEW_MS = 5_000;
 
 /**
- * Refuses (UsageError naming `name`) a tick instant later than now plus TICK_AT_SKEW_MS,
- * by this host's clock (the scheduler ticks by it). Run early, a coming fire time's fan-out
- * would take its period's key: its real run would find the key taken and never run.
+ * Refuses (UsageError naming `name`) a tick instant later than `now` (read off `whose`
+ * clock: admin.tick checks by the database's, which the scheduler ticks by) plus
+ * TICK_AT_SKEW_MS. Run early, a coming fire time's fan-out would take its period's key:
+ * its real run would find the key taken and never run.
  */
-export function checkTickInstant(at: Date, name: string, now = new Date()): Date {
+export function checkTickInstant(at: Date, name: string, now = new Date(), whose = "this host's clock"): Date {
   if (at.getTime() > now.getTime() + TICK_AT_SKEW_MS) {
     throw new UsageError(
-      `${name} must not be later than now (${now.toISOString()} on this host, ${TICK_AT_SKEW_MS / 1000}s of clock skew allowed): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run (got ${at.toISOString()})`,
+      `${name} must not be later than now (${now.toISOString()} by ${whose}, ${TICK_AT_SKEW_MS / 1000}s of clock skew allowed): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run (got ${at.toISOString()})`,
     );
   }
   return at;

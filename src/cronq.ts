@@ -16,7 +16,8 @@ import { pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
 import { Store } from './store/index.ts';
 import type { NewJobRow } from './store/jobs.ts';
-import { systemClock, type Clock } from './schedule/clock.ts';
+import type { Clock } from './schedule/clock.ts';
+import { DatabaseClock } from './schedule/databaseClock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
@@ -84,7 +85,11 @@ export interface CronqOptions {
   workers?: boolean;
   /** Enqueue the schedules' ticks (default true). */
   scheduler?: boolean;
-  /** The scheduler's clock (tests drive a simulated one). */
+  /**
+   * The scheduler's clock (tests drive a simulated one). Default: the database's clock,
+   * measured as an offset from this host's every minute, so daemons on hosts whose clocks
+   * disagree still agree on which ticks are due (a skew of 2 s or more logs `clock_skew`).
+   */
   clock?: Clock;
   /**
    * @internal Fault injection for tests and the daemon's CRONQ_FAULT_POST_CLAIM_PAUSE_MS:
@@ -374,6 +379,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let heartbeat: DaemonHeartbeat | null = null;
   const maintenanceStop = new AbortController();
   let recovery: Promise<void> | null = null;
+  /** The database clock's re-measuring loop (when the scheduler runs on it: no `clock` option). */
+  let clockSync: Promise<void> | null = null;
   let starting: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
   let migrating: Promise<void> | null = null;
@@ -562,6 +569,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           maintenanceStop.abort();
           await step('a lease recovery pass', recovery);
           await step('a prune pass', prune);
+          await clockSync;
           // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
           // statement by statement), and every later run failing on it: let it finish.
           await migrating?.catch(() => undefined);
@@ -681,9 +689,17 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const claimConnections = options.workers === false || pool ? null : store.openClaimConnections();
     await heartbeat.start();
     if (runsScheduler && !scheduler) {
+      let clock = options.clock;
+      if (!clock) {
+        // Ticks are due by the database's clock, which every daemon shares (DatabaseClock).
+        const databaseClock = new DatabaseClock({ readNow: () => store.now(), log });
+        await databaseClock.sync();
+        clockSync = databaseClock.run(maintenanceStop.signal);
+        clock = databaseClock;
+      }
       scheduler = new Scheduler({
         store,
-        clock: options.clock ?? systemClock,
+        clock,
         log,
         schedules,
         onEnqueued: () => pool?.wake(),

@@ -56,6 +56,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       log.warn({ event: 'shutdown_forced', signal }, 'second signal: exiting at once');
+      process.off('exit', onForeignExit);
       process.exit(1);
     }
     log.info({ event: 'shutdown_requested', signal, grace_ms: config.graceMs }, 'stopping');
@@ -64,6 +65,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('exit', onForeignExit);
   let engineStarted = false;
   try {
     if (config.http && metrics) {
@@ -108,8 +110,26 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     await http?.close();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    process.off('exit', onForeignExit);
+  }
+
+  /**
+   * The process is exiting while the daemon runs and not by its own stop: code in a
+   * schedule file or a handler called process.exit(). Logged (the logger writes
+   * synchronously), and an exit code of 0 becomes EXIT_FOREIGN_EXIT, so a supervisor that
+   * restarts on failure (systemd's Restart=on-failure) restarts the daemon.
+   */
+  function onForeignExit(code: number): void {
+    if (code === 0) process.exitCode = EXIT_FOREIGN_EXIT;
+    log.fatal(
+      { event: 'daemon_exit_unexpected', exit_code: code, reported_exit_code: code === 0 ? EXIT_FOREIGN_EXIT : code },
+      `process.exit(${code}) was called while the daemon was running, not by its stop (a schedule file or handler?): exiting with ${code === 0 ? EXIT_FOREIGN_EXIT : code}, its running jobs return through lease recovery`,
+    );
   }
 }
+
+/** The exit code when code other than cronq's ends the daemon's process with 0 (BSD sysexits EX_SOFTWARE). */
+export const EXIT_FOREIGN_EXIT = 70;
 
 /** The exit code of a daemon stopped by a signal before its engine started: 0 once the stop is done. */
 async function stoppedBeforeStart(stopping: Promise<unknown>): Promise<number> {

@@ -83,7 +83,7 @@ describe('the admin API', () => {
     for (const at of [new Date('2999-12-31T23:59:59Z'), new Date(Date.now() + 60_000)]) {
       const error = await cronq.admin.tick('daily-report', { at }).then(() => null, (e: unknown) => e);
       expect(error).toBeInstanceOf(UsageError);
-      expect((error as Error).message).toMatch(/^at must not be later than now \(\S+Z on this host, 5s of clock skew allowed\): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run \(got \S+Z\)$/);
+      expect((error as Error).message).toMatch(/^at must not be later than now \(\S+Z by the database's clock, 5s of clock skew allowed\): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run \(got \S+Z\)$/);
     }
     expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
     // Now, and a little ahead for clock skew, run today's fire as ever.

@@ -25,7 +25,7 @@ describe('cronq tick --at', () => {
   it('refuses an instant later than now in one line, exit 64, enqueueing nothing (the period must still run when it comes)', async () => {
     const r = await runMain(['tick', 'nightly', '--at', '2999-12-31T23:59:59Z'], env());
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toMatch(/^cronq: --at must not be later than now \(\S+Z on this host, 5s of clock skew allowed\): .* \(got 2999-12-31T23:59:59\.000Z\)\n$/);
+    expect(r.stderr).toMatch(/^cronq: --at must not be later than now \(\S+Z by this host's clock, 5s of clock skew allowed\): .* \(got 2999-12-31T23:59:59\.000Z\)\n$/);
     expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
     expect((await runMain(['tick', '--help'], env())).stdout).toContain('a later --at is refused (exit 64)');
   });

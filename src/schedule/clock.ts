@@ -17,22 +17,29 @@ const MAX_TIMER_MS = 2_147_483_647;
 /** The host's clock. */
 export const systemClock: Clock = {
   now: () => new Date(),
-  sleepUntil(at, signal) {
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      let timer: NodeJS.Timeout;
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const arm = () => {
-        const wait = at.getTime() - Date.now();
-        if (wait <= 0) return done();
-        timer = setTimeout(wait > MAX_TIMER_MS ? arm : done, Math.min(wait, MAX_TIMER_MS));
-      };
-      signal.addEventListener('abort', done, { once: true });
-      arm();
-    });
-  },
+  sleepUntil: (at, signal) => sleepUntilBy(Date.now, at, signal),
 };
+
+/**
+ * Resolves once `now()` (epoch ms) reaches `at`, or at once when `signal` aborts (never
+ * rejects). The wait is measured against `now` when armed and again on waking, so a
+ * clock that moves meanwhile (a new offset) only makes the wake-up early or late.
+ */
+export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    let timer: NodeJS.Timeout;
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const arm = () => {
+      const wait = at.getTime() - now();
+      if (wait <= 0) return done();
+      timer = setTimeout(wait > MAX_TIMER_MS ? arm : done, Math.min(wait, MAX_TIMER_MS));
+    };
+    signal.addEventListener('abort', done, { once: true });
+    arm();
+  });
+}

@@ -30,12 +30,13 @@ ${COMMON_HELP}`,
   positionals: { min: 1, max: 1, names: 'NAME' },
   async run(args) {
     const [name] = args.positionals;
-    const at = args.values.at === undefined ? new Date() : checkTickInstant(parseIsoInstant(args.values.at as string, '--at'), '--at');
+    // Checked here too, before the database is opened; admin.tick checks it by the database's clock.
+    const asked = args.values.at === undefined ? undefined : checkTickInstant(parseIsoInstant(args.values.at as string, '--at'), '--at');
     const cronq = await openForCommand(args);
     try {
-      const result = await cronq.admin.tick(name, { at });
+      const result = await cronq.admin.tick(name, asked === undefined ? {} : { at: asked });
       if (result.status === 'no_schedule') throw new UsageError(`cronq tick: no schedule named '${name}' in the schedules folder`);
-      if (result.status === 'no_fire_time') throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${at.toISOString()}`);
+      if (result.status === 'no_fire_time') throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
       args.out(
         `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
           result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''
