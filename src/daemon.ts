@@ -85,6 +85,14 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     // the daemon need not wait for it (the process exits; bin/cronq.js leaves lingering work).
     const registry = await Promise.race([cronq.ready(), untilSignal.then(() => null)]);
     if (registry === null) return await stoppedBeforeStart(stopping!);
+    if (registry.list().length === 0) {
+      log.warn(
+        { event: 'nothing_loaded', schedules_dir: config.schedulesDir },
+        config.schedulesDir === null
+          ? 'no schedules folder (./schedules does not exist; --schedules DIR or CRONQ_SCHEDULES names one): this daemon will schedule and run nothing'
+          : `no task or schedule loaded from ${config.schedulesDir}: this daemon will schedule and run nothing (is it the right folder?)`,
+      );
+    }
     if (config.pruneDoneOlderThanMs !== null) await cronq.admin.checkRetention(config.pruneDoneOlderThanMs, '--prune-done-older-than');
     // A signal before the engine starts: stop (a migration in progress finishes first), start nothing.
     if (stopping) return await stoppedBeforeStart(stopping);

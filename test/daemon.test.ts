@@ -49,6 +49,16 @@ describe('cronq start', () => {
     expect(existsSync(env.CRONQ_TEST_TRACE)).toBe(false);
   });
 
+  it('warns in one line when its schedules folder holds nothing to load, and still runs', async () => {
+    const d = daemon([], { CRONQ_SCHEDULES: 'test/fixtures/schedules-empty' });
+    const [line] = await d.waitFor('nothing_loaded');
+    expect(line).toMatchObject({ level: 'warn', schedules_dir: 'test/fixtures/schedules-empty' });
+    expect(line.msg).toBe('no task or schedule loaded from test/fixtures/schedules-empty: this daemon will schedule and run nothing (is it the right folder?)');
+    await d.waitFor('daemon_started');
+    d.signal('SIGTERM');
+    expect(await d.exited).toBe(0);
+  });
+
   it('runs an enqueued job, then exits 0 on SIGTERM', async () => {
     const d = daemon();
     await d.waitFor('worker_started');

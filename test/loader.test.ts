@@ -68,6 +68,22 @@ describe('loading schedule files', () => {
     expect(await loadError(files)).toMatch(message);
   });
 
+  it.each([['a CommonJS file', 'report.cjs'], ['a CommonJS TypeScript file', 'report.cts'], ['an upper-case extension', 'Report.TS'], ['a mixed-case extension', 'report.Mjs']])(
+    'refuses %s that would be skipped, so its schedules never run silently',
+    async (_what, name) => {
+      expect(await loadError({ 'a.ts': good('alpha'), [name]: good('report') })).toMatch(
+        new RegExp(`${name.replace('.', '\\.')}: not loaded: schedule files are ES modules named \\.ts, \\.mts, \\.js or \\.mjs \\(in lower case\\); rename it, or start its name with _`),
+      );
+    },
+  );
+
+  it('leaves unloaded what is not meant as a schedule file: _-prefixed, tests and declarations in any case', async () => {
+    const dir = folder({ 'a.ts': good('alpha'), '_helper.cjs': 'module.exports = 1;\n', 'a.test.CTS': '', 'types.D.TS': '', 'notes.txt': 'hi' });
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(dir, registry);
+    expect(registry.list().map((t) => t.name)).toEqual(['alpha']);
+  });
+
   it('refuses a name used twice, naming both files', async () => {
     const message = await loadError({ 'one.ts': good('dup'), 'two.ts': good('dup') });
     expect(message).toMatch(/duplicate name 'dup': defined in .*one\.ts and in .*two\.ts/);
