@@ -4,7 +4,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { isSchedule, schedulesOf } from '../src/schedule/define.ts';
-import { REPO_ROOT } from './support/cli.ts';
+import { readFileSync } from 'node:fs';
+import { REPO_ROOT, runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 
 const root = join(REPO_ROOT, 'test', '.tmp');
@@ -136,5 +137,38 @@ describe('cronq import-crontab refusals', () => {
       expect(r.stderr).toBe(`cronq: cannot read crontab ${crontab}: larger than 1 MiB, not a crontab?\n`);
     }
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('a crontab that is not UTF-8 is refused naming its first such line, nothing written (its command would be stored changed)', async () => {
+    const { file, out } = workdir('');
+    writeFileSync(file, Buffer.concat([Buffer.from('# ok\n0 2 * * * echo fine\n0 3 * * * echo caf'), Buffer.from([0xe9]), Buffer.from('\n')]));
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toMatch(new RegExp(`^cronq\\S*: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:3: not UTF-8 text: its command would be stored changed; convert the file first \\(iconv -f LATIN1 -t UTF-8, say\\)\\n$`));
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it("reads the crontab from standard input when FILE is '-'", async () => {
+    const { out } = workdir('');
+    const r = await runCli(['import-crontab', '-', '--out', out, '--timezone', 'UTC'], {}, 30_000, '0 2 * * * echo from-stdin\n');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(out, registry);
+    expect(schedulesOf(registry).map((s) => s.command)).toEqual(['echo from-stdin']);
+  });
+
+  it('writes invisible characters (a right-to-left override) as escapes, so the file reads as the command runs', async () => {
+    const command = 'echo \u202egnp.exe\u200b done';
+    const { file, out } = workdir(`0 2 * * * ${command}\n`);
+    const r = await runMain(['import-crontab', file, '--out', out, '--timezone', 'UTC']);
+    expect(r.code).toBe(0);
+    const [name] = readdirSync(out);
+    const source = readFileSync(join(out, name), 'utf8');
+    expect(source).not.toMatch(/[\u202e\u200b]/);
+    expect(source).toContain('\\u202e');
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(out, registry);
+    expect(schedulesOf(registry)[0].command).toBe(command);
   });
 });

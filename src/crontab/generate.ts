@@ -2,7 +2,8 @@ import type { CrontabEntry } from './parse.ts';
 
 /**
  * Renders a crontab entry as a cronq schedule file. Pure. Every value is written with
- * JSON.stringify, so the command, environment and standard input reach cronq byte for byte.
+ * JSON.stringify, invisible characters escaped (INVISIBLE), so the command, environment
+ * and standard input reach cronq byte for byte and read in the file as they run.
  */
 
 /** A schedule file to write: `fileName` is `<name>.ts`, `source` its full text. */
@@ -102,7 +103,21 @@ export function generateScheduleFile(entry: CrontabEntry): ScheduleFile {
 
 /** A TypeScript string literal for `value`, exact for any string. */
 function literal(value: string): string {
-  return JSON.stringify(value);
+  return JSON.stringify(value).replace(INVISIBLE, escapeChar);
+}
+
+/**
+ * Characters that change how source reads without showing themselves: C1 controls, the
+ * soft hyphen, zero-width and bidirectional marks, overrides and isolates (a U+202E in a
+ * command would make the file show another command than the one it runs: "Trojan
+ * source"), the line and paragraph separators, and the byte-order mark. Written as \u
+ * escapes, in string literals and comments alike: the value is the same, what a reviewer
+ * sees is what runs.
+ */
+const INVISIBLE = /[\u0080-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+
+function escapeChar(ch: string): string {
+  return `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
 }
 
 function propertyKey(key: string): string {
@@ -121,8 +136,5 @@ function shellWord(value: string): string {
 // A crontab line may hold characters that end a `//` comment (U+2028, U+2029) or
 // are invisible; show them escaped so the quoted line can neither break nor mislead.
 function commentSafe(text: string): string {
-  return text.replace(
-    /[\u0000-\u0008\u000a-\u001f\u007f\u2028\u2029]/g,
-    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, escapeChar).replace(INVISIBLE, escapeChar);
 }

@@ -139,24 +139,66 @@ export const MAX_CRONTAB_BYTES = 1024 * 1024;
 async function readCrontab(filePath: string): Promise<string> {
   const chunks: Buffer[] = [];
   let bytes = 0;
+  const tooLarge = () => new UsageError(`cannot read crontab ${shownSource(filePath)}: larger than 1 MiB, not a crontab?`);
   try {
-    const file = await open(filePath);
-    try {
-      for (;;) {
-        const { bytesRead, buffer } = await file.read({ buffer: Buffer.alloc(64 * 1024) });
-        if (bytesRead === 0) break;
-        bytes += bytesRead;
-        if (bytes > MAX_CRONTAB_BYTES) throw new UsageError(`cannot read crontab ${filePath}: larger than 1 MiB, not a crontab?`);
-        chunks.push(buffer.subarray(0, bytesRead));
+    if (filePath === '-') {
+      for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > MAX_CRONTAB_BYTES) throw tooLarge();
+        chunks.push(chunk);
       }
-    } finally {
-      await file.close();
+    } else {
+      const file = await open(filePath);
+      try {
+        for (;;) {
+          const { bytesRead, buffer } = await file.read({ buffer: Buffer.alloc(64 * 1024) });
+          if (bytesRead === 0) break;
+          bytes += bytesRead;
+          if (bytes > MAX_CRONTAB_BYTES) throw tooLarge();
+          chunks.push(buffer.subarray(0, bytesRead));
+        }
+      } finally {
+        await file.close();
+      }
     }
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    throw new UsageError(`cannot read crontab ${filePath}: ${(error as Error).message}`);
+    throw new UsageError(`cannot read crontab ${shownSource(filePath)}: ${(error as Error).message}`);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return utf8Text(Buffer.concat(chunks), filePath);
+}
+
+/** How a crontab's source is named in messages: `-` is standard input. */
+function shownSource(filePath: string): string {
+  return filePath === '-' ? 'from standard input' : filePath;
+}
+
+/**
+ * The crontab's text, or a UsageError naming the first line that is not UTF-8: decoded
+ * leniently, its bytes would become U+FFFD and the command written would not be the
+ * command cron ran. One pass over the bytes.
+ */
+function utf8Text(bytes: Buffer, filePath: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    const strict = new TextDecoder('utf-8', { fatal: true });
+    let line = 1;
+    for (let start = 0; start <= bytes.length; ) {
+      const end = bytes.indexOf(0x0a, start);
+      const stop = end === -1 ? bytes.length : end;
+      try {
+        strict.decode(bytes.subarray(start, stop));
+      } catch {
+        break;
+      }
+      line += 1;
+      start = stop + 1;
+    }
+    throw new UsageError(
+      `${filePath === '-' ? 'standard input' : filePath}:${line}: not UTF-8 text: its command would be stored changed; convert the file first (iconv -f LATIN1 -t UTF-8, say)`,
+    );
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -6,9 +6,9 @@ import type { Command } from '../command.ts';
 export const importCrontabCommand: Command = {
   name: 'import-crontab',
   summary: 'translate a crontab into schedule files (command schedules, same commands)',
-  help: `Usage: cronq import-crontab FILE [--out DIR] [--system] [--skip-invalid] [--force] [--timezone TZ]
+  help: `Usage: cronq import-crontab FILE|- [--out DIR] [--system] [--skip-invalid] [--force] [--timezone TZ]
 
-Reads a crontab (at most 1 MiB) and writes one schedule file per line into DIR, keeping each
+Reads a crontab (at most 1 MiB, UTF-8; - reads standard input) and writes one schedule file per line into DIR, keeping each
 command exactly, the environment lines in force for it (SHELL, PATH, TZ, ...) and its
 time zone (CRON_TZ, else --timezone, else this host's zone; as in cron, TZ= sets only the
 command's clock). Prints each file written. Understands five-field lines, @hourly @daily
