@@ -4,6 +4,7 @@ import { CronqMetrics } from '../src/http/metrics.ts';
 import { silentLogger } from '../src/logger.ts';
 import { collectStats } from '../src/store/stats.ts';
 import { payloadShape } from '../src/store/refusal.ts';
+import { checkJobContent } from '../src/enqueue/jobRow.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { runCli } from './support/cli.ts';
@@ -287,6 +288,15 @@ describe('enqueueMany and enqueue', () => {
       expect(r.stdout).toBe('');
     }
     expect(await count()).toBe(0);
+  });
+});
+
+describe('checkJobContent', () => {
+  it('refuses a payload nested too deeply for JSON.stringify in words, not as a stack overflow', () => {
+    expect(checkJobContent('deep:1', nested(200_000))).toEqual({
+      field: 'payload',
+      problem: 'payload is JSON nested too deeply to write (thousands of levels), deeper than the database accepts (MariaDB takes 32, MySQL 100)',
+    });
   });
 });
 

@@ -55,6 +55,10 @@ export function checkJobContent(key: string, payload: unknown): JobContent {
   try {
     payloadJson = JSON.stringify(payload === undefined ? {} : payload);
   } catch (error) {
+    // JSON.stringify recurses: a payload nested some thousands deep overflows the stack.
+    if (error instanceof RangeError && /call stack/i.test(error.message)) {
+      return { field: 'payload', problem: 'payload is JSON nested too deeply to write (thousands of levels), deeper than the database accepts (MariaDB takes 32, MySQL 100)' };
+    }
     return { field: 'payload', problem: `payload cannot be stored as JSON: ${errorLine(error, 200)}` };
   }
   return payloadJson === undefined ? { field: 'payload', problem: 'payload cannot be stored as JSON' } : { payloadJson };
