@@ -43,6 +43,7 @@ import { driverError, isConnectionError, isLockConflict, TIMEOUTS } from '../db/
 import { endSession } from '../db/endSession.ts';
 import type { Lease } from './fenced.ts';
 import { format, holderOf, idsCondition, parseDbTime, PAYLOAD_KEPT_RAW } from './sql.ts';
+import { sendUnreadableDead, UnreadableRowsError } from './unreadableRows.ts';
 
 /** A job as the claim returns it to the worker. */
 export interface ClaimedJob {
@@ -50,7 +51,11 @@ export interface ClaimedJob {
   queue: string;
   kind: string;
   key: string;
-  /** The payload as stored (JSON text); the worker parses it so a bad one can go dead. */
+  /**
+   * The payload as stored (JSON text); the worker parses it so a bad one can go dead.
+   * Always text: a row the server would not return the payload of goes dead in the claim
+   * (unreadableRows.ts) and is never handed out.
+   */
   payloadText: string;
   /** The attempt now running (1 on first delivery). */
   attempt: number;
@@ -342,7 +347,8 @@ type Locked = {
   queue: string;
   kind: string;
   job_key: string;
-  payload: string;
+  /** NULL when the server refused the text (larger than max_allowed_packet: unreadableRows.ts). */
+  payload: string | null;
   attempts: number;
   max_attempts: number;
   period_key: string | null;
@@ -553,6 +559,10 @@ function leaseMicros(leases: LeaseLengths): string {
  * transaction (see the module comment), and returns them in id order. With several queues, each is read by its own
  * index range, rotating which goes first, rather than one IN-list query that would sort.
  * A refusal of the reserving UPDATE that is not about the connection is ClaimUpdateError.
+ * A locked row whose payload the server will not return (larger than max_allowed_packet)
+ * goes dead in the same transaction, attempts unchanged, with a dead letter saying why
+ * (unreadableRows.ts), and the claim goes on with the others; should that write be
+ * refused, the claim rolls back whole and throws UnreadableRowsError naming those rows.
  */
 export async function claimReady(claims: Pool, request: ClaimRequest, rotation = 0): Promise<ClaimedJob[]> {
   if (request.limit <= 0 || request.queues.length === 0) return [];
@@ -604,6 +614,21 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
         if (!exhausted && !limit) peek = { queue, at, cap: AHEAD_FACTOR * want };
       } else if (cursor && exhausted) markDrained(request.cursors, queue, cursor);
     }
+    // Rows whose payload the server would not return (larger than max_allowed_packet) go
+    // dead in this transaction, before the reservation, and are not handed out.
+    const unreadable = lockedRows.filter((row) => row.payload === null).map((row) => Number(row.id));
+    if (unreadable.length > 0) {
+      try {
+        await sendUnreadableDead((statements) => tx.send(statements), unreadable);
+      } catch (error) {
+        if (isConnectionError(error)) throw error;
+        if (isLockConflict(error)) throw new ClaimUpdateError(lockedIds, error);
+        throw new UnreadableRowsError(unreadable, error);
+      }
+      const gone = new Set(unreadable);
+      lockedRows.splice(0, lockedRows.length, ...lockedRows.filter((row) => !gone.has(Number(row.id))));
+      lockedIds.splice(0, lockedIds.length, ...lockedIds.filter((id) => !gone.has(id)));
+    }
     if (lockedIds.length === 0) {
       await tx.finish();
       tx.release();
@@ -653,7 +678,8 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
       queue: row.queue,
       kind: row.kind,
       key: row.job_key,
-      payloadText: row.payload,
+      // Text: the unreadable rows went dead above, and reservedBy reads these same rows on this session.
+      payloadText: row.payload!,
       attempt: row.attempts + 1,
       maxAttempts: row.max_attempts,
       periodKey: row.period_key,

@@ -448,6 +448,7 @@ export class Store implements JobWriter {
 
 export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
 export { ClaimUpdateError } from './claims.ts';
+export { UnreadableRowsError } from './unreadableRows.ts';
 export type { EffectBound, Failure, FailOutcome, Lease } from './fenced.ts';
 export { EffectNotStartedError } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';

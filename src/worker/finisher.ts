@@ -36,6 +36,13 @@ export interface FinisherDeps {
   unknownKinds: UnknownKinds;
 }
 
+/** Per reason a claimed job goes back unstarted (releaseUnstarted): its `last_error`, and the log line's message. */
+const UNSTARTED_RELEASES = {
+  shutdown: { reason: 'released during shutdown before processing', logged: 'claimed job released on shutdown' },
+  stale: { reason: 'claimed ahead but not started in time; released for another worker', logged: 'claimed job waited too long; released' },
+  handoff: { reason: 'claimed but the worker failed to take it; released for another claim', logged: 'claimed job the worker failed to take; released' },
+} as const;
+
 /** How many kinds' first move to their limited queue is logged at warn (the rest at debug). */
 const MOVED_KINDS_LOGGED = 1_000;
 
@@ -169,27 +176,19 @@ export class Finisher {
   }
 
   /**
-   * Hands back a job claimed but never started, attempt restored: on shutdown, or when
-   * it waited too long behind slow handlers ('stale'). True when released; a job whose
-   * lease was already lost is left alone, and a database error is logged (its lease
-   * expires instead).
+   * Hands back a job claimed but never started, attempt restored: on shutdown, when it
+   * waited too long behind slow handlers ('stale'), or when the pool failed to take it
+   * from its claim ('handoff'). True when released; a job whose lease was already lost is
+   * left alone, and a database error is logged (its lease expires instead).
    */
-  async releaseUnstarted(job: ClaimedJob, why: 'shutdown' | 'stale'): Promise<boolean> {
+  async releaseUnstarted(job: ClaimedJob, why: 'shutdown' | 'stale' | 'handoff'): Promise<boolean> {
     const { store, log, observer, health } = this.deps;
     const onShutdown = why === 'shutdown';
     try {
-      const released = await this.counted('release', () =>
-        store.release(
-          job.lease,
-          onShutdown ? 'released during shutdown before processing' : 'claimed ahead but not started in time; released for another worker',
-        ),
-      );
+      const released = await this.counted('release', () => store.release(job.lease, UNSTARTED_RELEASES[why].reason));
       if (released && onShutdown) observer.shutdownReleased(1);
       const event = !released ? 'claim_release_lost' : onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
-      log.info(
-        { event, job_id: job.id, kind: job.kind },
-        !released ? 'claimed job was no longer ours to release' : onShutdown ? 'claimed job released on shutdown' : 'claimed job waited too long; released',
-      );
+      log.info({ event, job_id: job.id, kind: job.kind }, !released ? 'claimed job was no longer ours to release' : UNSTARTED_RELEASES[why].logged);
       return released;
     } catch (error) {
       health.backoffAfter(error, 'release');

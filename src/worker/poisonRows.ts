@@ -1,16 +1,20 @@
 import type { Logger } from '../logger.ts';
 import { DB_ERROR_TEXT_MAX, errorText } from '../runtime/errorText.ts';
-import type { ClaimUpdateError } from '../store/index.ts';
+import type { ClaimUpdateError, UnreadableRowsError } from '../store/index.ts';
 
 /** Most rows remembered as unclaimable (beyond that, a refused row is narrowed down again each time). */
 const MAX_UNCLAIMABLE = 1_000;
+/** Most job ids one `job_unclaimable` line lists (`jobs` counts them all). */
+const IDS_LOGGED = 20;
 
 /**
  * Rows the database refuses to reserve (a claim's UPDATE failed with ClaimUpdateError,
  * not a connection problem). A refused claim is narrowed down: the next claims take one
  * row at a time until the row that fails is alone; that row is never claimed again in
  * this process (it stays 'ready' for a person to repair: see the `job_unclaimable`
- * line), while the other rows go on being claimed.
+ * line), while the other rows go on being claimed. Rows too large to read whose dead
+ * letters were refused (UnreadableRowsError) are named by the claim itself: skipped at
+ * once, with no narrowing.
  *
  * Bookkeeping for the claim loop only; no I/O.
  */
@@ -39,6 +43,21 @@ export class PoisonRows {
       'the database refuses to reserve this job; it is skipped until repaired (and this daemon restarted)',
     );
     this.isolating = 0;
+  }
+
+  /**
+   * A claim found rows larger than max_allowed_packet and could not send them dead: they
+   * are never claimed again in this process (they stay 'ready'), logged in one line.
+   * False when some could not be remembered (MAX_UNCLAIMABLE): the next claims may meet
+   * them again, so the caller should wait before claiming.
+   */
+  unreadable(error: UnreadableRowsError): boolean {
+    for (const id of error.ids) if (this.unclaimable.size < MAX_UNCLAIMABLE) this.unclaimable.add(id);
+    this.log.error(
+      { event: 'job_unclaimable', job_ids: error.ids.slice(0, IDS_LOGGED), jobs: error.ids.length, error: errorText(error.cause, DB_ERROR_TEXT_MAX) },
+      "these jobs are larger than the server's max_allowed_packet and their dead letters were refused; they are skipped until repaired (and this daemon restarted)",
+    );
+    return error.ids.every((id) => this.unclaimable.has(id));
   }
 
   /** A claim went through: one step of narrowing done. */

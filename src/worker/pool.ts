@@ -2,8 +2,9 @@ import type { Logger } from '../logger.ts';
 import { noopObserver, type Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
 import { DbHealth } from '../runtime/dbHealth.ts';
+import { errorText } from '../runtime/errorText.ts';
 import { sleep, Wakeup } from '../runtime/wakeup.ts';
-import { ClaimUpdateError, type ClaimedJob, type LeaseLengths } from '../store/index.ts';
+import { ClaimUpdateError, UnreadableRowsError, type ClaimedJob, type LeaseLengths } from '../store/index.ts';
 import { TASK_DEFAULTS } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { ClaimBuffer } from './claimBuffer.ts';
@@ -94,7 +95,8 @@ export interface StopResult {
  * which wakes when a slot frees (RunSlots.room): never on the stack of another run.
  * Every run's end (writes, retries, its slot) belongs to the Finisher. Database errors
  * never end a loop: the pool logs `db_unavailable` once, backs off with jitter, and
- * carries on; meanwhile finishing jobs wait for the database and lane 0 probes it.
+ * carries on; meanwhile finishing jobs wait for the database and lane 0 probes it. Jobs a
+ * claim reserved that the loop then fails to take are released at once (handOffFailed).
  *
  * `stop({ graceMs })`: no further claims; jobs claimed but not yet started (in flight or
  * buffered) are released at once with their attempt restored; running handlers get
@@ -327,17 +329,18 @@ export class WorkerPool {
           },
           this.rotation++,
         );
-        this.limited.reachedLimit(atLimit);
-        this.health.ok(sentAt);
-        this.prefetch.claimTook(performance.now() - claimStarted);
-        this.prefetch.claimedPayload(claimed.length, payloadCharsOf(claimed));
-        this.poison.claimed();
-        this.lostClaimRaces = 0;
       } catch (error) {
         // The claim moved cursors past rows it then failed to reserve: look from the front.
         this.cursors.clear();
         this.lastClaimFull = false;
         this.rangeOwed = true;
+        if (error instanceof UnreadableRowsError) {
+          // Rows too large to read whose dead letters were refused: the claim named them,
+          // and the others it locked are ready again. Skip those, claim the rest at once
+          // (after a poll interval should there be too many to remember).
+          if (!this.poison.unreadable(error)) await sleep(this.options.pollMs, this.stopping.signal);
+          continue;
+        }
         if (error instanceof ClaimUpdateError) {
           if (error.lostLockRace && this.lostClaimRaces < CLAIM_RACES_RETRIED) {
             // A lost lock race says nothing about the rows: the same claim again, shortly.
@@ -359,23 +362,43 @@ export class WorkerPool {
       } finally {
         this.claiming -= want;
       }
-      if (claimed.length > 0 && this.options.postClaimPauseMs) {
-        await sleep(this.options.postClaimPauseMs);
+      // The reservation has committed: from here until they are in the buffer (or handed
+      // to the finisher), these jobs are this loop's alone. Should anything throw before
+      // then, they are released by their tokens at once (handOffFailed), not left reserved
+      // until their leases expire.
+      let untaken = claimed;
+      let claimedAll: number;
+      try {
+        this.limited.reachedLimit(atLimit);
+        this.health.ok(sentAt);
+        this.prefetch.claimTook(performance.now() - claimStarted);
+        this.prefetch.claimedPayload(claimed.length, payloadCharsOf(claimed));
+        this.poison.claimed();
+        this.lostClaimRaces = 0;
+        if (claimed.length > 0 && this.options.postClaimPauseMs) {
+          await sleep(this.options.postClaimPauseMs);
+        }
+        // THIS MUST COME FIRST after a claim: a stop that arrived while claiming
+        // means these handlers never start.
+        if (this.isStopping) {
+          untaken = [];
+          await Promise.all(claimed.map((job) => this.releaseUnstarted(job)));
+          break;
+        }
+        if (log.isLevelEnabled('info')) {
+          for (const job of claimed) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
+        }
+        // Full or not by what the claim took, whatever keepPlaced hands back.
+        claimedAll = claimed.length;
+        // The jobs it leaves out are the finisher's (moveToLimitedQueue).
+        claimed = untaken = this.keepPlaced(claimed);
+        this.buffered.add(claimed, Date.now());
+        untaken = [];
+        if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
+      } catch (error) {
+        await this.handOffFailed(untaken, error);
+        continue;
       }
-      // THIS MUST COME FIRST after a claim: a stop that arrived while claiming
-      // means these handlers never start.
-      if (this.isStopping) {
-        await Promise.all(claimed.map((job) => this.releaseUnstarted(job)));
-        break;
-      }
-      if (log.isLevelEnabled('info')) {
-        for (const job of claimed) log.info({ event: 'job_claimed', job_id: job.id, kind: job.kind, attempt: job.attempt }, 'job claimed');
-      }
-      // Full or not by what the claim took, whatever keepPlaced hands back.
-      const claimedAll = claimed.length;
-      claimed = this.keepPlaced(claimed);
-      this.buffered.add(claimed, Date.now());
-      if (claimed.length > 0) this.observer.jobClaimed(claimed.length);
       this.startBuffered();
       // A claim by id says nothing about how busy the queues are.
       this.lastClaimFull = !ids && claimedAll >= want;
@@ -513,6 +536,26 @@ export class WorkerPool {
   private releaseStale(): void {
     if (this.buffered.length === 0) return;
     for (const job of this.buffered.takeStale(Date.now())) void this.finisher.releaseUnstarted(job, 'stale');
+  }
+
+  /**
+   * Jobs a claim reserved that this pool failed to take (something threw between the
+   * claim's commit and the buffer): logged once (`claim_handoff_failed`), each released by
+   * its lease token at once, attempt restored, for the next claim (here or elsewhere),
+   * instead of held reserved until its lease expires. The released rows may lie behind the
+   * claim cursors, so the next claim reads from the front; it waits a poll interval first,
+   * so a fault that recurs on every claim costs a claim and a release a poll, not a loop.
+   */
+  private async handOffFailed(jobs: ClaimedJob[], error: unknown): Promise<void> {
+    this.options.log.error(
+      { event: 'claim_handoff_failed', jobs: jobs.length, job_ids: jobs.slice(0, 20).map((job) => job.id), error: errorText(error) },
+      'claimed jobs could not be taken to run; releasing them',
+    );
+    this.cursors.clear();
+    this.lastClaimFull = false;
+    this.rangeOwed = true;
+    await Promise.all(jobs.map((job) => this.finisher.releaseUnstarted(job, 'handoff')));
+    await sleep(this.options.pollMs, this.stopping.signal);
   }
 
   /** Hands back a job claimed but never started, on shutdown, counting it. */
