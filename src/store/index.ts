@@ -56,7 +56,7 @@ import {
   type TickRow,
 } from './ledger.ts';
 import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, windowEnd, type PruneTarget } from './prune.ts';
-import { recoverExpiredLeases } from './recovery.ts';
+import { recoverExpiredLeases, type RecoveryBatch } from './recovery.ts';
 import { deletePause, insertPauseIfAbsent, listPauses, pausedQueueNames, pauseOf, type Pause, type PauseWriteOutcome, type ResumeWriteOutcome } from './pauses.ts';
 import type { PauseTarget } from '../db/schema.ts';
 import { endSession, holdOverlapLock, otherTickInFlight, overlapLockHolder, tickHasJobs, type EndSessionOutcome, type HoldOptions, type LockHolder, type OverlapLock } from './overlap.ts';
@@ -178,9 +178,12 @@ export class Store implements JobWriter {
 
   // Lease recovery (recovery.ts)
 
-  /** Expired leases back to ready, or dead; at most `limit` rows (recoverExpiredLeases). */
-  recoverExpiredLeases(limit: number, maxLeaseExpiries?: number): Promise<{ returned: number; dead: number }> {
-    return recoverExpiredLeases(this.db, limit, maxLeaseExpiries);
+  /**
+   * Expired leases back to ready, or dead; at most `limit` rows, none of `skip`; dead
+   * letters the database refuses leave their jobs as they were (recoverExpiredLeases).
+   */
+  recoverExpiredLeases(limit: number, maxLeaseExpiries?: number, skip?: readonly number[]): Promise<RecoveryBatch> {
+    return recoverExpiredLeases(this.db, limit, maxLeaseExpiries, skip);
   }
 
   // Tick ledger (ledger.ts)
@@ -454,6 +457,7 @@ export { EffectNotStartedError } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { EndSessionOutcome, HolderListing, HoldOptions, LockHolder, OverlapLock } from './overlap.ts';
+export type { RecoveryBatch } from './recovery.ts';
 export type { Stats } from './stats.ts';
 export type { Completions, DaemonSeen, JobRecord } from './console.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';

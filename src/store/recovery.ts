@@ -27,11 +27,33 @@ const HELD_BY = sql`COALESCE(NULLIF(RTRIM(lease_holder), ''), 'an unknown worker
  */
 const RECOVERY_CANDIDATES = 4;
 
-/** The plain read of recovery's candidates (recoverExpiredLeases): expired leases, in claim-index order, at most `limit`. */
-export function expiredLeasesSql(limit: number): SQL {
-  return sql`SELECT id FROM cronq_jobs WHERE status = 'reserved' AND lease_deadline <= ${NOW}
+/**
+ * The plain read of recovery's candidates (recoverExpiredLeases): expired leases, in
+ * claim-index order, at most `limit`, none of `skip`.
+ */
+export function expiredLeasesSql(limit: number, skip: readonly number[] = []): SQL {
+  const notSkipped = skip.length === 0 ? sql`` : sql` AND id NOT IN ${skip}`;
+  return sql`SELECT id FROM cronq_jobs WHERE status = 'reserved' AND lease_deadline <= ${NOW}${notSkipped}
     ORDER BY queue, available_at, id LIMIT ${limit}`;
 }
+
+/** What one recovery batch did (recoverExpiredLeases). */
+export interface RecoveryBatch {
+  /** Jobs returned to 'ready'. */
+  returned: number;
+  /** Jobs sent 'dead', each with its dead letter. */
+  dead: number;
+  /**
+   * Present when the database refused this batch's dead letters (the dead-letter table
+   * missing, a trigger refusing the row): those jobs, left 'reserved' with their leases
+   * expired exactly as they were (nothing of them was written), and the error. The
+   * returned jobs are committed all the same.
+   */
+  refused?: { ids: number[]; error: unknown };
+}
+
+/** The savepoint a batch's dead letters are written under, after its returned jobs. */
+const DEAD_LETTERS_SAVEPOINT = 'cronq_recovery_dead';
 
 /**
  * Returns jobs whose lease expired to 'ready' (available now; the attempt stays
@@ -42,6 +64,15 @@ export function expiredLeasesSql(limit: number): SQL {
  * daemon down in turn), or when no attempts remain. At most `limit` rows per call,
  * locked with SKIP LOCKED so several daemons recovering at once split the work instead
  * of waiting on each other.
+ *
+ * The jobs returned are written first; the dead ones (their 'dead' and their dead letters)
+ * after them, under a savepoint: should the database refuse those writes (the dead-letter
+ * table missing, a trigger, a row it will not take), the savepoint is rolled back, the
+ * batch commits its returned jobs, and the refused ids come back in `refused`, still
+ * 'reserved' and expired, for a later pass (a caller passes them as `skip` for the rest
+ * of its pass, so they are not read again). Only a failure that leaves no transaction to
+ * commit (a lost connection, a deadlock, which rolls back the whole transaction) fails the
+ * batch.
  *
  * Reads the status='reserved' prefix of the claim index in index order and checks each
  * row's lease: as many rows as jobs in flight, which spares every claim and completion
@@ -58,11 +89,12 @@ export async function recoverExpiredLeases(
   db: Db,
   limit: number,
   maxLeaseExpiries = LEASE_EXPIRIES.default,
-): Promise<{ returned: number; dead: number }> {
-  return db.transaction(async (tx) => {
+  skip: readonly number[] = [],
+): Promise<RecoveryBatch> {
+  return db.transaction(async (tx): Promise<RecoveryBatch> => {
     // More candidates than the batch takes: those another daemon's recovery holds are
     // skipped, and the batch goes on with the ones after them.
-    const found = rows<{ id: number }>(await tx.execute(expiredLeasesSql(RECOVERY_CANDIDATES * limit))).map((r) => Number(r.id));
+    const found = rows<{ id: number }>(await tx.execute(expiredLeasesSql(RECOVERY_CANDIDATES * limit, skip))).map((r) => Number(r.id));
     if (found.length === 0) return { returned: 0, dead: 0 };
     const expired = rows<{ id: number; attempts: number; max_attempts: number; lease_expiries: number }>(
       await tx.execute(sql`SELECT id, attempts, max_attempts, lease_expiries FROM cronq_jobs FORCE INDEX (PRIMARY)
@@ -83,19 +115,30 @@ export async function recoverExpiredLeases(
             ${NO_LEASE}, available_at = ${NOW}, updated_at = ${NOW}${counted}
         WHERE id IN ${retry}`);
     }
-    if (exhausted.length > 0) {
-      await markDead(tx, exhausted, sql`CONCAT('lease expired while held by ', ${HELD_BY}, ' after the final attempt')`, counted);
+    const dead = [...exhausted, ...crashed];
+    if (dead.length === 0) return { returned: retry.length, dead: 0 };
+    await tx.execute(sql.raw(`SAVEPOINT ${DEAD_LETTERS_SAVEPOINT}`));
+    try {
+      if (exhausted.length > 0) {
+        await markDead(tx, exhausted, sql`CONCAT('lease expired while held by ', ${HELD_BY}, ' after the final attempt')`, counted);
+      }
+      if (crashed.length > 0) {
+        await markDead(
+          tx,
+          crashed,
+          sql`CONCAT('the process running it stopped ', lease_expiries + 1, ' times without finishing it (its lease expired; last held by ',
+            ${HELD_BY}, '). Typical causes: process.exit(), an out-of-memory kill or kill -9 while its handler ran, or a handler ',
+            'blocking the event loop longer than its lease; see "What a handler must not do" in the README')`,
+          counted,
+        );
+      }
+    } catch (error) {
+      // No transaction left to keep (a lost connection, a deadlock): the batch fails whole.
+      await tx.execute(sql.raw(`ROLLBACK TO SAVEPOINT ${DEAD_LETTERS_SAVEPOINT}`)).catch(() => {
+        throw error;
+      });
+      return { returned: retry.length, dead: 0, refused: { ids: dead, error } };
     }
-    if (crashed.length > 0) {
-      await markDead(
-        tx,
-        crashed,
-        sql`CONCAT('the process running it stopped ', lease_expiries + 1, ' times without finishing it (its lease expired; last held by ',
-          ${HELD_BY}, '). Typical causes: process.exit(), an out-of-memory kill or kill -9 while its handler ran, or a handler ',
-          'blocking the event loop longer than its lease; see "What a handler must not do" in the README')`,
-        counted,
-      );
-    }
-    return { returned: retry.length, dead: exhausted.length + crashed.length };
+    return { returned: retry.length, dead: dead.length };
   });
 }
