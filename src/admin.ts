@@ -115,7 +115,15 @@ export type TickNowOutcome =
       fireAt: Date;
       periodKey: string;
       inserted: number;
+      /** Keys already present, `conflicting` of them included. */
       existing: number;
+      /**
+       * Of `existing`, keys held by a job this schedule did not enqueue for this period (by
+       * hand, another kind): their schedule jobs were not written. The oldest holder is
+       * `firstConflict`.
+       */
+      conflicting: number;
+      firstConflict: { key: string; kind: string; jobId: number } | null;
       /** Entities that cannot become jobs; the first 1,000 are in `refused`. */
       refusedCount: number;
       refused: RefusedJobInfo[];
@@ -395,7 +403,9 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
         fireAt,
         periodKey,
         inserted: result.inserted,
-        existing: result.existing,
+        existing: result.existing + result.conflicting,
+        conflicting: result.conflicting,
+        firstConflict: result.firstConflict,
         refusedCount: result.refusedCount,
         refused: result.refused,
       };

@@ -10,7 +10,7 @@ import { errorText } from './runtime/errorText.ts';
 import { charLength, longerThanChars } from './runtime/chars.ts';
 import { libraryLogger, type Logger } from './logger.ts';
 import { guardObserver, noopObserver, type Observer } from './observe.ts';
-import { toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
+import { refuseScheduleKey, toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
 import { enqueueFailure, enqueueOne, enqueueRows, statementByteLimitOf, type EnqueueOutcome } from './enqueue/write.ts';
 import { pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
@@ -21,7 +21,7 @@ import { DatabaseClock } from './schedule/databaseClock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
-import { schedulesOf, type Schedule } from './schedule/define.ts';
+import { isSchedule, schedulesOf, type Schedule } from './schedule/define.ts';
 import { isTask, refuseUnknownOptions, validateQueueList, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
@@ -237,6 +237,9 @@ export interface Cronq {
    * (kind and payload type-checked, queue and maxAttempts from the task);
    * `enqueue({ kind, key, payload })` a kind by name, refused (UsageError) when no task of
    * this instance has it unless `allowUnknownKind`.
+   * A key under a schedule's prefix (`<name>:` for a schedule this instance loaded, or the
+   * task handle when it is a schedule) is refused (UsageError naming the key and the
+   * schedule): a schedule's keys are written by its ticks (`cronq tick NAME --at` runs a period now).
    * With `tx`, the row commits or rolls back with the caller's transaction.
    * A job the database refuses throws EnqueueRefusedError (its key and what is wrong);
    * any other failure EnqueueError (its key and the server's reason). Never the payload.
@@ -474,9 +477,27 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     return jobs;
   };
 
-  /** One job's row: by task handle (its kind and defaults), or by kind (which this instance must know unless `allowUnknownKind`). */
-  const rowOf = (job: EnqueueJob | TaskJob<unknown>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow =>
-    task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+  /** The loaded schedules' names (the registry is complete once loaded: read once). */
+  let loadedScheduleNames: ReadonlySet<string> | null = null;
+  /**
+   * The schedules whose keys a job of this call may not take (refuseScheduleKey): every
+   * schedule this instance loaded (its tasks and schedulesDir), and the call's task handle
+   * when that is a schedule. An instance that loaded none cannot tell (the tick notes it).
+   */
+  const scheduleNamesFor = (registry: TaskRegistry, task: Task | null): ReadonlySet<string> => {
+    loadedScheduleNames ??= new Set(schedulesOf(registry).map((s) => s.name));
+    return task && isSchedule(task) && !loadedScheduleNames.has(task.name) ? new Set([...loadedScheduleNames, task.name]) : loadedScheduleNames;
+  };
+
+  /**
+   * One job's row: by task handle (its kind and defaults), or by kind (which this instance
+   * must know unless `allowUnknownKind`); never under a schedule's key prefix (`schedules`).
+   */
+  const rowOf = (job: EnqueueJob | TaskJob<unknown>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean, schedules: ReadonlySet<string>): NewJobRow => {
+    const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
+    if (schedules.size > 0) refuseScheduleKey(row.key, schedules);
+    return row;
+  };
 
   const rowsOf = async function* (
     jobs: Iterable<EnqueueJob | TaskJob<unknown>> | AsyncIterable<EnqueueJob | TaskJob<unknown>>,
@@ -484,8 +505,9 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     task: Task | null,
     allowUnknownKind: boolean,
   ) {
+    const schedules = scheduleNamesFor(registry, task);
     for await (const job of jobs) {
-      yield rowOf(job, registry, task, allowUnknownKind);
+      yield rowOf(job, registry, task, allowUnknownKind, schedules);
     }
   };
 
@@ -494,15 +516,17 @@ export function createCronq(options: CronqOptions = {}): Cronq {
    * call (UsageError naming its index; nothing written). A stream (any other iterable) is
    * checked as it is read, so the rows it yielded before a bad one are written (README).
    */
-  const checkedRows = (jobs: ReadonlyArray<EnqueueJob | TaskJob<unknown>>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow[] =>
-    jobs.map((job, index) => {
+  const checkedRows = (jobs: ReadonlyArray<EnqueueJob | TaskJob<unknown>>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow[] => {
+    const schedules = scheduleNamesFor(registry, task);
+    return jobs.map((job, index) => {
       try {
-        return rowOf(job, registry, task, allowUnknownKind);
+        return rowOf(job, registry, task, allowUnknownKind, schedules);
       } catch (error) {
         if (error instanceof UsageError) throw new UsageError(`enqueueMany: jobs[${index}]: ${error.message}; nothing was written`);
         throw error;
       }
     });
+  };
 
   const cronq: Cronq = {
     maskedDatabaseUrl: database.target.masked,
@@ -621,7 +645,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
     const registry = await loadTasks();
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
-    const row = rowOf(job, registry, task, allowUnknown);
+    const row = rowOf(job, registry, task, allowUnknown, scheduleNamesFor(registry, task));
     const { tx } = call;
     const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(`enqueueing job ${JSON.stringify(row.key)}`), { ownTransaction: !tx });
     if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });

@@ -57,10 +57,12 @@ describe('the admin API', () => {
       periodKey: '2026-11-30',
       inserted: 1,
       existing: 0,
+      conflicting: 0,
+      firstConflict: null,
       refusedCount: 0,
       refused: [],
     });
-    expect(await cronq.admin.tick('daily-report', { at })).toMatchObject({ status: 'enqueued', inserted: 0, existing: 1 });
+    expect(await cronq.admin.tick('daily-report', { at })).toMatchObject({ status: 'enqueued', inserted: 0, existing: 1, conflicting: 0 });
 
     expect(await cronq.admin.schedules({ from: at, count: 2 })).toEqual([
       {

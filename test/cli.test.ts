@@ -31,6 +31,19 @@ describe('cronq tick --at', () => {
   });
 });
 
+describe("cronq enqueue of a schedule's key", () => {
+  it("refuses a key under a loaded schedule's prefix in one line naming the key, the schedule and cronq tick, exit 64, enqueueing nothing", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'daily.ts'), "import { defineSchedule } from 'cronq';\nexport const daily = defineSchedule({ name: 'daily', cron: '0 2 * * *', timezone: 'UTC', period: 'day', handle() {} });\n");
+    const r = await runCli(['enqueue', 'daily', '--key', 'daily:2026-12-04', '--schedules', dir], env());
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toMatch(/^cronq: job key "daily:2026-12-04" is a key of schedule 'daily' \(it starts with 'daily:'\): a schedule's keys are written by its ticks; .*`cronq tick daily --at ISO`/m);
+    expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
+    const byHand = await runCli(['enqueue', 'daily', '--key', 'by-hand:1', '--schedules', dir], env());
+    expect(byHand.code).toBe(0);
+  });
+});
+
 describe('output through a pipe', () => {
   it('cronq schedules --json writes more than 1 MB whole before it exits', async () => {
     const dir = tempDir();

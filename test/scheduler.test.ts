@@ -113,7 +113,10 @@ describe('fan-out', () => {
       leaseMs: 60_000,
     });
     await t.sql(
-      "INSERT INTO cronq_jobs (kind, job_key, payload) VALUES ('renewal', 'renewal:user:0:2026-11-02', '{}'), ('renewal', 'renewal:user:1:2026-11-02', '{}'), ('renewal', 'renewal:user:2:2026-11-02', '{}')",
+      `INSERT INTO cronq_jobs (kind, job_key, payload, schedule_name, period_key, scheduled_at) VALUES
+        ('renewal', 'renewal:user:0:2026-11-02', '{}', 'renewal', '2026-11-02', '2026-11-02 01:00:00'),
+        ('renewal', 'renewal:user:1:2026-11-02', '{}', 'renewal', '2026-11-02', '2026-11-02 01:00:00'),
+        ('renewal', 'renewal:user:2:2026-11-02', '{}', 'renewal', '2026-11-02', '2026-11-02 01:00:00')`,
     );
     const now = at('2026-11-02T01:00:30Z');
     await ticker(s, 'alive:2').catchUp(now);

@@ -7,13 +7,12 @@
 import { describe, expect, it } from 'vitest';
 import { renderTable } from '../src/cli/textTable.ts';
 import { boundedText, errorLine, thrownText } from '../src/runtime/errorText.ts';
-import { enqueueTick } from '../src/schedule/fanout.ts';
+import { enqueueTick, type TickWriter } from '../src/schedule/fanout.ts';
 import { defineSchedule, defineTask } from '../src/index.ts';
 import { parseDuration } from '../src/duration.ts';
 import { parseIsoInstant } from '../src/cli/instant.ts';
 import { shownText } from '../src/shownText.ts';
 import type { RefusedJob } from '../src/enqueue/write.ts';
-import type { JobWriter } from '../src/store/index.ts';
 import { refusalReason } from '../src/store/refusal.ts';
 import { driverFailure } from '../src/db/client.ts';
 
@@ -63,7 +62,7 @@ describe('cutting user text to a limit', () => {
       handle() {},
     });
     const refused: RefusedJob[] = [];
-    const writer = { insertJobs: async () => [], maxAllowedPacket: async () => 64 * 1024 * 1024 } as unknown as JobWriter;
+    const writer = { insertJobs: async () => [], maxAllowedPacket: async () => 64 * 1024 * 1024 } as unknown as TickWriter;
     await enqueueTick(writer, schedule, { scheduledAt: new Date('2026-01-01T03:00:00Z'), periodKey: '2026-01-01' }, { onRefused: (r) => void refused.push(r) });
     expect(refused).toHaveLength(1);
     expect(refused[0].key).not.toMatch(LONE_SURROGATE);

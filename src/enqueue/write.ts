@@ -12,6 +12,9 @@ import { encodeJobRow, INSERT_STATEMENT_OVERHEAD_BYTES, type EncodedJobRow, type
 /** Below this many rows a batch goes straight to the INSERT, without reading existing keys first. */
 const PRECHECK_MIN_ROWS = 10;
 
+/** A batch's present keys when it read none (shared: never added to). */
+const NONE_PRESENT: ReadonlySet<string> = new Set();
+
 /** Rows per INSERT statement when enqueueing many. */
 export const ENQUEUE_BATCH_SIZE = 1000;
 
@@ -49,8 +52,17 @@ export interface EnqueueRowsOptions {
    * Default: statementByteLimitOf(writer).
    */
   maxStatementBytes?: number;
-  /** Runs after each batch is written, told what that batch did. */
-  afterBatch?: (batch: { inserted: number; existing: number; refused: number }) => Promise<void>;
+  /**
+   * Runs after each batch is written, told what that batch did, its keys (those of rows
+   * the server refused among them) and the keys its read of existing keys found (empty
+   * when it read none), so a caller can look at the existing ones.
+   */
+  afterBatch?: (batch: { inserted: number; existing: number; refused: number; keys: readonly string[]; present: ReadonlySet<string> }) => Promise<void>;
+  /**
+   * Reads which of a batch's keys exist, before its INSERT (default: the writer's
+   * existingKeys); a fan-out reads who holds them in the same statement.
+   */
+  existingKeys?: (keys: string[]) => Promise<ReadonlySet<string>>;
   /** Batch INSERTs in flight at once (1 inside a caller's transaction). */
   parallel?: number;
   /** Told about each refused row as it is found (too large: at once; refused by the server: when its batch is written). */
@@ -140,20 +152,22 @@ export async function enqueueRows(
       return [a + b, ra + rb];
     }
   };
+  const readExisting = options.existingKeys ?? ((keys: string[]) => writer.existingKeys(keys));
   let lastBatchHadExisting = true;
   const write = async (batch: EncodedJobRow[]) => {
     // Read which keys exist only while that pays: for a handful of rows the read costs as
     // much as it saves, and once a batch found none (a fresh fan-out, or a resumed one past
     // where it stopped) the rest are new too; ON DUPLICATE KEY absorbs any straggler.
     const check = batch.length >= PRECHECK_MIN_ROWS && lastBatchHadExisting;
-    const present = check ? await writer.existingKeys(batch.map((r) => r.key)) : new Set<string>();
+    const keys = batch.map((r) => r.key);
+    const present: ReadonlySet<string> = check ? await readExisting(keys) : NONE_PRESENT;
     lastBatchHadExisting = present.size > 0;
     const fresh = present.size === 0 ? batch : batch.filter((r) => !present.has(r.key));
     const [added, refused] = await insertFindingRefused(fresh); // not `inserted += await`: writes overlap
     outcome.inserted += added;
     refusedSent += refused;
     total += batch.length;
-    await options.afterBatch?.({ inserted: added, existing: batch.length - added - refused, refused });
+    await options.afterBatch?.({ inserted: added, existing: batch.length - added - refused, refused, keys, present });
   };
   // Batches are written while the next is gathered, so producing rows (the caller's
   // generator) and the database's work overlap; at most `parallel` writes in flight,

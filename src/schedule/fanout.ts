@@ -1,5 +1,5 @@
 import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type RefusedRow } from '../enqueue/write.ts';
-import type { JobWriter, NewJobRow } from '../store/index.ts';
+import type { JobWriter, KeyHolder, NewJobRow, Store } from '../store/index.ts';
 import { checkJobContent } from '../enqueue/jobRow.ts';
 import { errorLine } from '../runtime/errorText.ts';
 import { shownText } from '../shownText.ts';
@@ -8,6 +8,38 @@ import type { Schedule } from './define.ts';
 /** The job key of one entity's job in one period: `<name>:<entity>:<period>`, or `<name>:<period>` without fan-out. */
 export function scheduledJobKey(scheduleName: string, entityKey: string | null, period: string): string {
   return entityKey === null ? `${scheduleName}:${period}` : `${scheduleName}:${entityKey}:${period}`;
+}
+
+/** What a fan-out writes through: the job inserts, and the read of who holds keys it found taken. */
+export type TickWriter = JobWriter & Pick<Store, 'keyHolders'>;
+
+/** A job holding one of a tick's keys although this schedule did not enqueue it for the tick's period. */
+export interface TakenKey {
+  key: string;
+  /** The holder's kind and id. */
+  kind: string;
+  jobId: number;
+}
+
+/** What enqueueTick did. */
+export interface TickOutcome extends EnqueueOutcome {
+  /**
+   * Keys already held by a job this schedule did not enqueue for this period (enqueued by
+   * hand, another kind, another period's row): not counted in `existing`. The schedule's
+   * job for such a key was never written.
+   */
+  conflicting: number;
+  /** The oldest of those holders (lowest job id), or null when none. */
+  firstConflict: TakenKey | null;
+}
+
+/** What a ledger note and schedule health look for in the note of a tick whose keys other jobs held. */
+export const KEYS_TAKEN_MARK = 'held by jobs this schedule did not enqueue';
+
+/** The ledger note of a tick some of whose keys other jobs held: `2 keys held by jobs this schedule did not enqueue, first K (kind x, job 123)`. */
+export function keysTakenNote(count: number, first: TakenKey | null): string {
+  const noun = count === 1 ? 'key' : 'keys';
+  return `${count} ${noun} ${KEYS_TAKEN_MARK}${first ? `, first ${first.key} (kind ${first.kind}, job ${first.jobId})` : ''}`;
 }
 
 /** What a fan-out is told as it goes (enqueueTick). */
@@ -28,6 +60,17 @@ export interface EnqueueTickOptions extends Pick<EnqueueRowsOptions, 'afterBatch
  * exist are left alone, which makes repeating a tick harmless. `afterBatch` runs after
  * each batch, `onEntity` as each entity arrives.
  *
+ * A key can be taken by a job this schedule did not write for this period (a hand
+ * enqueue of `daily:2026-12-04`, a job of another kind): its schedule job is then never
+ * written. Such keys are counted as `conflicting`, not `existing`, the oldest holder
+ * named in `firstConflict`. The read of existing keys before a batch's INSERT
+ * (enqueueRows) tells them apart in the same statement (keyHolders: the unique key
+ * index, and the rows found), so a safety-net tick whose keys all exist sends no
+ * statement more; only a batch whose INSERT found keys that read did not (a batch under
+ * ten rows, one after a batch that found none, a key written meanwhile) reads who holds
+ * its other keys after it. A batch with no existing key reads nothing more. `afterBatch`
+ * is told the batch's existing keys as enqueueRows counts them, conflicting ones among them.
+ *
  * An entity that cannot become a job (the database refuses its content, it is too large
  * for one statement, its key is too long, or jobs() yielded something that is not
  * `{ key, payload? }`) is refused alone: passed to `onRefused`, counted and listed in the
@@ -36,13 +79,44 @@ export interface EnqueueTickOptions extends Pick<EnqueueRowsOptions, 'afterBatch
  * on its next entity; the rest is left for a resumption.
  */
 export async function enqueueTick(
-  writer: JobWriter,
+  writer: TickWriter,
   schedule: Schedule,
   tick: { scheduledAt: Date; periodKey: string },
-  { onEntity, ...options }: EnqueueTickOptions = {},
-): Promise<EnqueueOutcome> {
+  { onEntity, afterBatch, ...options }: EnqueueTickOptions = {},
+): Promise<TickOutcome> {
+  let conflicting = 0;
+  let first: KeyHolder | null = null;
+  /** Counts at most `most` of `outside` (lowest id first) as conflicting. */
+  const taken = (outside: KeyHolder[], most: number) => {
+    const count = Math.min(outside.length, most);
+    conflicting += count;
+    if (count > 0 && (first === null || outside[0].id < first.id)) first = outside[0];
+  };
+  const existingKeys = async (keys: string[]) => {
+    const { existing, outside } = await writer.keyHolders(keys, schedule.name, tick.periodKey);
+    taken(outside, outside.length);
+    return existing;
+  };
+  const checked: EnqueueRowsOptions['afterBatch'] = async (batch) => {
+    // Existing keys the read before the INSERT did not see: who holds them, among the others.
+    const unseen = batch.existing - batch.present.size;
+    if (unseen > 0) {
+      const { outside } = await writer.keyHolders(batch.present.size === 0 ? batch.keys : batch.keys.filter((key) => !batch.present.has(key)), schedule.name, tick.periodKey);
+      taken(outside, unseen);
+    }
+    await afterBatch?.(batch);
+  };
   // Two batch INSERTs in flight: the database then uses both cores (about 1.5× the rate of one).
-  return enqueueRows(writer, tickRows(schedule, tick.scheduledAt, tick.periodKey, onEntity), { ...options, parallel: 2 });
+  const outcome = await enqueueRows(writer, tickRows(schedule, tick.scheduledAt, tick.periodKey, onEntity), { ...options, existingKeys, afterBatch: checked, parallel: 2 });
+  // Never more than the existing rows (a row the server refused, a key jobs() repeated).
+  const counted = Math.min(conflicting, outcome.existing);
+  const holder = first as KeyHolder | null;
+  return {
+    ...outcome,
+    existing: outcome.existing - counted,
+    conflicting: counted,
+    firstConflict: holder && { key: holder.key, kind: holder.kind, jobId: holder.id },
+  };
 }
 
 async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string, onEntity?: () => Promise<void> | undefined): AsyncGenerator<NewJobRow | RefusedRow> {

@@ -4,8 +4,8 @@ import type { Store } from '../store/index.ts';
  * What the scheduler asks of the store: the tick ledger (claim, renew, finish, fail, skip,
  * release, record skipped, read), the overlap lock, its holder and the listing of this
  * daemon's lock connections, the overlap read, the pause read, the health reads, and the
- * job inserts a fan-out writes (a JobWriter). The scheduler holds this and nothing of the
- * driver; `Store` satisfies it.
+ * job inserts a fan-out writes (a JobWriter, and keyHolders: who holds the keys it finds).
+ * The scheduler holds this and nothing of the driver; `Store` satisfies it.
  */
 export type SchedulerStore = Pick<
   Store,
@@ -30,5 +30,6 @@ export type SchedulerStore = Pick<
   | 'insertJob'
   | 'insertJobs'
   | 'existingKeys'
+  | 'keyHolders'
   | 'maxAllowedPacket'
 >;

@@ -7,7 +7,7 @@ import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
-import { enqueueTick } from './fanout.ts';
+import { enqueueTick, keysTakenNote } from './fanout.ts';
 import { FanoutAbandonedError, FanoutLease, TickTakenOverError } from './fanoutLease.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { OverlapGuard } from './overlapGuard.ts';
@@ -380,14 +380,33 @@ export class ScheduleTicker {
           continue;
         }
         if (result.stopped) break;
+        const takenNote = result.conflicting === 0 ? null : keysTakenNote(result.conflicting, result.firstConflict);
+        if (takenNote) {
+          const first = result.firstConflict;
+          this.log.warn(
+            {
+              event: 'job_key_taken',
+              scheduled_at: at,
+              period_key: periodKey,
+              count: result.conflicting,
+              job_key: first?.key ?? null,
+              held_by_kind: first?.kind ?? null,
+              held_by_job: first?.jobId ?? null,
+            },
+            `${takenNote}: their schedule jobs were not enqueued (a schedule's keys are written by its ticks alone)`,
+          );
+        }
         const refusedNote = result.refusedCount === 0 ? null : refusedSummary(result.refusedCount, result.refused[0]);
         if (refusedNote) {
           this.log.warn({ event: 'jobs_refused', scheduled_at: at, count: result.refusedCount, logged: refusedLogged }, refusedNote);
         }
+        // Taken keys first: a note longer than the column is cut at its end, and schedule
+        // health reads the taken keys' words (KEYS_TAKEN_MARK) in it.
+        const extra = [takenNote, refusedNote].filter((part) => part !== null);
         const finished = await store.finishTickIfOwned(id, claimedBy, {
           inserted: result.inserted,
           existing: result.existing,
-          note: refusedNote && [note, refusedNote].filter(Boolean).join('; '),
+          note: extra.length === 0 ? null : [note, ...extra].filter(Boolean).join('; '),
         });
         if (!finished) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
         this.log.info(
@@ -397,6 +416,7 @@ export class ScheduleTicker {
             period_key: periodKey,
             enqueued: result.inserted,
             existing: result.existing,
+            conflicting: result.conflicting,
             refused: result.refusedCount,
             caught_up: late,
             lateness_ms: now.getTime() - scheduledAt.getTime(),

@@ -38,7 +38,7 @@ import {
 } from './fenced.ts';
 import { databaseNow, ping } from './health.ts';
 import { listKindLimits, upsertKindLimits, type KindLimit, type KindLimitStatus } from './limits.ts';
-import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, jobWriterOn, maxAllowedPacket, type EncodedJobRow, type JobWriter, type NewJobRow } from './jobs.ts';
+import { existingKeys, insertJobIfAbsent, insertJobsIfAbsent, jobWriterOn, keyHolders, maxAllowedPacket, type EncodedJobRow, type JobWriter, type KeyHolder, type NewJobRow } from './jobs.ts';
 import {
   claimTickFanout,
   failTickIfOwned,
@@ -164,6 +164,11 @@ export class Store implements JobWriter {
   /** Which of `keys` already exist. */
   existingKeys(keys: string[]): Promise<Set<string>> {
     return existingKeys(this.db, keys);
+  }
+
+  /** Which of `keys` exist, and the jobs among them not of schedule `scheduleName`'s period `periodKey` (keyHolders). */
+  keyHolders(keys: readonly string[], scheduleName: string, periodKey: string): Promise<{ existing: Set<string>; outside: KeyHolder[] }> {
+    return keyHolders(this.db, keys, scheduleName, periodKey);
   }
 
   /** The server's max_allowed_packet in bytes. */
@@ -454,7 +459,7 @@ export { ClaimUpdateError } from './claims.ts';
 export { UnreadableRowsError } from './unreadableRows.ts';
 export type { EffectBound, Failure, FailOutcome, Lease } from './fenced.ts';
 export { EffectNotStartedError } from './fenced.ts';
-export type { NewJobRow, EncodedJobRow, JobWriter } from './jobs.ts';
+export type { NewJobRow, EncodedJobRow, JobWriter, KeyHolder } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { EndSessionOutcome, HolderListing, HoldOptions, LockHolder, OverlapLock } from './overlap.ts';
 export type { RecoveryBatch } from './recovery.ts';

@@ -109,6 +109,38 @@ export async function existingKeys(exec: Executor, keys: string[]): Promise<Set<
   return new Set(rows<{ job_key: string }>(result).map((r) => r.job_key));
 }
 
+/** A job holding a key (keyHolders). */
+export interface KeyHolder {
+  id: number;
+  key: string;
+  kind: string;
+}
+
+/**
+ * Which of `keys` exist (as existingKeys), and among their jobs those whose
+ * `schedule_name` and `period_key` are not `scheduleName` and `periodKey` (either one
+ * differs or is NULL), lowest id first. One lookup per key on the unique job_key index
+ * and a read of the row it finds (existingKeys reads the index alone).
+ */
+export async function keyHolders(
+  exec: Executor,
+  keys: readonly string[],
+  scheduleName: string,
+  periodKey: string,
+): Promise<{ existing: Set<string>; outside: KeyHolder[] }> {
+  if (keys.length === 0) return { existing: new Set(), outside: [] };
+  const result = await exec.execute(
+    formatted('SELECT id, job_key, kind, (schedule_name <=> ? AND period_key <=> ?) AS own FROM cronq_jobs WHERE job_key IN (?)', [scheduleName, periodKey, keys]),
+  );
+  const existing = new Set<string>();
+  const outside: KeyHolder[] = [];
+  for (const r of rows<{ id: number | string; job_key: string; kind: string; own: number | string }>(result)) {
+    existing.add(r.job_key);
+    if (Number(r.own) !== 1) outside.push({ id: Number(r.id), key: r.job_key, kind: r.kind });
+  }
+  outside.sort((x, y) => x.id - y.id);
+  return { existing, outside };
+}
 
 /**
  * The job inserts on one executor: the pool (Store implements it) or a caller's
