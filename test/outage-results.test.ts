@@ -1,10 +1,9 @@
-import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, type Cronq } from '../src/cronq.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { DaemonProcess } from './support/cli.ts';
 import { eventually, EventLog } from './support/events.ts';
-import { findServerBinary, PrivateServer } from './support/privateServer.ts';
+import { findServerBinary, PrivateServer, queryOnce } from './support/privateServer.ts';
 
 /**
  * Results and shutdowns against a database that goes away or freezes: a private
@@ -20,15 +19,8 @@ let url: string;
 let daemon: DaemonProcess | undefined;
 let engine: Cronq | undefined;
 
-async function query<T = any>(statement: string, values: unknown[] = []): Promise<T[]> {
-  const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
-  try {
-    const [rows] = await conn.query(statement, values);
-    return rows as T[];
-  } finally {
-    await conn.end();
-  }
-}
+/** One statement on a connection of its own (queryOnce). */
+const query = <T = any>(statement: string, values: unknown[] = []) => queryOnce<T>(url, statement, values);
 
 describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skipped: no mariadbd/mysqld binary here)' : 'results and shutdown under database faults', () => {
   beforeAll(async () => {

@@ -1,12 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq } from '../src/cronq.ts';
 import { DaemonProcess } from './support/cli.ts';
 import { eventually } from './support/events.ts';
-import { findServerBinary, PrivateServer } from './support/privateServer.ts';
+import { findServerBinary, PrivateServer, queryOnce } from './support/privateServer.ts';
 
 /**
  * The daemon against a database that goes away: a private MariaDB/MySQL server (never
@@ -27,15 +26,8 @@ let url: string;
 let daemon: DaemonProcess | undefined;
 let traceDir: string;
 
-async function query<T = any>(statement: string): Promise<T[]> {
-  const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
-  try {
-    const [rows] = await conn.query(statement);
-    return rows as T[];
-  } finally {
-    await conn.end();
-  }
-}
+/** One statement on a connection of its own (queryOnce). */
+const query = <T = any>(statement: string, values: unknown[] = []) => queryOnce<T>(url, statement, values);
 
 const doneCount = async () => Number((await query("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'"))[0].n);
 

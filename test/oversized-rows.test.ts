@@ -7,7 +7,6 @@
  * outage.test.ts is without a server binary and with DATABASE_URL pointing elsewhere.
  * The last test has no database: a claim the pool fails to take is released at once.
  */
-import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCronq, type Cronq } from '../src/cronq.ts';
 import type { Lease } from '../src/store/index.ts';
@@ -15,7 +14,7 @@ import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
 import { eventually, EventLog } from './support/events.ts';
 import { claimedJob } from './support/jobs.ts';
-import { findServerBinary, PrivateServer } from './support/privateServer.ts';
+import { findServerBinary, PrivateServer, queryOnce } from './support/privateServer.ts';
 import { scriptedStore, withPool } from './support/scriptedStore.ts';
 
 const haveBinary = findServerBinary() !== null;
@@ -30,16 +29,8 @@ let url: string;
 let engine: Cronq | undefined;
 let defaultPacket: number;
 
-/** Runs one statement on a new connection (so it sees the server's current max_allowed_packet). */
-async function query<T = any>(statement: string, values: unknown[] = []): Promise<T[]> {
-  const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
-  try {
-    const [rows] = await conn.query(statement, values);
-    return rows as T[];
-  } finally {
-    await conn.end();
-  }
-}
+/** One statement on a connection of its own (queryOnce). */
+const query = <T = any>(statement: string, values: unknown[] = []) => queryOnce<T>(url, statement, values);
 
 const done: string[] = [];
 const small = defineTask({ name: 'small', handle: (job) => void done.push(job.key) });

@@ -1,10 +1,9 @@
-import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, type Cronq } from '../src/cronq.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { runCli } from './support/cli.ts';
 import { EventLog } from './support/events.ts';
-import { findServerBinary, PrivateServer } from './support/privateServer.ts';
+import { findServerBinary, PrivateServer, queryOnce } from './support/privateServer.ts';
 
 /**
  * Statements are formatted client-side with backslash escapes, which a server running
@@ -22,16 +21,8 @@ const KEYS = ["plain'quote", "back\\slash\\'quote\\", INJECTION.padEnd(143, 'x')
 let server: PrivateServer;
 let url: string;
 
-async function query<T = any>(statement: string, values: unknown[] = []): Promise<T[]> {
-  const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
-  try {
-    // This session keeps the server's mode: only fixed statements, no user values.
-    const [rows] = await conn.query(statement, values);
-    return rows as T[];
-  } finally {
-    await conn.end();
-  }
-}
+/** One statement on a connection of its own (queryOnce). */
+const query = <T = any>(statement: string, values: unknown[] = []) => queryOnce<T>(url, statement, values);
 
 describe.skipIf(skip)(skip ? 'sql_mode (skipped: no mariadbd/mysqld binary here and DATABASE_URL points elsewhere)' : 'sql_mode', () => {
   beforeAll(async () => {

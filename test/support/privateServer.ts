@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import mysql from 'mysql2/promise';
 import { answers } from './answers.ts';
 
 /**
@@ -173,4 +174,19 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Runs one statement on a connection of its own to `url`, closed after: it sees the
+ * server's settings as they are now (a global changed since applies), and no pool
+ * outlives a server the test stops.
+ */
+export async function queryOnce<T = any>(url: string, statement: string, values: unknown[] = []): Promise<T[]> {
+  const conn = await mysql.createConnection({ uri: url, connectTimeout: 2_000 });
+  try {
+    const [rows] = await conn.query(statement, values);
+    return rows as T[];
+  } finally {
+    await conn.end();
+  }
 }
