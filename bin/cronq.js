@@ -19,7 +19,7 @@ if (checkout) {
   register();
   registerHooks(new URL('./source-condition.js', import.meta.url));
 }
-const { main } = await import(checkout ? '../src/cli.ts' : '../dist/cli.js');
+const { main, cliLine, commandOf } = await import(checkout ? '../src/cli.ts' : '../dist/cli.js');
 let code = await main(process.argv.slice(2));
 process.exitCode = code;
 // A pipe takes 64 KiB at once and Node queues the rest: exiting now would cut the output
@@ -29,7 +29,7 @@ await Promise.all([drained(process.stdout), drained(process.stderr)]);
 const failed = failures.stdout.error ?? failures.stderr.error;
 if (failed) {
   // Output that did not reach its file is a failure: a script must not read success.
-  if (!failures.stderr.error) await write(process.stderr, `cronq: cannot write output: ${oneLine(failed)}\n`);
+  if (!failures.stderr.error) await write(process.stderr, `${cliLine(commandOf(process.argv.slice(2)), `cannot write output: ${oneLine(failed)}`)}\n`);
   code = EXIT_IOERR;
 }
 process.exit(code);

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
-import { parseCommandArgs, type Command } from './cli/command.ts';
+import { cliLine } from './cli/cliLine.ts';
+import { commandLabel, parseCommandArgs, type Command } from './cli/command.ts';
 import { printable } from './cli/printable.ts';
+import { shownText } from './shownText.ts';
 import { parseLogLevel } from './logger.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
@@ -60,21 +62,41 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     return 0;
   }
   const command = COMMANDS.find((c) => c.name === name);
+  // What the failure line names (cliLine): none for an unknown command, the subcommand too once known.
+  let label: string | undefined;
   try {
-    if (!command) throw new UsageError(`cronq: unknown command '${name}' (see cronq --help)`);
+    if (!command) throw new UsageError(`unknown command '${shownText(name)}' (see cronq --help)`);
+    label = command.name;
     if (rest.includes('--help') || rest.includes('-h')) {
       out(command.help);
       return 0;
     }
-    parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
     const { values, positionals } = parseCommandArgs(command, rest);
+    label = commandLabel(command, positionals);
+    parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
     return await command.run({ values, positionals, env, out });
   } catch (error) {
-    return report(error, env);
+    return report(error, env, label);
   }
 }
 
-function report(error: unknown, env: NodeJS.ProcessEnv): number {
+/**
+ * What the lines of `cronq ARGV` name (cliLine): `dead list`, `stats`, or undefined when
+ * `argv` names no command (`cronq --help`). For the entry point's own last line.
+ */
+export function commandOf(argv: string[]): string | undefined {
+  const command = COMMANDS.find((c) => c.name === argv[0]);
+  if (!command) return undefined;
+  try {
+    return commandLabel(command, parseCommandArgs(command, argv.slice(1)).positionals);
+  } catch {
+    return command.name;
+  }
+}
+
+export { cliLine };
+
+function report(error: unknown, env: NodeJS.ProcessEnv, label: string | undefined): number {
   const level = env.LOG_LEVEL?.toLowerCase();
   const debug = level === 'debug' || level === 'trace';
   // Drizzle wraps driver errors in a message carrying the SQL and its parameters
@@ -84,7 +106,7 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const text = shown instanceof Error ? shown.message : String(shown);
   // Messages quote what the database holds (who paused, and why) and what was typed: shown, never acted on by the terminal.
   const message = printable(boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text));
-  process.stderr.write(`${message.startsWith('cronq') ? '' : 'cronq: '}${message}\n`);
+  process.stderr.write(`${cliLine(label, message)}\n`);
   if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${printable(boundedText(shown.stack, STACK_TEXT_MAX))}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
   if (error instanceof DatabaseUnreachableError) return 1;

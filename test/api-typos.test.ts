@@ -239,7 +239,7 @@ describe('admin call arguments that would be half read', () => {
 
   it('cronq dead list --limit takes 1 to 1000, as the README says', async () => {
     const r = await runProcess(process.execPath, [`${REPO_ROOT}/bin/cronq.js`, 'dead', 'list', '--limit', '1000000'], { cwd: REPO_ROOT, env: { DATABASE_URL: t.url }, timeoutMs: 30_000 });
-    expect(r).toEqual({ code: 64, stdout: '', stderr: "cronq: --limit must be a whole number from 1 to 1000 (got '1000000')\n" });
+    expect(r).toEqual({ code: 64, stdout: '', stderr: "cronq dead list: --limit must be a whole number from 1 to 1000 (got '1000000')\n" });
   });
 });
 

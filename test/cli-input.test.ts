@@ -39,7 +39,7 @@ describe('flags the parser refuses', () => {
       expect(message, args.join(' ')).not.toMatch(/ambiguous/);
       expect(message, args.join(' ')).toBe(await refused(joined));
     }
-    expect(await refused(['dead', 'list', '--limit', '-5'])).toBe("cronq: --limit must be a whole number from 1 to 1000 (got '-5')");
+    expect(await refused(['dead', 'list', '--limit', '-5'])).toBe("cronq dead list: --limit must be a whole number from 1 to 1000 (got '-5')");
     // After '--' nothing is a flag's value.
     expect(await refused(['tick', 'nightly', '--', '--at', '-1'])).toMatch(/^cronq tick: unexpected argument '--at'/);
   });
@@ -74,9 +74,9 @@ describe('a flag given twice', () => {
 describe('DATABASE_URL', () => {
   it('a broken percent-escape in the password or database name is refused naming DATABASE_URL, password masked', async () => {
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:se%zzcret@127.0.0.1:3306/cronq' })).toBe(
-      "cronq: DATABASE_URL has a '%' not followed by two hex digits: percent-encode '%' itself as %25: mysql://root:***@127.0.0.1:3306/cronq",
+      "cronq stats: DATABASE_URL has a '%' not followed by two hex digits: percent-encode '%' itself as %25: mysql://root:***@127.0.0.1:3306/cronq",
     );
-    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cron%zz' })).toMatch(/^cronq: DATABASE_URL has a '%' not followed by two hex digits/);
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cron%zz' })).toMatch(/^cronq stats: DATABASE_URL has a '%' not followed by two hex digits/);
   });
 
   it('an IPv6 host in brackets is connected to without its brackets', async () => {
@@ -89,31 +89,31 @@ describe('durations', () => {
   it('a duration longer than 100 years is refused naming the flag, before anything runs', async () => {
     const digits = '9'.repeat(400); // Infinity as a number
     expect(await refused(['prune', '--done-older-than', `${digits}d`, '--dry-run'])).toBe(
-      `cronq: --done-older-than: '${digits.slice(0, 64)}…' is longer than 36500d (100 years)`,
+      `cronq prune: --done-older-than: '${digits.slice(0, 64)}…' is longer than 36500d (100 years)`,
     );
-    expect(await refused(['prune', '--done-older-than', '100000000d', '--dry-run'])).toBe("cronq: --done-older-than: '100000000d' is longer than 36500d (100 years)");
-    expect(await refused(['start', '--unknown-kind-grace', '36501d'])).toBe("cronq: --unknown-kind-grace: '36501d' is longer than 36500d (100 years)");
+    expect(await refused(['prune', '--done-older-than', '100000000d', '--dry-run'])).toBe("cronq prune: --done-older-than: '100000000d' is longer than 36500d (100 years)");
+    expect(await refused(['start', '--unknown-kind-grace', '36501d'])).toBe("cronq start: --unknown-kind-grace: '36501d' is longer than 36500d (100 years)");
   });
 
   it('a duration with a space before, after or inside it is refused as malformed, flags and environment alike', async () => {
-    expect(await refused(['prune', '--done-older-than', '1h ', '--dry-run'])).toBe("cronq: --done-older-than: '1h ' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
-    expect(await refused(['start', '--grace', ' 2s'])).toBe("cronq: --grace: ' 2s' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
-    expect(await refused(['start', '--poll', '1 s'])).toBe("cronq: --poll: '1 s' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
-    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '10s ' })).toMatch(/^cronq: CRONQ_IMPORT_TIMEOUT: '10s ' is not a duration/);
+    expect(await refused(['prune', '--done-older-than', '1h ', '--dry-run'])).toBe("cronq prune: --done-older-than: '1h ' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
+    expect(await refused(['start', '--grace', ' 2s'])).toBe("cronq start: --grace: ' 2s' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
+    expect(await refused(['start', '--poll', '1 s'])).toBe("cronq start: --poll: '1 s' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)");
+    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '10s ' })).toMatch(/^cronq schedules: CRONQ_IMPORT_TIMEOUT: '10s ' is not a duration/);
   });
 
   it('a duration that is not one is quoted at most 64 characters long', async () => {
-    expect(await refused(['start', '--grace', 'x'.repeat(10_000)])).toBe(`cronq: --grace: '${'x'.repeat(64)}…' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
+    expect(await refused(['start', '--grace', 'x'.repeat(10_000)])).toBe(`cronq start: --grace: '${'x'.repeat(64)}…' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)`);
   });
 });
 
 describe('waits that a timer bounds', () => {
   it('a --grace longer than a day is refused: past 24.8 days node fires its timer at once, giving no grace at all', async () => {
-    expect(await refused(['start', '--grace', '30d'])).toBe("cronq: --grace must be at most 24h, the longest lease (got '30d')");
+    expect(await refused(['start', '--grace', '30d'])).toBe("cronq start: --grace must be at most 24h, the longest lease (got '30d')");
   });
 
   it('a CRONQ_IMPORT_TIMEOUT longer than a day is refused instead of refusing every schedule file at once', async () => {
-    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '30d' })).toBe("cronq: CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '30d')");
+    expect(await refused(['schedules'], { CRONQ_IMPORT_TIMEOUT: '30d' })).toBe("cronq schedules: CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '30d')");
   });
 });
 
@@ -127,7 +127,8 @@ describe('instants past what the database holds', () => {
         ['tick', 'nightly', '--at', value],
         ['schedules', '--from', value],
       ]) {
-        expect(await refused(args)).toMatch(new RegExp(`^cronq( dead \\w+)?: --[a-z-]+ must be before the year 10000 \\(UTC\\) \\(got '${value.replace(/[.+]/g, '\\$&')}'\\)$`));
+        const named = args[0] === 'dead' ? `dead ${args[1]}` : args[0];
+        expect(await refused(args)).toMatch(new RegExp(`^cronq ${named}: --[a-z-]+ must be before the year 10000 \\(UTC\\) \\(got '${value.replace(/[.+]/g, '\\$&')}'\\)$`));
       }
     }
     expect(parseIsoInstant('9999-12-31T23:59:59.999999Z', '--at').toISOString()).toBe('9999-12-31T23:59:59.999Z');
@@ -138,39 +139,39 @@ describe('cronq enqueue --queue', () => {
   it('a bad queue name is refused naming --queue, before the database is opened', async () => {
     // No server there: a refusal after connecting would be a connection error instead.
     expect(await refused(['enqueue', 'report', '--key', 'k', '--queue', 'a b'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe(
-      `cronq: --queue must be 1-64 letters, digits, '.', '_' or '-' (got "a b")`,
+      `cronq enqueue: --queue must be 1-64 letters, digits, '.', '_' or '-' (got "a b")`,
     );
   });
 });
 
 describe('cronq start --queues', () => {
   it('a queue named twice is refused naming it, before anything runs', async () => {
-    expect(await refused(['start', '--queues', 'a,b, a'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe("cronq: --queues names queue 'a' more than once; name each queue once");
+    expect(await refused(['start', '--queues', 'a,b, a'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe("cronq start: --queues names queue 'a' more than once; name each queue once");
   });
 });
 
 describe('DATABASE_URL ports and names', () => {
   it('refuses a port that is no number from 1 to 65535, and port 0 (which the driver reads as 3306), naming it', async () => {
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:0/cronq' })).toBe(
-      'cronq: DATABASE_URL has port 0; give a port from 1 to 65535, or none for 3306: mysql://root@127.0.0.1:0/cronq',
+      'cronq stats: DATABASE_URL has port 0; give a port from 1 to 65535, or none for 3306: mysql://root@127.0.0.1:0/cronq',
     );
-    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:99999/cronq' })).toMatch(/^cronq: DATABASE_URL has a port that is not a number from 1 to 65535: mysql:\/\/root@127\.0\.0\.1:99999\/cronq$/);
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:99999/cronq' })).toMatch(/^cronq stats: DATABASE_URL has a port that is not a number from 1 to 65535: mysql:\/\/root@127\.0\.0\.1:99999\/cronq$/);
     // A password with '/' and ':' in it is never read as the port, nor shown.
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://u:p/ss:w@127.0.0.1:99999/cronq' })).not.toMatch(/p\/ss/);
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:secret@127.0.0.1:abc/cronq' })).toBe(
-      'cronq: DATABASE_URL has a port that is not a number from 1 to 65535: mysql://root:***@127.0.0.1:abc/cronq',
+      'cronq stats: DATABASE_URL has a port that is not a number from 1 to 65535: mysql://root:***@127.0.0.1:abc/cronq',
     );
   });
 
   it('says a database name is too long when it is', async () => {
-    expect(await refused(['stats'], { DATABASE_URL: `mysql://root@127.0.0.1:3306/${'d'.repeat(70)}` })).toMatch(/^cronq: DATABASE_URL names a database of 70 characters; MySQL allows at most 64: /);
+    expect(await refused(['stats'], { DATABASE_URL: `mysql://root@127.0.0.1:3306/${'d'.repeat(70)}` })).toMatch(/^cronq stats: DATABASE_URL names a database of 70 characters; MySQL allows at most 64: /);
   });
 });
 
 describe('MIGRATION_DATABASE_URL', () => {
   it('a malformed MIGRATION_DATABASE_URL is refused under its own name, not as DATABASE_URL', async () => {
-    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'postgres://root@127.0.0.1/cronq' })).toBe('cronq: MIGRATION_DATABASE_URL must start with mysql:// (got postgres://)');
-    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'mysql://root@127.0.0.1:3306/' })).toMatch(/^cronq: MIGRATION_DATABASE_URL must name a database/);
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'postgres://root@127.0.0.1/cronq' })).toBe('cronq migrate: MIGRATION_DATABASE_URL must start with mysql:// (got postgres://)');
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'mysql://root@127.0.0.1:3306/' })).toMatch(/^cronq migrate: MIGRATION_DATABASE_URL must name a database/);
   });
 });
 
@@ -195,11 +196,11 @@ describe('cronq --version', () => {
 });
 
 describe('LOG_LEVEL', () => {
-  const refusal = "cronq: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got 'verbose')";
+  const refusal = "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got 'verbose')";
 
   it('an unknown level is refused on one line naming LOG_LEVEL and the accepted values, exit 64, whatever the command', async () => {
     for (const args of [['start'], ['stats'], ['migrate'], ['schedules'], ['dead', 'list']]) {
-      expect(await refused(args, { LOG_LEVEL: 'verbose' }), args.join(' ')).toBe(refusal);
+      expect(await refused(args, { LOG_LEVEL: 'verbose' }), args.join(' ')).toBe(`cronq ${args.join(' ')}: ${refusal}`);
     }
   });
 
@@ -207,7 +208,7 @@ describe('LOG_LEVEL', () => {
     // Each run gets past the level to the command's own check of its flags (no database needed).
     for (const level of ['fatal', 'ERROR', 'Warn', 'info', 'debug', 'trace', 'silent', '']) {
       const r = await runMain(['schedules', '--count', '0'], { ...env, LOG_LEVEL: level });
-      expect([r.code, r.stderr.split('\n')[0]], `LOG_LEVEL=${level}`).toEqual([64, "cronq: --count must be a whole number from 1 to 1000 (got '0')"]);
+      expect([r.code, r.stderr.split('\n')[0]], `LOG_LEVEL=${level}`).toEqual([64, "cronq schedules: --count must be a whole number from 1 to 1000 (got '0')"]);
     }
   });
 });

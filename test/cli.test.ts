@@ -25,7 +25,7 @@ describe('cronq tick --at', () => {
   it('refuses an instant later than now in one line, exit 64, enqueueing nothing (the period must still run when it comes)', async () => {
     const r = await runMain(['tick', 'nightly', '--at', '2999-12-31T23:59:59Z'], env());
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toMatch(/^cronq: --at must not be later than now \(\S+Z by this host's clock, 5s of clock skew allowed\): .* \(got 2999-12-31T23:59:59\.000Z\)\n$/);
+    expect(r.stderr).toMatch(/^cronq tick: --at must not be later than now \(\S+Z by this host's clock, 5s of clock skew allowed\): .* \(got 2999-12-31T23:59:59\.000Z\)\n$/);
     expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
     expect((await runMain(['tick', '--help'], env())).stdout).toContain('a later --at is refused (exit 64)');
   });
@@ -72,9 +72,10 @@ describe('output through a pipe', () => {
   it.skipIf(!existsSync('/dev/full'))('output that cannot be written (a full disk) is one line on stderr and exit 74, not a silent success', async () => {
     const full = openSync('/dev/full', 'w');
     try {
-      for (const args of [['--help'], ['dead', 'list', '--json'], ['stats']]) {
+      const commands: Array<[string[], string]> = [[['--help'], 'cronq'], [['dead', 'list', '--json'], 'cronq dead list'], [['stats'], 'cronq stats']];
+      for (const [args, named] of commands) {
         const r = await runProcess(process.execPath, [CRONQ_BIN, ...args], { cwd: REPO_ROOT, env: env(), timeoutMs: 30_000, stdoutFd: full });
-        expect(r.stderr, args.join(' ')).toBe('cronq: cannot write output: ENOSPC: no space left on device, write\n');
+        expect(r.stderr, args.join(' ')).toBe(`${named}: cannot write output: ENOSPC: no space left on device, write\n`);
         expect(r.code, args.join(' ')).toBe(74);
       }
     } finally {
@@ -120,7 +121,7 @@ describe('instants on the command line', () => {
   it('cronq enqueue --run-at 2026-02-30 stores nothing', async () => {
     const r = await runMain(['enqueue', 'traced', '--key', 'feb:30', '--run-at', '2026-02-30T00:00:00Z'], env());
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toBe("cronq: --run-at is not a date that exists (got '2026-02-30T00:00:00Z')\n");
+    expect(r.stderr).toBe("cronq enqueue: --run-at is not a date that exists (got '2026-02-30T00:00:00Z')\n");
     expect(await t.sql('SELECT id FROM cronq_jobs')).toEqual([]);
   });
 });
@@ -207,12 +208,13 @@ describe('a database that is missing or not migrated', () => {
     const name = `${t.name}_bare`;
     await t.sql(`CREATE DATABASE \`${name}\``);
     try {
-      for (const args of [['stats'], ['dead', 'list'], ['enqueue', 'traced', '--key', 'k']]) {
+      const commands: Array<[string, string[]]> = [['stats', ['stats']], ['dead list', ['dead', 'list']], ['enqueue', ['enqueue', 'traced', '--key', 'k']]];
+      for (const [named, args] of commands) {
         // The real CLI once; in process for the others (the same code path, much faster).
         const r = args[0] === 'stats' ? await runCli(args, { ...env(), DATABASE_URL: urlFor(name) }) : await runMain(args, { ...env(), DATABASE_URL: urlFor(name) });
         expect(r.code, args.join(' ')).toBe(1);
         expect(r.stderr, args.join(' ')).not.toMatch(/ER_NO_SUCH_TABLE/);
-        expect(r.stderr.trim(), args.join(' ')).toMatch(/^cronq: the database schema is not up to date \(\d+ migrations pending\): run 'cronq migrate'/);
+        expect(r.stderr.trim(), args.join(' ')).toMatch(new RegExp(`^cronq ${named}: the database schema is not up to date \\(\\d+ migrations pending\\): run 'cronq migrate'`));
         expect(r.stderr.trim().split('\n')).toHaveLength(1);
       }
     } finally {
@@ -224,7 +226,7 @@ describe('a database that is missing or not migrated', () => {
     const name = `${t.name}_nope`;
     const r = await runCli(['stats'], { ...env(), DATABASE_URL: urlFor(name) });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`cronq: database '${name}' does not exist on 127.0.0.1:3306: run 'cronq migrate' to create it\n`);
+    expect(r.stderr).toBe(`cronq stats: database '${name}' does not exist on 127.0.0.1:3306: run 'cronq migrate' to create it\n`);
   });
 });
 

@@ -110,7 +110,7 @@ describe('cronq start', () => {
     try {
       const r = await runCli(['start', '--no-migrate'], { ...env, DATABASE_URL: t.url.replace(/\/[^/]+$/, `/${name}`) });
       expect(r.code).toBe(1);
-      expect(r.stderr.trim()).toMatch(/^cronq: the database schema is not up to date \(\d+ migrations pending\): run 'cronq migrate'/);
+      expect(r.stderr.trim()).toMatch(/^cronq start: the database schema is not up to date \(\d+ migrations pending\): run 'cronq migrate'/);
     } finally {
       await t.sql(`DROP DATABASE \`${name}\``);
     }

@@ -204,7 +204,7 @@ describe('a tick run by hand whose fan-out fails midway', () => {
     expect(r).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'cronq: tick explodes at 2026-11-30T02:00:00.000Z (period 2026-11-30): fan-out failed after 3 jobs enqueued (0 already present): Error: fan-out exploded\n',
+      stderr: 'cronq tick: tick explodes at 2026-11-30T02:00:00.000Z (period 2026-11-30): fan-out failed after 3 jobs enqueued (0 already present): Error: fan-out exploded\n',
     });
     expect(await count("schedule_name = 'explodes'")).toBe(3);
   });

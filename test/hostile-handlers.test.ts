@@ -129,7 +129,7 @@ describe('payloads and passwords stay out of error text', () => {
     const results = await Promise.all(urls.map((url) => runCli(['stats'], { DATABASE_URL: url, CRONQ_SCHEDULES: 'test/fixtures/schedules-daemon' })));
     for (const result of results) {
       expect(result.code).toBe(64);
-      expect(result.stderr).toMatch(/^cronq: DATABASE_URL .*mysql:\/\/root:\*\*\*@/);
+      expect(result.stderr).toMatch(/^cronq stats: DATABASE_URL .*mysql:\/\/root:\*\*\*@/);
       expect(result.stderr).not.toMatch(/SECRET|SE\/CRET/);
     }
   });

@@ -484,7 +484,7 @@ describe('cronq start --http', () => {
       const address = code === 'EADDRINUSE' ? `127.0.0.1:${(taken.address() as AddressInfo).port}` : '192.0.2.1:9464';
       const never = `${t.name}_never`;
       const r = await runCli(['start', '--http', address], { ...env, DATABASE_URL: t.url.replace(/[^/]+$/, never) });
-      expect(r.stderr).toBe(`cronq: cannot listen on ${address} for --http: ${code}\n`);
+      expect(r.stderr).toBe(`cronq start: cannot listen on ${address} for --http: ${code}\n`);
       expect(r.code).toBe(64);
       expect(r.stdout).not.toMatch(/schedules_loaded|migrat|worker_started|scheduler_started|daemon_started/);
       expect(await t.sql('SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?', [never])).toEqual([]);
@@ -496,7 +496,7 @@ describe('cronq start --http', () => {
   it.each([['127.0.0.1'], [':9464'], ['127.0.0.1:65536'], ['no host:80']])('refuses --http %j with one line and exit 64', async (value) => {
     const r = await runCli(['start', '--http', value], env);
     expect(r.code).toBe(64);
-    expect(r.stderr).toMatch(/^cronq: --http must be HOST:PORT/);
+    expect(r.stderr).toMatch(/^cronq start: --http must be HOST:PORT/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 });

@@ -107,7 +107,7 @@ describe('cronq import-crontab into a folder with schedules', () => {
     writeFileSync(join(out, 'b.ts'), duplicate);
     const r = await runMain(['import-crontab', file, '--out', out]);
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toMatch(/^cronq: nothing written: schedules folder \S+ does not load, so its names cannot be avoided: duplicate name 'dup': defined in \S+a\.ts and in \S+b\.ts\n$/);
+    expect(r.stderr).toMatch(/^cronq import-crontab: nothing written: schedules folder \S+ does not load, so its names cannot be avoided: duplicate name 'dup': defined in \S+a\.ts and in \S+b\.ts\n$/);
     expect(readdirSync(out).sort()).toEqual(['a.ts', 'b.ts']);
   });
 });
@@ -118,7 +118,7 @@ describe('cronq import-crontab refusals', () => {
     writeFileSync(out, 'not a folder');
     const r = await runMain(['import-crontab', file, '--out', out]);
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toBe(`cronq: schedules folder ${out}: not a directory\n`);
+    expect(r.stderr).toBe(`cronq import-crontab: schedules folder ${out}: not a directory\n`);
   });
 
   it('an --out that cannot be made (under /proc) is refused with one line, not a hang', async () => {
@@ -126,7 +126,7 @@ describe('cronq import-crontab refusals', () => {
     // Node 20's recursive mkdir spins for ever there.
     const r = await runMain(['import-crontab', file, '--out', '/proc/cronq-no-such/schedules']);
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toBe('cronq: schedules folder /proc/cronq-no-such/schedules: cannot write /proc/cronq-no-such (ENOENT)\n');
+    expect(r.stderr).toBe('cronq import-crontab: schedules folder /proc/cronq-no-such/schedules: cannot write /proc/cronq-no-such (ENOENT)\n');
   });
 
   it('a crontab over 1 MiB, or /dev/zero, is refused with one line, reading no more than that', async () => {
@@ -134,7 +134,7 @@ describe('cronq import-crontab refusals', () => {
     for (const crontab of [file, '/dev/zero']) {
       const r = await runMain(['import-crontab', crontab, '--out', out]);
       expect(r).toMatchObject({ code: 64, stdout: '' });
-      expect(r.stderr).toBe(`cronq: cannot read crontab ${crontab}: larger than 1 MiB, not a crontab?\n`);
+      expect(r.stderr).toBe(`cronq import-crontab: cannot read crontab ${crontab}: larger than 1 MiB, not a crontab?\n`);
     }
     expect(existsSync(out)).toBe(false);
   });

@@ -124,7 +124,7 @@ describe.concurrent('schedule files that cannot be imported (cronq start)', () =
   ])('refuses a syntax error in %s as file:line:col and the message, on one line, exit 64', async (_what, files, line) => {
     const r = await refusal(files);
     expect(r.code).toBe(64);
-    expect(r.stderr).toBe(`cronq: ${line(r.dir)}\n`);
+    expect(r.stderr).toBe(`cronq start: ${line(r.dir)}\n`);
   });
 
   it.each([
@@ -134,14 +134,14 @@ describe.concurrent('schedule files that cannot be imported (cronq start)', () =
     const r = await refusal({ 'ok.ts': good('fine'), 'stuck.ts': source }, { CRONQ_IMPORT_TIMEOUT: '1s' });
     expect(r.code).toBe(64);
     expect(r.stderr).toBe(
-      `cronq: ${r.dir}/stuck.ts: not imported within 1s: a top-level await that never settles, or an endless loop? (CRONQ_IMPORT_TIMEOUT sets the bound)\n`,
+      `cronq start: ${r.dir}/stuck.ts: not imported within 1s: a top-level await that never settles, or an endless loop? (CRONQ_IMPORT_TIMEOUT sets the bound)\n`,
     );
   }, 60_000);
 
   it('refuses a file that throws a non-Error value, showing the value', async () => {
     const r = await refusal({ 'weird.ts': 'throw { weird: true };\n' });
     expect(r.code).toBe(64);
-    expect(r.stderr).toBe(`cronq: ${r.dir}/weird.ts: threw a non-Error value: {"weird":true}\n`);
+    expect(r.stderr).toBe(`cronq start: ${r.dir}/weird.ts: threw a non-Error value: {"weird":true}\n`);
   });
 });
 

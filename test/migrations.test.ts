@@ -132,7 +132,7 @@ describe('a migration an earlier run applied only in part', () => {
     expect(await pendingMigrations(db.database)).toBe(1);
     const cli = await runCli(['migrate'], { DATABASE_URL: `${serverUrl}/${db.name}` });
     expect(cli.code).toBe(1);
-    expect(cli.stderr).toBe(`cronq: ${message}\n`);
+    expect(cli.stderr).toBe(`cronq migrate: ${message}\n`);
   });
 });
 

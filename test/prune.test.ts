@@ -208,7 +208,7 @@ describe('cronq start --prune-done-older-than', () => {
   });
 
   it.each([
-    [['--prune-done-older-than', '1d', '--schedules', 'test/fixtures/schedules-prune'], /^cronq: --prune-done-older-than 1d is shorter than schedule 'monthly-report' needs/],
+    [['--prune-done-older-than', '1d', '--schedules', 'test/fixtures/schedules-prune'], /^cronq start: --prune-done-older-than 1d is shorter than schedule 'monthly-report' needs/],
     [['--prune-done-older-than', '59m'], /--prune-done-older-than must be at least 1h/],
   ])('refuses %j at start with one line and exit 64', async (args, message) => {
     const r = await runCli(['start', ...args], env);

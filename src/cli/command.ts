@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.ts';
+import { shownText } from '../shownText.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -12,6 +13,8 @@ export interface Command {
   options: Options;
   /** How many positional arguments it takes. */
   positionals: { min: number; max: number; names: string };
+  /** The subcommands its first positional names (`dead list`): its lines then name the subcommand too (commandLabel). */
+  subcommands?: readonly string[];
   /** Returns the exit code. */
   run(args: ParsedArgs): Promise<number>;
 }
@@ -39,20 +42,29 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
       // Some of node's messages run over several lines (a value starting with '-'): one line.
       .replace(/\.\n(\w)/, (_, first: string) => `: ${first.toLowerCase()}`)
       .replace(/\s*\n\s*/g, ' ');
-    throw new UsageError(`cronq ${command.name}: ${message} (see cronq ${command.name} --help)`);
+    throw new UsageError(`${message} (see cronq ${command.name} --help)`);
   }
   const seen = new Set<string>();
   for (const token of parsed.tokens) {
     if (token.kind !== 'option' || command.options[token.name]?.multiple) continue;
-    if (seen.has(token.name)) throw new UsageError(`cronq ${command.name}: --${token.name} is given more than once; give it once (see cronq ${command.name} --help)`);
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once; give it once (see cronq ${command.name} --help)`);
     seen.add(token.name);
   }
   const { min, max, names } = command.positionals;
-  if (parsed.positionals.length < min) throw new UsageError(`cronq ${command.name}: missing ${names} (see cronq ${command.name} --help)`);
+  if (parsed.positionals.length < min) throw new UsageError(`missing ${names} (see cronq ${command.name} --help)`);
   if (parsed.positionals.length > max) {
-    throw new UsageError(`cronq ${command.name}: unexpected argument '${parsed.positionals[max]}' (see cronq ${command.name} --help)`);
+    throw new UsageError(`unexpected argument '${shownText(parsed.positionals[max])}' (see cronq ${command.name} --help)`);
   }
   return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
+}
+
+/**
+ * What names `command` in its lines (cliLine): its name, and the subcommand its first
+ * positional names when it has subcommands (`dead list`); the name alone otherwise.
+ */
+export function commandLabel(command: Command, positionals: readonly string[] = []): string {
+  const [first] = positionals;
+  return first !== undefined && command.subcommands?.includes(first) ? `${command.name} ${first}` : command.name;
 }
 
 /** What follows a flag taking a value that parseArgs would read as a flag of its own: `-5`, `-1.5`, `-2h`. */

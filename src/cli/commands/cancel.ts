@@ -5,8 +5,6 @@ import { sliceChars } from '../../runtime/errorText.ts';
 import { DATABASE_ONLY_HELP, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
-const NAME = 'cronq cancel';
-
 /**
  * `cronq cancel ID | --key KEY | --all-matching [--kind K] [--queue Q] --reason R [--by NAME]`:
  * an operator stops jobs that have not finished. Refusals (unknown id or key, a job
@@ -58,10 +56,10 @@ ${DATABASE_ONLY_HELP}`,
     const bulk = values['all-matching'] === true;
     const key = values.key as string | undefined;
     const chosen = [positionals.length > 0, key !== undefined, bulk].filter(Boolean).length;
-    if (chosen === 0) throw new UsageError(`${NAME}: give a job ID, --key KEY or --all-matching (see cronq cancel --help)`);
-    if (chosen > 1) throw new UsageError(`${NAME}: give only one of a job ID, --key KEY and --all-matching`);
+    if (chosen === 0) throw new UsageError(`give a job ID, --key KEY or --all-matching (see cronq cancel --help)`);
+    if (chosen > 1) throw new UsageError(`give only one of a job ID, --key KEY and --all-matching`);
     if (!bulk && (values.kind !== undefined || values.queue !== undefined)) {
-      throw new UsageError(`${NAME}: --kind and --queue select jobs only with --all-matching`);
+      throw new UsageError(`--kind and --queue select jobs only with --all-matching`);
     }
     const reason = checkedText(values.reason as string | undefined, '--reason R', 'it is recorded in cancel_reason');
     const by = values.by === undefined ? undefined : checkedText(values.by as string, '--by NAME', 'who cancels');
@@ -95,19 +93,19 @@ async function withCronq<T>(args: ParsedArgs, work: (cronq: Awaited<ReturnType<t
 }
 
 function nonEmpty(value: string, flag: string): string {
-  if (value.trim() === '') throw new UsageError(`${NAME}: ${flag} needs a value`);
+  if (value.trim() === '') throw new UsageError(`${flag} needs a value`);
   return value;
 }
 
 function checkedText(value: string | undefined, flag: string, why: string): string {
-  if (value === undefined || value.trim() === '') throw new UsageError(`${NAME}: ${flag} is required (${why})`);
-  if (longerThanChars(value.trim(), MAX_CANCEL_TEXT_LENGTH)) throw new UsageError(`${NAME}: ${flag.split(' ')[0]} is longer than ${MAX_CANCEL_TEXT_LENGTH} characters`);
+  if (value === undefined || value.trim() === '') throw new UsageError(`${flag} is required (${why})`);
+  if (longerThanChars(value.trim(), MAX_CANCEL_TEXT_LENGTH)) throw new UsageError(`${flag.split(' ')[0]} is longer than ${MAX_CANCEL_TEXT_LENGTH} characters`);
   return value.trim();
 }
 
 function parseId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`${NAME}: ID must be a job id (cronq_jobs.id), a whole number (got '${sliceChars(value, 40)}')`);
+    throw new UsageError(`ID must be a job id (cronq_jobs.id), a whole number (got '${sliceChars(value, 40)}')`);
   }
   return Number(value);
 }
@@ -129,9 +127,9 @@ function described(filter: CancelFilter): string {
 function refusal(outcome: Exclude<CancelOutcome, { status: 'cancelled' }>): UsageError {
   if (outcome.status === 'not_found') {
     return new NotFoundError(
-      'id' in outcome.target ? `${NAME}: no job with id ${outcome.target.id}; nothing changed` : `${NAME}: no job with key '${sliceChars(outcome.target.key, 200)}'; nothing changed`,
+      'id' in outcome.target ? `no job with id ${outcome.target.id}; nothing changed` : `no job with key '${sliceChars(outcome.target.key, 200)}'; nothing changed`,
     );
   }
   const by = outcome.jobStatus === 'cancelled' ? ` by ${outcome.cancelledBy ?? 'an operator'} (${outcome.cancelReason ?? 'no reason'})` : '';
-  return new UsageError(`${NAME}: job ${outcome.jobId} (key ${sliceChars(outcome.key, 200)}) is already '${outcome.jobStatus}'${by}; nothing changed`);
+  return new UsageError(`job ${outcome.jobId} (key ${sliceChars(outcome.key, 200)}) is already '${outcome.jobStatus}'${by}; nothing changed`);
 }

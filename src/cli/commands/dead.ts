@@ -11,9 +11,11 @@ import {
 } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
 import { longerThanChars } from '../../runtime/chars.ts';
+import { shownText } from '../../shownText.ts';
 import type { Command, ParsedArgs } from '../command.ts';
 import { DATABASE_ONLY_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
+import { cliLine } from '../cliLine.ts';
 import { openForCommand } from '../open.ts';
 import { jsonText } from '../printable.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -88,24 +90,24 @@ ${DATABASE_ONLY_HELP}`,
     'all-matching': { type: 'boolean' },
   },
   positionals: { min: 1, max: 2, names: 'SUBCOMMAND (list, show, requeue or discard)' },
+  subcommands: ['list', 'show', 'requeue', 'discard'],
   async run(args) {
     const [sub, ...rest] = args.positionals;
-    if (!isSub(sub)) throw new UsageError(`cronq dead: unknown subcommand '${sub}' (list, show, requeue or discard; see cronq dead --help)`);
-    const name = `cronq dead ${sub}`;
+    if (!isSub(sub)) throw new UsageError(`unknown subcommand '${shownText(sub ?? '')}' (list, show, requeue or discard; see cronq dead --help)`);
     for (const [flag, value] of Object.entries(args.values)) {
       if (value !== undefined && flag !== 'help' && !FLAGS[sub].includes(flag)) {
-        throw new UsageError(`${name}: --${flag} does not apply here (see cronq dead --help)`);
+        throw new UsageError(`--${flag} does not apply here (see cronq dead --help)`);
       }
     }
     if (sub === 'list') {
-      if (rest.length > 0) throw new UsageError(`${name}: unexpected argument '${rest[0]}' (see cronq dead --help)`);
-      return list(args, name);
+      if (rest.length > 0) throw new UsageError(`unexpected argument '${shownText(rest[0])}' (see cronq dead --help)`);
+      return list(args);
     }
     if (sub === 'show') {
-      if (rest.length !== 1) throw new UsageError(`${name}: give one dead letter ID (see cronq dead --help)`);
-      return show(args, parseId(rest[0], name));
+      if (rest.length !== 1) throw new UsageError('give one dead letter ID (see cronq dead --help)');
+      return show(args, parseId(rest[0]));
     }
-    return resolve(args, sub, rest, name);
+    return resolve(args, sub, rest);
   },
 };
 
@@ -113,22 +115,22 @@ function isSub(value: string | undefined): value is Sub {
   return value === 'list' || value === 'show' || value === 'requeue' || value === 'discard';
 }
 
-function parseId(value: string, name: string): number {
+function parseId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`${name}: ID must be a dead letter id, a whole number as 'cronq dead list' prints it (got '${value}')`);
+    throw new UsageError(`ID must be a dead letter id, a whole number as 'cronq dead list' prints it (got '${shownText(value)}')`);
   }
   return Number(value);
 }
 
-function parseFilter(values: ParsedArgs['values'], name: string): DeadLetterFilter {
+function parseFilter(values: ParsedArgs['values']): DeadLetterFilter {
   const filter: DeadLetterFilter = {};
   for (const flag of ['queue', 'kind'] as const) {
     const value = values[flag] as string | undefined;
     if (value === undefined) continue;
-    if (value.trim() === '') throw new UsageError(`${name}: --${flag} needs a value`);
+    if (value.trim() === '') throw new UsageError(`--${flag} needs a value`);
     filter[flag] = value;
   }
-  if (values.since !== undefined) filter.since = parseIsoInstant(values.since as string, `${name}: --since`);
+  if (values.since !== undefined) filter.since = parseIsoInstant(values.since as string, '--since');
   return filter;
 }
 
@@ -141,11 +143,11 @@ async function withDeadLetters<T>(args: ParsedArgs, work: (deadLetters: DeadLett
   }
 }
 
-async function list(args: ParsedArgs, name: string): Promise<number> {
+async function list(args: ParsedArgs): Promise<number> {
   const { values, out } = args;
-  const filter = parseFilter(values, name);
+  const filter = parseFilter(values);
   const includeReviewed = values.all === true;
-  if (values.group && values.limit !== undefined) throw new UsageError(`${name}: --limit does not apply to --group`);
+  if (values.group && values.limit !== undefined) throw new UsageError(`--limit does not apply to --group`);
   const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : parseIntFlag(values.limit as string, '--limit', 1, LISTING_MAX);
   const which = includeReviewed ? 'dead letters' : 'unreviewed dead letters';
   if (values.group) {
@@ -158,7 +160,7 @@ async function list(args: ParsedArgs, name: string): Promise<number> {
   const note = `more ${which} match: showing the oldest ${limit} (${limit < LISTING_MAX ? 'raise --limit, ' : ''}narrow with --kind/--queue/--since, or use --group)`;
   if (values.json) {
     out(jsonText(letters.map(deadLetterJson)));
-    if (more) process.stderr.write(`cronq dead list: ${note}\n`);
+    if (more) process.stderr.write(`${cliLine('dead list', note)}\n`);
     return 0;
   }
   if (letters.length === 0) out(`no ${which}${filtered(filter)}`);
@@ -178,32 +180,32 @@ function filtered(filter: DeadLetterFilter): string {
 
 async function show(args: ParsedArgs, id: number): Promise<number> {
   const letter = await withDeadLetters(args, (dead) => dead.get(id));
-  if (!letter) throw notFound('show', id);
+  if (!letter) throw notFound(id);
   args.out(args.values.json ? jsonText(deadLetterDetailJson(letter)) : deadLetterDetailText(letter));
   return 0;
 }
 
-function notFound(sub: Sub, id: number): NotFoundError {
-  return new NotFoundError(`cronq dead ${sub}: no dead letter with id ${id} (ids are the ones 'cronq dead list' prints)`);
+function notFound(id: number): NotFoundError {
+  return new NotFoundError(`no dead letter with id ${id} (ids are the ones 'cronq dead list' prints)`);
 }
 
-async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: string[], name: string): Promise<number> {
+async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: string[]): Promise<number> {
   const { values, out } = args;
   const action: ReviewAction = sub;
   const bulk = values['all-matching'] === true;
   const hasFilter = values.queue !== undefined || values.kind !== undefined || values.since !== undefined;
-  if (rest.length > 0 && bulk) throw new UsageError(`${name}: give an ID or --all-matching, not both`);
+  if (rest.length > 0 && bulk) throw new UsageError(`give an ID or --all-matching, not both`);
   if (rest.length === 0 && !bulk) {
-    throw new UsageError(`${name}: give a dead letter ID, or --all-matching (with --kind/--queue/--since to narrow it)`);
+    throw new UsageError(`give a dead letter ID, or --all-matching (with --kind/--queue/--since to narrow it)`);
   }
-  if (!bulk && hasFilter) throw new UsageError(`${name}: --kind, --queue and --since select dead letters only with --all-matching`);
+  if (!bulk && hasFilter) throw new UsageError(`--kind, --queue and --since select dead letters only with --all-matching`);
   const reason = values.reason as string | undefined;
-  if (reason === undefined || reason.trim() === '') throw new UsageError(`${name}: --reason R is required (it is recorded in the resolution)`);
-  if (longerThanChars(reason.trim(), MAX_REASON_LENGTH)) throw new UsageError(`${name}: --reason is longer than ${MAX_REASON_LENGTH} characters`);
+  if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason R is required (it is recorded in the resolution)`);
+  if (longerThanChars(reason.trim(), MAX_REASON_LENGTH)) throw new UsageError(`--reason is longer than ${MAX_REASON_LENGTH} characters`);
   const past = action === 'requeue' ? 'requeued' : 'discarded';
 
   if (bulk) {
-    const filter = parseFilter(values, name);
+    const filter = parseFilter(values);
     const result = await withDeadLetters(args, (dead) => (action === 'requeue' ? dead.requeueMatching(filter, reason) : dead.discardMatching(filter, reason)));
     const skipped = [
       result.skippedJobNotDead > 0 && `${result.skippedJobNotDead} whose job is no longer dead`,
@@ -214,9 +216,9 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
     return 0;
   }
 
-  const id = parseId(rest[0], name);
+  const id = parseId(rest[0]);
   const outcome = await withDeadLetters(args, (dead) => (action === 'requeue' ? dead.requeue(id, reason) : dead.discard(id, reason)));
-  if (outcome.status !== 'done') throw refusal(sub, outcome);
+  if (outcome.status !== 'done') throw refusal(outcome);
   out(
     action === 'requeue'
       ? `requeued dead letter ${id}: job ${outcome.jobId} (key ${outcome.key}) is ready again with attempts 0`
@@ -225,25 +227,24 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
   return 0;
 }
 
-function refusal(sub: Sub, outcome: Exclude<ReviewOutcome, { status: 'done' }>): UsageError {
+function refusal(outcome: Exclude<ReviewOutcome, { status: 'done' }>): UsageError {
   const id = outcome.deadLetterId;
-  const name = `cronq dead ${sub}`;
   switch (outcome.status) {
     case 'not_found':
-      return notFound(sub, id);
+      return notFound(id);
     case 'already_reviewed':
       return new UsageError(
-        `${name}: dead letter ${id} was already reviewed at ${outcome.reviewedAt.toISOString()} (${outcome.resolution ?? 'no resolution recorded'}); nothing changed`,
+        `dead letter ${id} was already reviewed at ${outcome.reviewedAt.toISOString()} (${outcome.resolution ?? 'no resolution recorded'}); nothing changed`,
       );
     case 'job_not_dead':
       return new UsageError(
         outcome.jobStatus === null
-          ? `${name}: job ${outcome.jobId} of dead letter ${id} no longer exists; nothing changed (close it with 'cronq dead discard ${id} --reason R')`
-          : `${name}: job ${outcome.jobId} of dead letter ${id} is '${outcome.jobStatus}', not 'dead' (changed by other means); nothing changed (close it with 'cronq dead discard ${id} --reason R')`,
+          ? `job ${outcome.jobId} of dead letter ${id} no longer exists; nothing changed (close it with 'cronq dead discard ${id} --reason R')`
+          : `job ${outcome.jobId} of dead letter ${id} is '${outcome.jobStatus}', not 'dead' (changed by other means); nothing changed (close it with 'cronq dead discard ${id} --reason R')`,
       );
     case 'superseded':
       return new UsageError(
-        `${name}: job ${outcome.jobId} died again after dead letter ${id}; act on its latest dead letter, ${outcome.latestDeadLetterId} (close ${id} with 'cronq dead discard'); nothing changed`,
+        `job ${outcome.jobId} died again after dead letter ${id}; act on its latest dead letter, ${outcome.latestDeadLetterId} (close ${id} with 'cronq dead discard'); nothing changed`,
       );
   }
 }

@@ -1,4 +1,5 @@
 import { inexactNumber } from '../exactNumbers.ts';
+import { cliLine } from '../cliLine.ts';
 import { printable } from '../printable.ts';
 import { UsageError } from '../../errors.ts';
 import type { Cronq } from '../../cronq.ts';
@@ -48,20 +49,20 @@ ${COMMON_HELP}`,
   async run({ values, positionals, env, out }) {
     const [kind] = positionals;
     const key = values.key as string | undefined;
-    if (key === undefined || key === '') throw new UsageError('cronq enqueue: --key KEY is required');
+    if (key === undefined || key === '') throw new UsageError('--key KEY is required');
     const payloadFile = values['payload-file'] as string | undefined;
-    if (values.payload !== undefined && payloadFile !== undefined) throw new UsageError('cronq enqueue: give --payload or --payload-file, not both');
+    if (values.payload !== undefined && payloadFile !== undefined) throw new UsageError('give --payload or --payload-file, not both');
     const payloadFlag = payloadFile === undefined ? '--payload' : '--payload-file';
-    const payloadText = payloadFile === undefined ? (values.payload as string | undefined) : await readPayloadFile(payloadFile, 'cronq enqueue: --payload-file');
+    const payloadText = payloadFile === undefined ? (values.payload as string | undefined) : await readPayloadFile(payloadFile, '--payload-file');
     let payload: unknown = {};
     if (payloadText !== undefined) {
       try {
         payload = JSON.parse(payloadText);
       } catch (error) {
-        throw new UsageError(`cronq enqueue: ${payloadFlag} is not valid JSON: ${(error as Error).message}`);
+        throw new UsageError(`${payloadFlag} is not valid JSON: ${(error as Error).message}`);
       }
       const inexact = inexactNumber(payloadText);
-      if (inexact) throw new UsageError(`cronq enqueue: ${payloadFlag}: ${inexact}`);
+      if (inexact) throw new UsageError(`${payloadFlag}: ${inexact}`);
     }
     const runAt = values['run-at'] === undefined ? undefined : parseIsoInstant(values['run-at'] as string, '--run-at');
     const maxAttempts = values['max-attempts'] === undefined ? undefined : parseIntFlag(values['max-attempts'] as string, '--max-attempts', 1, 1000);
@@ -71,7 +72,7 @@ ${COMMON_HELP}`,
       const registry = await cronq.ready();
       if (!registry.get(kind) && !values['allow-unknown-kind']) {
         throw new UsageError(
-          `cronq enqueue: unknown kind '${kind}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
+          `unknown kind '${shownText(kind)}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
         );
       }
       const { id, created } = await cronq.enqueue({ kind, key, payload, queue, maxAttempts, runAt }, { allowUnknownKind: true });
@@ -91,5 +92,5 @@ ${COMMON_HELP}`,
  */
 async function alreadyPresent(cronq: Cronq, key: string, id: number): Promise<string> {
   const job = await cronq.admin.job({ id });
-  return printable(`cronq enqueue: key '${shownText(key)}' already present (job ${id}${job ? `, ${job.status}` : ''}): nothing enqueued`);
+  return printable(cliLine('enqueue', `key '${shownText(key)}' already present (job ${id}${job ? `, ${job.status}` : ''}): nothing enqueued`));
 }

@@ -1,6 +1,8 @@
 import { importCrontab } from '../../crontab/import.ts';
 import { isValidTimeZone } from '../../schedule/period.ts';
 import { UsageError } from '../../errors.ts';
+import { shownText } from '../../shownText.ts';
+import { cliLine } from '../cliLine.ts';
 import type { Command } from '../command.ts';
 
 export const importCrontabCommand: Command = {
@@ -48,7 +50,7 @@ most recent missed run is made up once, within a day (cron itself never does).
   positionals: { min: 1, max: 1, names: 'FILE' },
   async run({ values, positionals, env, out }) {
     const timezone = values.timezone as string | undefined;
-    if (timezone !== undefined && !isValidTimeZone(timezone)) throw new UsageError(`--timezone: unknown time zone '${timezone}'`);
+    if (timezone !== undefined && !isValidTimeZone(timezone)) throw new UsageError(`--timezone: unknown time zone '${shownText(timezone)}'`);
     const { written, errors } = await importCrontab(positionals[0], {
       outDir: (values.out as string | undefined) ?? (env.CRONQ_SCHEDULES || './schedules'),
       system: Boolean(values.system),
@@ -57,7 +59,7 @@ most recent missed run is made up once, within a day (cron itself never does).
       defaultTimezone: timezone,
     });
     for (const path of written) out(`wrote ${path}`);
-    for (const { line, reason } of errors) process.stderr.write(`skipped ${positionals[0]}:${line}: ${reason}\n`);
+    for (const { line, reason } of errors) process.stderr.write(`${cliLine('import-crontab', `skipped ${positionals[0]}:${line}: ${reason}`)}\n`);
     return 0;
   },
 };

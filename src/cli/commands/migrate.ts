@@ -1,6 +1,7 @@
 import { migrationConfig } from '../../config.ts';
 import { createCronq } from '../../cronq.ts';
 import { createLogger } from '../../logger.ts';
+import { cliLine } from '../cliLine.ts';
 import { DATABASE_ONLY_HELP, type Command } from '../command.ts';
 
 export const migrateCommand: Command = {
@@ -31,7 +32,7 @@ ${DATABASE_ONLY_HELP}`,
     // applied and every later run fails on it. The first signal waits for the end; a
     // second one (the default handler, restored) stops at once.
     const finishFirst = () => {
-      process.stderr.write('cronq migrate: finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once\n');
+      process.stderr.write(`${cliLine('migrate', 'finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once')}\n`);
       process.off('SIGINT', finishFirst);
       process.off('SIGTERM', finishFirst);
     };

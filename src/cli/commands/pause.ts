@@ -1,6 +1,7 @@
 import { describePause, type PauseTarget } from '../../admin.ts';
 import { parseQueueFlag } from '../../config.ts';
 import { UsageError } from '../../errors.ts';
+import { shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
 
@@ -42,8 +43,8 @@ ${COMMON_HELP}`,
         reason: args.values.reason as string | undefined,
         by: args.values.by as string | undefined,
       });
-      if (outcome.status === 'no_schedule') throw new UsageError(`cronq pause: no schedule named '${name}' in the schedules folder`);
-      if (outcome.status === 'already_paused') throw new UsageError(`cronq pause: ${target} '${name}' is already ${describePause(outcome.pause)}`);
+      if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
+      if (outcome.status === 'already_paused') throw new UsageError(`${target} '${name}' is already ${describePause(outcome.pause)}`);
       args.out(`${target} ${name} ${describePause(outcome.pause)}`);
       return 0;
     } finally {
@@ -75,8 +76,8 @@ ${COMMON_HELP}`,
     const cronq = await openForCommand(args, { loadSchedules: target === 'schedule' });
     try {
       const outcome = await cronq.admin.pauses.resume(target, name);
-      if (outcome.status === 'no_schedule') throw new UsageError(`cronq resume: no schedule named '${name}' in the schedules folder`);
-      if (outcome.status === 'not_paused') throw new UsageError(`cronq resume: ${target} '${name}' is not paused`);
+      if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
+      if (outcome.status === 'not_paused') throw new UsageError(`${target} '${name}' is not paused`);
       args.out(`${target} ${name} resumed (was ${describePause(outcome.pause)})`);
       return 0;
     } finally {
@@ -89,8 +90,8 @@ ${COMMON_HELP}`,
 function targetOf(args: ParsedArgs, command: string): { target: PauseTarget; name: string } {
   const queue = args.values.queue as string | undefined;
   const [name] = args.positionals;
-  if (queue !== undefined && name !== undefined) throw new UsageError(`cronq ${command}: give a schedule NAME or --queue Q, not both`);
-  if (queue !== undefined) return { target: 'queue', name: parseQueueFlag(queue, `cronq ${command}: --queue`) };
-  if (name === undefined) throw new UsageError(`cronq ${command}: missing NAME (a schedule) or --queue Q (see cronq ${command} --help)`);
+  if (queue !== undefined && name !== undefined) throw new UsageError(`give a schedule NAME or --queue Q, not both`);
+  if (queue !== undefined) return { target: 'queue', name: parseQueueFlag(queue, '--queue') };
+  if (name === undefined) throw new UsageError(`missing NAME (a schedule) or --queue Q (see cronq ${command} --help)`);
   return { target: 'schedule', name };
 }

@@ -1,5 +1,6 @@
 import { checkTickInstant } from '../../admin.ts';
 import { UsageError } from '../../errors.ts';
+import { shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
@@ -35,8 +36,8 @@ ${COMMON_HELP}`,
     const cronq = await openForCommand(args);
     try {
       const result = await cronq.admin.tick(name, asked === undefined ? {} : { at: asked });
-      if (result.status === 'no_schedule') throw new UsageError(`cronq tick: no schedule named '${name}' in the schedules folder`);
-      if (result.status === 'no_fire_time') throw new UsageError(`cronq tick: schedule '${name}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
+      if (result.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
+      if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownText(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
       args.out(
         `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
           result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''
