@@ -3,6 +3,7 @@ import { DatabaseUnreachableError, UsageError } from './errors.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { cliLine } from './cli/cliLine.ts';
 import { commandLabel, parseCommandArgs, type Command } from './cli/command.ts';
+import { helpText, mainHelp, usageOf } from './cli/help.ts';
 import { printable } from './cli/printable.ts';
 import { shownText } from './shownText.ts';
 import { parseLogLevel } from './logger.ts';
@@ -24,20 +25,6 @@ export const EXIT_USAGE = 64;
 
 const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, cancelCommand, statsCommand, limitsCommand, pruneCommand, pauseCommand, resumeCommand];
 
-function mainHelp(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  return `Usage: cronq COMMAND [options]
-
-cronq runs recurring and ad-hoc jobs from a MySQL/MariaDB queue: leased, fenced,
-retried with backoff, dead-lettered when they cannot succeed.
-
-Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
-
-Run 'cronq COMMAND --help' for a command's flags; each flag is given at most once.
-'cronq --version' prints cronq's version.`;
-}
-
 /**
  * The version of the installed package, from its package.json: one folder above this
  * file both in the sources (src/cli.ts) and in the published build (dist/cli.js).
@@ -53,13 +40,26 @@ export function packageVersion(): string {
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    out(mainHelp());
-    return name === undefined ? EXIT_USAGE : 0;
+  if (name === undefined) {
+    // Nothing asked for: the usage, as the error it is.
+    process.stderr.write(`${printable(mainHelp(COMMANDS))}\n`);
+    return EXIT_USAGE;
+  }
+  if (name === '--help' || name === '-h') {
+    out(mainHelp(COMMANDS));
+    return 0;
   }
   if (name === '--version') {
     out(packageVersion());
     return 0;
+  }
+  if (name === 'help') {
+    try {
+      out(helpText(COMMANDS, rest));
+      return 0;
+    } catch (error) {
+      return report(error, env, 'help');
+    }
   }
   const command = COMMANDS.find((c) => c.name === name);
   // What the failure line names (cliLine): none for an unknown command, the subcommand too once known.
@@ -71,6 +71,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       out(command.help);
       return 0;
     }
+    if (command.subcommands && rest.length === 0) {
+      // A command group without its subcommand (`cronq dead`): its usage, as the error it is.
+      process.stderr.write(`${printable(usageOf(command))}\n`);
+      return EXIT_USAGE;
+    }
     const { values, positionals } = parseCommandArgs(command, rest);
     label = commandLabel(command, positionals);
     parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
@@ -81,10 +86,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 }
 
 /**
- * What the lines of `cronq ARGV` name (cliLine): `dead list`, `stats`, or undefined when
+ * What the lines of `cronq ARGV` name (cliLine): `dead list`, `stats`, `help`, or undefined when
  * `argv` names no command (`cronq --help`). For the entry point's own last line.
  */
 export function commandOf(argv: string[]): string | undefined {
+  if (argv[0] === 'help') return 'help';
   const command = COMMANDS.find((c) => c.name === argv[0]);
   if (!command) return undefined;
   try {

@@ -187,6 +187,44 @@ describe('--help tells the truth', () => {
   );
 });
 
+describe('help', () => {
+  it('cronq --help, -h and help print the list of commands on stdout, exit 0', async () => {
+    const help = await runMain(['--help'], env);
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toMatch(/^Usage: cronq COMMAND/);
+    for (const args of [['-h'], ['help'], ['help', '--help']]) expect(await runMain(args, env), args.join(' ')).toEqual(help);
+  });
+
+  it('cronq help CMD and cronq CMD --help print that command\'s help on stdout, exit 0', async () => {
+    for (const command of ['start', 'tick', 'dead', 'cancel', 'import-crontab']) {
+      const help = await runMain([command, '--help'], env);
+      expect(help, command).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout, command).toMatch(new RegExp(`^Usage: cronq ${command}`));
+      expect(await runMain(['help', command], env), command).toEqual(help);
+      expect(await runMain([command, '-h'], env), command).toEqual(help);
+    }
+    expect(await runMain(['help', 'dead', 'requeue'], env)).toEqual(await runMain(['dead', '--help'], env));
+  });
+
+  it('cronq help of something that is no command is refused in one line, exit 64', async () => {
+    expect(await refused(['help', 'frobnicate'])).toBe("cronq help: unknown command 'frobnicate' (see cronq --help)");
+    expect(await refused(['help', 'tick', 'nightly'])).toBe("cronq help: unexpected argument 'nightly' (give one command: cronq help tick)");
+  });
+
+  it('bare cronq prints the usage on stderr, nothing on stdout, exit 64', async () => {
+    const r = await runMain([], env);
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toBe((await runMain(['--help'], env)).stdout);
+  });
+
+  it('a command group without its subcommand (cronq dead) prints its usage on stderr, exit 64, and opens no database', async () => {
+    const r = await runMain(['dead'], { ...env, DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' });
+    expect(r).toMatchObject({ code: 64, stdout: '' });
+    expect(r.stderr).toMatch(/^Usage: cronq dead list .*\n(.*\n)*\nRun 'cronq dead --help' for what each does and its flags\.\n$/);
+    expect(r.stderr).not.toContain('--all-matching    ');
+  });
+});
+
 describe('cronq --version', () => {
   it("prints the package's version alone, exit 0, and the help says so", async () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));

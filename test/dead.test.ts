@@ -434,7 +434,7 @@ describe('cronq dead (CLI)', () => {
   });
 
   it.each([
-    [['dead'], /missing SUBCOMMAND/],
+    [['dead', '--json'], /missing SUBCOMMAND/],
     [['dead', 'purge'], /unknown subcommand 'purge'/],
     [['dead', 'requeue', '1', '--all-matching', '--reason', 'x'], /give an ID or --all-matching, not both/],
     [['dead', 'requeue', '--reason', 'x'], /give a dead letter ID, or --all-matching/],
