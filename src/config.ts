@@ -3,6 +3,7 @@ import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
+import { shownText } from './shownText.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
 import { parseConsoleToken, type ConsoleToken } from './http/console/auth.ts';
 import { parseLogLevel } from './logger.ts';
@@ -78,9 +79,13 @@ function parseGrace(value: string): number {
   return ms;
 }
 
-/** Parses a whole number flag within bounds, naming the flag when it is not one. */
+/**
+ * Parses a whole number flag within bounds, naming the flag when it is not one. Digits
+ * only, as typed: `1e3`, `0x10`, `+5`, `5.0` and ` 5` are refused, never read as Number
+ * reads them (1000, 16) or trimmed.
+ */
 export function parseIntFlag(value: string, flag: string, min: number, max: number): number {
-  return wholeNumberWithin(/^\d+$/.test(value.trim()) ? Number(value) : Number.NaN, flag, { min, max }, `'${value}'`);
+  return wholeNumberWithin(/^[0-9]+$/.test(value) ? Number(value) : Number.NaN, flag, { min, max }, `'${shownText(value)}'`);
 }
 
 /** A queue name given as `flag`, validated as tasks take it (a UsageError naming the flag). */

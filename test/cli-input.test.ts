@@ -4,6 +4,7 @@ import { parseIsoInstant } from '../src/cli/instant.ts';
 import { parseDatabaseUrl } from '../src/db/url.ts';
 import { parseCommandArgs, type Command } from '../src/cli/command.ts';
 import { startCommand } from '../src/cli/commands/start.ts';
+import { CRONQ_BIN, REPO_ROOT, runProcess } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 
 // Usage errors end before the database is opened: no server is needed for these.
@@ -21,8 +22,21 @@ async function refused(args: string[], extraEnv: Record<string, string> = {}): P
 describe('flags the parser refuses', () => {
   it('a flag value starting with a dash is refused on one line that says how to pass it', async () => {
     expect(await refused(['dead', 'list', '--kind', '-x'])).toBe(
-      "cronq dead: Option '--kind' argument is ambiguous: did you forget to specify the option argument for '--kind'? To specify an option argument starting with a dash use '--kind=-XYZ' (see cronq dead --help)",
+      "cronq dead: --kind is followed by '-x', a flag, not its value; give --kind a value (one that really starts with '-' is written --kind=VALUE) (see cronq dead --help)",
     );
+  });
+
+  it('another flag where a value belongs is refused, never taken as the value', async () => {
+    // No server there: were the flag taken as the value, the command would fail to connect instead.
+    const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
+    expect(await refused(['dead', 'list', '--queue', '--limit', '5'], nowhere)).toBe(
+      "cronq dead: --queue is followed by '--limit', a flag, not its value; give --queue a value (one that really starts with '-' is written --queue=VALUE) (see cronq dead --help)",
+    );
+    expect(await refused(['cancel', '--all-matching', '--reason', '--by', 'ann'], nowhere)).toMatch(/^cronq cancel: --reason is followed by '--by', a flag, not its value; /);
+    expect(await refused(['enqueue', 'traced', '--key', '--key', 'k'], nowhere)).toMatch(/^cronq enqueue: --key is followed by '--key', a flag, not its value; /);
+    expect(await refused(['cancel', '--all-matching', '--reason', '--'], nowhere)).toMatch(/^cronq cancel: --reason is followed by '--', a flag, not its value; /);
+    // Written with '=', a value starting with a dash is the value; its own check then applies.
+    expect(await refused(['dead', 'list', '--limit=--5'], nowhere)).toBe("cronq dead list: --limit must be a whole number from 1 to 1000 (got '--5')");
   });
 
   it('a negative number after a flag gets the range error the flag gives --flag=-N, not the parser\'s ambiguity', async () => {
@@ -42,6 +56,37 @@ describe('flags the parser refuses', () => {
     expect(await refused(['dead', 'list', '--limit', '-5'])).toBe("cronq dead list: --limit must be a whole number from 1 to 1000 (got '-5')");
     // After '--' nothing is a flag's value.
     expect(await refused(['tick', 'nightly', '--', '--at', '-1'])).toMatch(/^cronq tick: unexpected argument '--at'/);
+  });
+});
+
+describe('arguments that were not UTF-8', () => {
+  it('are refused naming the flag or the argument, before anything is stored changed', async () => {
+    const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
+    const why = 'holds U+FFFD, what bytes that are not UTF-8 become on a command line: it would be stored changed; pass it as UTF-8 text';
+    expect(await refused(['enqueue', 'traced', '--key', 'caf\uFFFD'], nowhere)).toBe(`cronq enqueue: --key ${why}`);
+    expect(await refused(['cancel', '--all-matching', '--reason=d\uFFFDj\uFFFD vu'], nowhere)).toBe(`cronq cancel: --reason ${why}`);
+    expect(await refused(['enqueue', 'trac\uFFFDd', '--key', 'k'], nowhere)).toBe(`cronq enqueue: argument 1 ('trac\uFFFDd') ${why}`);
+    expect(await refused(['dead', 'show', '1\uFFFD'], nowhere)).toBe(`cronq dead: argument 2 ('1\uFFFD') ${why}`);
+  });
+
+  it('as the real CLI receives them: a key typed in a Latin-1 terminal', async () => {
+    // 'café' in Latin-1 ends in the byte 0xe9, which is no UTF-8; only a shell can put it in argv as it is.
+    const script = `exec "$0" "$1" enqueue traced --key "$(printf 'caf\\351')"`;
+    const r = await runProcess('sh', ['-c', script, process.execPath, CRONQ_BIN], { cwd: REPO_ROOT, env: { ...env, DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' }, timeoutMs: 30_000 });
+    expect(r).toEqual({ code: 64, stdout: '', stderr: "cronq enqueue: --key holds U+FFFD, what bytes that are not UTF-8 become on a command line: it would be stored changed; pass it as UTF-8 text\n" });
+  });
+});
+
+describe('whole-number flags', () => {
+  it.each(['1e3', '0x10', ' 5', '5 ', '+5', '5.0', '1_000', '٥'])('take digits only: %j is refused naming the flag', async (value) => {
+    expect(await refused(['dead', 'list', '--limit', value])).toBe(`cronq dead list: --limit must be a whole number from 1 to 1000 (got '${value}')`);
+    expect(await refused(['schedules', '--count', value])).toMatch(/^cronq schedules: --count must be a whole number from 1 to 1000/);
+    expect(await refused(['start', '--concurrency', value])).toMatch(/^cronq start: --concurrency must be a whole number/);
+    expect(await refused(['enqueue', 'traced', '--key', 'k', '--max-attempts', value])).toMatch(/^cronq enqueue: --max-attempts must be a whole number from 1 to 1000/);
+  });
+
+  it('quote a long refused value cut', async () => {
+    expect(await refused(['dead', 'list', '--limit', '9'.repeat(5000)])).toBe(`cronq dead list: --limit must be a whole number from 1 to 1000 (got '${'9'.repeat(64)}…')`);
   });
 });
 

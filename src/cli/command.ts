@@ -1,6 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.ts';
 import { shownText } from '../shownText.ts';
+import { settledFlagValues } from './flagValues.ts';
+import { refuseUnreadableText } from './unreadableText.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -27,14 +29,17 @@ export interface ParsedArgs {
 }
 
 /**
- * Parses argv for `command` strictly: an unknown flag, a missing value, or a flag given
- * twice (parseArgs would keep the last silently: `--concurrency 4 --concurrency 8`) is a
- * UsageError. Only a flag declared `multiple: true` may repeat.
+ * Parses argv for `command` strictly: an unknown flag, a missing value, a flag where a
+ * value belongs (settledFlagValues), a value holding bytes that were not UTF-8
+ * (refuseUnreadableText), or a flag given twice (parseArgs would keep the last silently:
+ * `--concurrency 4 --concurrency 8`) is a UsageError. Only a flag declared
+ * `multiple: true` may repeat.
  */
 export function parseCommandArgs(command: Command, argv: string[]): { values: ParsedArgs['values']; positionals: string[] } {
+  const args = settledFlagValues(command.options, argv, `cronq ${command.name} --help`);
   let parsed;
   try {
-    parsed = parseArgs({ args: withNegativeValues(command.options, argv), options: command.options, allowPositionals: true, strict: true, tokens: true });
+    parsed = parseArgs({ args, options: command.options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     const message = (error as Error).message
       .replace(/\. To specify a positional argument.*$/s, '')
@@ -44,6 +49,7 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
       .replace(/\s*\n\s*/g, ' ');
     throw new UsageError(`${message} (see cronq ${command.name} --help)`);
   }
+  refuseUnreadableText(parsed.tokens);
   const seen = new Set<string>();
   for (const token of parsed.tokens) {
     if (token.kind !== 'option' || command.options[token.name]?.multiple) continue;
@@ -65,29 +71,6 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
 export function commandLabel(command: Command, positionals: readonly string[] = []): string {
   const [first] = positionals;
   return first !== undefined && command.subcommands?.includes(first) ? `${command.name} ${first}` : command.name;
-}
-
-/** What follows a flag taking a value that parseArgs would read as a flag of its own: `-5`, `-1.5`, `-2h`. */
-const NEGATIVE_NUMBER = /^-[0-9]/;
-
-/**
- * `argv` with `--flag -5` written as `--flag=-5` for a flag taking a value: parseArgs
- * refuses the spaced form as ambiguous in a long message, though no flag starts with a
- * digit, so the value then meets the check (the range error `--limit=-5` gets) as typed.
- * Nothing after `--` is touched; other values starting with '-' stay refused.
- */
-function withNegativeValues(options: Options, argv: string[]): string[] {
-  const args: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--') return [...args, ...argv.slice(i)];
-    const next = argv[i + 1];
-    if (arg.startsWith('--') && options[arg.slice(2)]?.type === 'string' && next !== undefined && NEGATIVE_NUMBER.test(next)) {
-      args.push(`${arg}=${next}`);
-      i++;
-    } else args.push(arg);
-  }
-  return args;
 }
 
 /** The flags every command that touches the database accepts. */
