@@ -129,7 +129,9 @@ export type TickNowOutcome =
       refused: RefusedJobInfo[];
     }
   | { status: 'no_schedule'; schedule: string }
-  | { status: 'no_fire_time'; schedule: string; at: Date };
+  | { status: 'no_fire_time'; schedule: string; at: Date }
+  /** The schedule is paused and `force` was not set: nothing enqueued (resume it first, or pass `force`). */
+  | { status: 'paused'; schedule: string; pause: Pause };
 
 /**
  * The operator's view of one cronq instance (`cronq.admin`). Every method returns a
@@ -218,9 +220,11 @@ export interface CronqAdmin {
    * scheduler's; an `at` later than now (TICK_AT_SKEW_MS allowed) is a UsageError: it would take a
    * coming period's key, and that period's real run would then find it taken. A fan-out
    * that fails midway (jobs() throws) rejects with TickFanoutError, one line naming the
-   * schedule, the fire time and the jobs enqueued before it (they stay enqueued).
+   * schedule, the fire time and the jobs enqueued before it (they stay enqueued). A
+   * paused schedule (pauses.pause) is not run: 'paused', with the pause in force, unless
+   * `force` is true (the pause stays; the scheduler goes on skipping its ticks).
    */
-  tick(schedule: string, options?: { at?: Date }): Promise<TickNowOutcome>;
+  tick(schedule: string, options?: { at?: Date; force?: boolean }): Promise<TickNowOutcome>;
 }
 
 /** What the admin API reads through: the instance's store, its database and its loaded schedules. */
@@ -375,12 +379,17 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     job: async (target) => store.job(checkedTarget(target, 'job')),
     async tick(name, options) {
-      const { at: asked } = checkedOptions(options, ['at'], 'tick');
+      const { at: asked, force = false } = checkedOptions(options, ['at', 'force'], 'tick');
+      if (typeof force !== 'boolean') throw new UsageError(`tick: force must be true or false (got ${shownValue(force)})`);
       // The database's clock, which the scheduler ticks by (DatabaseClock).
       const now = await store.now();
       const at = asked === undefined ? now : checkTickInstant(checkedFireDate(asked, 'at'), 'at', now, "the database's clock");
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
+      if (!force) {
+        const pause = await store.pauseOf('schedule', name);
+        if (pause) return { status: 'paused', schedule: name, pause };
+      }
       const fireAt = latestFireAtOrBefore(schedule.cron, schedule.timezone, at);
       if (!fireAt) return { status: 'no_fire_time', schedule: name, at };
       const periodKey = periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, fireAt);

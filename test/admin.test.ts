@@ -93,6 +93,23 @@ describe('the admin API', () => {
     expect(await cronq.admin.tick('daily-report')).toMatchObject({ status: 'enqueued', inserted: 0, existing: 1 });
   });
 
+  it('does not tick a paused schedule unless forced: it answers with the pause, enqueues nothing, and the pause stays', async () => {
+    cronq = createCronq({ databaseUrl: t.url, tasks: [daily], workers: false, scheduler: false, logger: false });
+    try {
+      const paused = await cronq.admin.pauses.pause('schedule', 'daily-report', { reason: 'quarter close', by: 'ann' });
+      expect(paused.status).toBe('paused');
+      const at = new Date('2026-11-30T05:00:00Z');
+      expect(await cronq.admin.tick('daily-report', { at })).toEqual({ status: 'paused', schedule: 'daily-report', pause: paused.status === 'paused' && paused.pause });
+      expect(await cronq.admin.tick('daily-report', { at, force: false })).toMatchObject({ status: 'paused' });
+      expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
+      expect(await cronq.admin.tick('daily-report', { at, force: true })).toMatchObject({ status: 'enqueued', fireAt: new Date('2026-11-30T03:00:00Z'), inserted: 1 });
+      expect(await cronq.admin.pauses.list()).toMatchObject([{ target: 'schedule', name: 'daily-report', reason: 'quarter close' }]);
+      await expect(cronq.admin.tick('daily-report', { force: 'yes' as never })).rejects.toThrow(/^tick: force must be true or false \(got "yes"\)$/);
+    } finally {
+      await t.sql('DELETE FROM cronq_pauses');
+    }
+  });
+
   it('refuses bad input with a UsageError naming it, never a driver error carrying the SQL: ids, dates, targets, reasons', async () => {
     cronq = createCronq({ databaseUrl: t.url, tasks: [daily], logger: false });
     const { admin } = cronq;

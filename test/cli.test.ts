@@ -37,10 +37,31 @@ describe("cronq enqueue of a schedule's key", () => {
     writeFileSync(join(dir, 'daily.ts'), "import { defineSchedule } from 'cronq';\nexport const daily = defineSchedule({ name: 'daily', cron: '0 2 * * *', timezone: 'UTC', period: 'day', handle() {} });\n");
     const r = await runCli(['enqueue', 'daily', '--key', 'daily:2026-12-04', '--schedules', dir], env());
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toMatch(/^cronq: job key "daily:2026-12-04" is a key of schedule 'daily' \(it starts with 'daily:'\): a schedule's keys are written by its ticks; .*`cronq tick daily --at ISO`/m);
+    expect(r.stderr).toMatch(/^cronq enqueue: job key "daily:2026-12-04" is a key of schedule 'daily' \(it starts with 'daily:'\): a schedule's keys are written by its ticks; .*`cronq tick daily --at ISO`/m);
     expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
     const byHand = await runCli(['enqueue', 'daily', '--key', 'by-hand:1', '--schedules', dir], env());
     expect(byHand.code).toBe(0);
+  });
+});
+
+describe('cronq tick of a paused schedule', () => {
+  it('is refused in one line naming the pause and both ways on, exit 64, enqueueing nothing; --force runs it and the pause stays', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'nightly.ts'), "import { defineSchedule } from 'cronq';\nexport const nightly = defineSchedule({ name: 'nightly', cron: '0 2 * * *', handle() {} });\n");
+    const withIt = { ...env(), CRONQ_SCHEDULES: dir };
+    await t.sql("INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('schedule', 'nightly', 'quarter close', 'ann')");
+    try {
+      const r = await runMain(['tick', 'nightly'], withIt);
+      expect(r).toMatchObject({ code: 64, stdout: '' });
+      expect(r.stderr).toMatch(/^cronq tick: schedule 'nightly' is paused by ann since \S+Z: quarter close; --force runs it anyway, or 'cronq resume nightly' first\n$/);
+      expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
+      const forced = await runMain(['tick', 'nightly', '--force'], withIt);
+      expect(forced).toMatchObject({ code: 0, stderr: '' });
+      expect(forced.stdout).toMatch(/^nightly tick \S+Z \(period \S+\): 1 enqueued, 0 already present\n$/);
+      expect(await t.sql("SELECT name FROM cronq_pauses WHERE target = 'schedule'")).toEqual([{ name: 'nightly' }]);
+    } finally {
+      await t.sql('DELETE FROM cronq_pauses');
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { checkTickInstant } from '../../admin.ts';
+import { checkTickInstant, describePause } from '../../admin.ts';
 import { UsageError } from '../../errors.ts';
 import { shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
@@ -8,7 +8,7 @@ import { parseIsoInstant } from '../instant.ts';
 export const tickCommand: Command = {
   name: 'tick',
   summary: "enqueue a schedule's jobs for its latest fire time now (harmless to repeat)",
-  help: `Usage: cronq tick NAME [--at ISO]
+  help: `Usage: cronq tick NAME [--at ISO] [--force]
 
 Runs now the fan-out of schedule NAME for its latest fire time at or before --at
 (default: now) and prints how many jobs were enqueued and how many were already
@@ -19,15 +19,20 @@ scheduler still records that tick when it reaches it.
 later fire time ticked now would take its period's key, and its real run would
 find the key taken and never run, so a later --at is refused (exit 64).
 
+A paused schedule ('cronq pause NAME') is refused (exit 64), naming who paused it
+and why: resume it first ('cronq resume NAME'), or run it anyway with --force (it
+stays paused: the scheduler goes on skipping its ticks).
+
 A fan-out that fails midway (its jobs() throws) prints one line naming the tick
 and how many jobs were enqueued before it, then the error's first line (exit 1);
 those jobs stay, and running the tick again enqueues the rest.
 
   --at ISO          e.g. 2026-11-01T02:00:00Z (default now; not later than now)
+  --force           run it even while the schedule is paused
   --schedules DIR   where the schedule is defined (default ./schedules)
 
 ${COMMON_HELP}`,
-  options: { ...COMMON_OPTIONS, at: { type: 'string' } },
+  options: { ...COMMON_OPTIONS, at: { type: 'string' }, force: { type: 'boolean' } },
   positionals: { min: 1, max: 1, names: 'NAME' },
   async run(args) {
     const [name] = args.positionals;
@@ -35,8 +40,11 @@ ${COMMON_HELP}`,
     const asked = args.values.at === undefined ? undefined : checkTickInstant(parseIsoInstant(args.values.at as string, '--at'), '--at');
     const cronq = await openForCommand(args);
     try {
-      const result = await cronq.admin.tick(name, asked === undefined ? {} : { at: asked });
+      const result = await cronq.admin.tick(name, { ...(asked === undefined ? {} : { at: asked }), force: args.values.force === true });
       if (result.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
+      if (result.status === 'paused') {
+        throw new UsageError(`schedule '${name}' is ${describePause(result.pause)}; --force runs it anyway, or 'cronq resume ${name}' first`);
+      }
       if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownText(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
       args.out(
         `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${

@@ -1,11 +1,12 @@
 /**
  * The console's actions, each a POST from a form (or a client with a Bearer token):
- * requeue or discard dead letters, pause, resume and run schedules. Each answers with
- * a one-line outcome; the router redirects back with it. Who acted is recorded as
+ * requeue or discard dead letters, pause, resume and run schedules (a paused one is not
+ * run: resume it first). Each answers with a one-line outcome; the router redirects
+ * back with it. Who acted is recorded as
  * `console:NAME`: in the pause's paused_by, and ahead of the reason in a review's
  * resolution (dead letters record no reviewer of their own).
  */
-import { describePause, MAX_REASON_LENGTH, type CronqAdmin } from '../../admin.ts';
+import { describePause, MAX_REASON_LENGTH, type CronqAdmin, type TickNowOutcome } from '../../admin.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
 import { decodeSegment } from './context.ts';
 import { deadFilter } from './pages/dead.ts';
@@ -57,12 +58,21 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
       return { back, message: `${name}: ${outcome.status.replace(/_/g, ' ')}` };
     }
     const outcome = await admin.tick(name);
-    return {
-      back,
-      message: outcome.status === 'enqueued' ? `${name} run for ${outcome.fireAt.toISOString()}: ${outcome.inserted} enqueued, ${outcome.existing} already there` : `${name}: ${outcome.status.replace(/_/g, ' ')}`,
-    };
+    return { back, message: ranMessage(name, outcome) };
   }
   return null;
+}
+
+/** The line a run button's outcome shows: what was enqueued, or why nothing was (a paused schedule is not run). */
+function ranMessage(name: string, outcome: TickNowOutcome): string {
+  switch (outcome.status) {
+    case 'enqueued':
+      return `${name} run for ${outcome.fireAt.toISOString()}: ${outcome.inserted} enqueued, ${outcome.existing} already there`;
+    case 'paused':
+      return `${name}: paused: resume it first (${describePause(outcome.pause)})`;
+    default:
+      return `${name}: ${outcome.status.replace(/_/g, ' ')}`;
+  }
 }
 
 /** An action refused for bad form input (400), with the line to show. */

@@ -1,0 +1,58 @@
+/**
+ * The console's run button (POST /schedules/NAME/run), over plain HTTP with a Bearer
+ * token: what it shows after running a schedule, and after declining to run a paused one.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCronq, defineSchedule, type Cronq } from '../src/index.ts';
+import { ConsoleAuth } from '../src/http/console/auth.ts';
+import { createConsole } from '../src/http/console/router.ts';
+import { startHttpServer, type HttpServer } from '../src/http/server.ts';
+import { silentLogger } from '../src/logger.ts';
+import { useTestDatabase } from './support/db.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_pauses'] });
+const TOKEN = 'ops:correct-horse-battery-staple';
+const report = defineSchedule({ name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Paris', period: 'day', handle() {} });
+
+let cronq: Cronq;
+let server: HttpServer;
+let base: string;
+
+beforeAll(async () => {
+  cronq = createCronq({ databaseUrl: t.url, tasks: [report], workers: false, scheduler: false, logger: false });
+  const handler = createConsole({ admin: cronq.admin, auth: new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) }), log: silentLogger() });
+  server = await startHttpServer({ host: '127.0.0.1', port: 0 }, { health: async () => ({ status: 'ok' }) as any, metrics: async () => ({ contentType: 'text/plain', body: '' }), console: handler }, silentLogger());
+  base = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await cronq?.stop({ graceMs: 0 });
+});
+
+/** Presses the run button of `name`; resolves with the notice of the page it redirects back to. */
+async function run(name: string): Promise<string> {
+  const acted = await fetch(`${base}/schedules/${name}/run`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: `Bearer ${TOKEN}` },
+    body: '',
+    redirect: 'manual',
+  });
+  expect(acted.status).toBe(303);
+  const back = await (await fetch(new URL(acted.headers.get('location')!, base))).text();
+  return /<p class="flash" role="status">([^<]*)<\/p>/.exec(back)?.[1] ?? '';
+}
+
+describe('the console run button', () => {
+  it('runs the schedule now and says how many jobs it enqueued', async () => {
+    expect(await run('nightly-report')).toMatch(/^nightly-report run for \S+Z: 1 enqueued, 0 already there$/);
+    expect(await t.sql("SELECT kind FROM cronq_jobs")).toEqual([{ kind: 'nightly-report' }]);
+  });
+
+  it('on a paused schedule runs nothing and says it is paused: resume it first', async () => {
+    await cronq.admin.pauses.pause('schedule', 'nightly-report', { reason: 'quarter close', by: 'ann' });
+    expect(await run('nightly-report')).toMatch(/^nightly-report: paused: resume it first \(paused by ann since \S+Z: quarter close\)$/);
+    expect(await t.sql('SELECT kind FROM cronq_jobs')).toEqual([]);
+    expect(await t.sql('SELECT name FROM cronq_pauses')).toEqual([{ name: 'nightly-report' }]);
+  });
+});
