@@ -6,11 +6,12 @@
  * the database (and, for schedules and retention, the loaded schedule files).
  */
 import { createPauseAdmin, type Pause, type PauseAdmin } from './admin/pauses.ts';
-import { driverFailure, isConnectionError, type Database } from './db/client.ts';
+import { driverFailure, isConnectionError, isLockConflict, type Database } from './db/client.ts';
 import type { DatabaseTarget } from './db/url.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
 import { wholeNumberWithin } from './defaults.ts';
-import { DatabaseUnreachableError, TickFanoutError, usedAfterStop, UsageError, type RefusedJobInfo } from './errors.ts';
+import { DatabaseBusyError, DatabaseUnreachableError, TickFanoutError, usedAfterStop, UsageError, type RefusedJobInfo } from './errors.ts';
+import { isDatabaseTrouble } from './runtime/dbHealth.ts';
 import { errorLine } from './runtime/errorText.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
 import type { Schedule } from './schedule/define.ts';
@@ -137,7 +138,9 @@ export type TickNowOutcome =
  * The operator's view of one cronq instance (`cronq.admin`). Every method returns a
  * promise; none rejects with a statement's SQL. After stop(): UsageError. A database
  * unreachable or a connection lost mid-call: DatabaseUnreachableError naming the call,
- * host and port. Another failed statement: an Error with the driver's code and first line.
+ * host and port. A lock wait timeout or a deadlock (rows another transaction holds):
+ * DatabaseBusyError, changing nothing, safe to call again. Another failed statement: an
+ * Error with the driver's code and first line.
  */
 export interface CronqAdmin {
   /**
@@ -248,8 +251,9 @@ export function createAdmin(deps: AdminDeps): CronqAdmin {
 /**
  * `api` with every method, nested objects' too (deadLetters, pauses), failing the
  * documented way: after stop() a UsageError, at once; a connection lost, refused or
- * closed a DatabaseUnreachableError naming host and port and the driver's reason;
- * another failed statement an Error with the driver's code and first line. Neither
+ * closed a DatabaseUnreachableError naming host and port and the driver's reason; a lock
+ * wait timeout or a deadlock a DatabaseBusyError (safe to call again); another failed
+ * statement an Error with the driver's code and first line. Neither
  * message nor cause holds the SQL. Other errors (UsageError, SchemaBehindError...) pass
  * as they are, and a synchronous throw becomes a rejection.
  */
@@ -281,6 +285,7 @@ function statementFailure(error: unknown, what: string, target: DatabaseTarget):
   if (isConnectionError(cause)) {
     return new DatabaseUnreachableError(`${what}(): cannot reach the database at ${target.address} (database '${target.database}'): ${reason}`, { cause });
   }
+  if (isLockConflict(cause)) return new DatabaseBusyError(what, reason, { cause });
   return new Error(`${what}() failed: ${reason}`, { cause });
 }
 
@@ -402,8 +407,8 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       try {
         result = await enqueueTick(store, schedule, { scheduledAt: fireAt, periodKey }, { afterBatch });
       } catch (error) {
-        // A database gone is the same failure as in any admin call (withFailures); anything else is this tick's.
-        if (isConnectionError(error)) throw error;
+        // A database gone or busy is the same failure as in any admin call (withFailures); anything else is this tick's.
+        if (isDatabaseTrouble(error)) throw error;
         throw new TickFanoutError(name, fireAt, periodKey, written, errorLine(error, TICK_FAILURE_TEXT_MAX), { cause: driverFailure(error) ?? error });
       }
       return {

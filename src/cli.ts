@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { DatabaseUnreachableError, UsageError } from './errors.ts';
+import { DatabaseBusyError, UsageError } from './errors.ts';
+import { isLockConflict } from './runtime/dbHealth.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { cliLine } from './cli/cliLine.ts';
 import { commandLabel, parseCommandArgs, type Command } from './cli/command.ts';
@@ -22,6 +23,8 @@ import { cancelCommand } from './cli/commands/cancel.ts';
 
 /** Exit code for bad usage (BSD sysexits EX_USAGE). */
 export const EXIT_USAGE = 64;
+/** Exit code for a database busy with other transactions' locks: the same command may run again (EX_TEMPFAIL). */
+export const EXIT_TEMPFAIL = 75;
 
 const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, cancelCommand, statsCommand, limitsCommand, pruneCommand, pauseCommand, resumeCommand];
 
@@ -111,10 +114,13 @@ function report(error: unknown, env: NodeJS.ProcessEnv, label: string | undefine
   const code = (shown as { code?: unknown })?.code;
   const text = shown instanceof Error ? shown.message : String(shown);
   // Messages quote what the database holds (who paused, and why) and what was typed: shown, never acted on by the terminal.
-  const message = printable(boundedText(typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text));
+  const said = typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text;
+  // A lock wait or deadlock lost (an admin call's DatabaseBusyError, or an enqueue's): nothing changed, worth running again.
+  const busy = error instanceof DatabaseBusyError ? error.reason : isLockConflict(error) ? said : null;
+  const message = printable(boundedText(busy === null ? said : `the database is busy (${busy}); try again`));
   process.stderr.write(`${cliLine(label, message)}\n`);
   if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${printable(boundedText(shown.stack, STACK_TEXT_MAX))}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
-  if (error instanceof DatabaseUnreachableError) return 1;
+  if (busy !== null) return EXIT_TEMPFAIL;
   return 1;
 }

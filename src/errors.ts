@@ -38,6 +38,26 @@ export class DatabaseUnreachableError extends Error {
   override name = 'DatabaseUnreachableError';
 }
 
+/**
+ * An admin call lost a race for row locks: a lock wait ran out (innodb_lock_wait_timeout,
+ * 5 s on cronq's sessions) or InnoDB chose its transaction as a deadlock's victim. The
+ * statement that waited was rolled back and changed nothing; another transaction holds
+ * the rows (a long or a stuck one), and the same call may simply be made again (a bulk
+ * call's earlier batches stay done; repeating it goes on from there). `call` names it
+ * (`cronq.admin.cancel`), `reason` is the server's code and first line; `cause` is the
+ * driver's error without its SQL. The CLI exits 75 (EX_TEMPFAIL).
+ */
+export class DatabaseBusyError extends Error {
+  override name = 'DatabaseBusyError';
+  constructor(
+    readonly call: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${call}(): the database is busy (${reason}); try again`, options);
+  }
+}
+
 /** The schema is older than this code: `cronq migrate` has not been run (`admin.checkSchema`; the CLI exits 1 naming the fix). */
 export class SchemaBehindError extends Error {
   override name = 'SchemaBehindError';

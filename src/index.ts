@@ -60,6 +60,7 @@ export type { Period } from './schedule/period.ts';
 export type { Job, JobContext, Handler, Effect } from './tasks/job.ts';
 export type { Executor } from './db/client.ts';
 export {
+  DatabaseBusyError,
   DatabaseMissingError,
   DatabaseUnreachableError,
   EnqueueError,

@@ -1,8 +1,9 @@
 import { createServer, connect as tcpConnect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, DatabaseUnreachableError, PermanentError, UsageError, type Cronq } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, DatabaseBusyError, DatabaseUnreachableError, PermanentError, UsageError, type Cronq } from '../src/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
+import { whileLocked } from './support/rowLock.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 let cronq: Cronq | null = null;
@@ -108,6 +109,34 @@ describe('the admin API', () => {
     } finally {
       await t.sql('DELETE FROM cronq_pauses');
     }
+  });
+
+  it('a call that waits out a row lock another transaction holds fails with DatabaseBusyError, changing nothing, and works once the lock is gone', async () => {
+    await t.sql("INSERT INTO cronq_jobs (queue, kind, job_key, payload) VALUES ('default', 'report', 'locked:1', '{}')");
+    const [{ id }] = await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'locked:1'");
+    const error = await whileLocked(t.url, { sql: 'SELECT id FROM cronq_jobs WHERE id = ? FOR UPDATE', values: [id] }, async () => {
+      cronq = createCronq({ databaseUrl: t.url, tasks: [daily], workers: false, scheduler: false, logger: false });
+      return cronq.admin.cancel({ id }, { reason: 'not needed' }).then(() => null, (e: unknown) => e);
+    });
+    expect(error).toBeInstanceOf(DatabaseBusyError);
+    expect(error).toMatchObject({ call: 'cronq.admin.cancel', reason: expect.stringMatching(/^ER_LOCK_WAIT_TIMEOUT /) });
+    expect((error as Error).message).toMatch(/^cronq\.admin\.cancel\(\): the database is busy \(ER_LOCK_WAIT_TIMEOUT [^\n]+\); try again$/);
+    expect((error as Error).message).not.toMatch(/SELECT|UPDATE|cronq_jobs|Failed query/);
+    expect(await t.sql('SELECT status FROM cronq_jobs WHERE id = ?', [id])).toEqual([{ status: 'ready' }]);
+    expect(await cronq!.admin.cancel({ id }, { reason: 'not needed' })).toMatchObject({ status: 'cancelled', jobId: id });
+  });
+
+  it('a tick whose fan-out waits out a lock on its job key fails with DatabaseBusyError, not as the fan-out\'s own failure', async () => {
+    const at = new Date('2026-11-30T05:00:00Z');
+    // Another transaction inserting the same key, not yet committed: the tick's insert waits for it.
+    const lock = { sql: "INSERT INTO cronq_jobs (queue, kind, job_key, payload) VALUES ('default', 'daily-report', 'daily-report:2026-11-30', '{}')" };
+    const error = await whileLocked(t.url, lock, async () => {
+      cronq = createCronq({ databaseUrl: t.url, tasks: [daily], workers: false, scheduler: false, logger: false });
+      return cronq.admin.tick('daily-report', { at }).then(() => null, (e: unknown) => e);
+    });
+    expect(error).toBeInstanceOf(DatabaseBusyError);
+    expect((error as Error).message).toMatch(/^cronq\.admin\.tick\(\): the database is busy \(ER_LOCK_WAIT_TIMEOUT /);
+    expect(await cronq!.admin.tick('daily-report', { at })).toMatchObject({ status: 'enqueued', inserted: 1 });
   });
 
   it('refuses bad input with a UsageError naming it, never a driver error carrying the SQL: ids, dates, targets, reasons', async () => {

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseIsoInstant } from '../src/cli/instant.ts';
 import { CRONQ_BIN, runCli, runProcess, REPO_ROOT } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
+import { whileLocked } from './support/rowLock.ts';
 import { runMain } from './support/runMain.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
@@ -61,6 +62,38 @@ describe('cronq tick of a paused schedule', () => {
       expect(await t.sql("SELECT name FROM cronq_pauses WHERE target = 'schedule'")).toEqual([{ name: 'nightly' }]);
     } finally {
       await t.sql('DELETE FROM cronq_pauses');
+    }
+  });
+});
+
+describe('a database busy with another transaction\'s locks', () => {
+  const busy = /^cronq (cancel|dead requeue): the database is busy \(ER_LOCK_WAIT_TIMEOUT Lock wait timeout exceeded; try restarting transaction\); try again\n$/;
+
+  it('cronq cancel prints one line saying so and to try again, exit 75 (EX_TEMPFAIL), changing nothing', async () => {
+    const id = Number((await runMain(['enqueue', 'traced', '--key', 'held:1'], env())).stdout);
+    const r = await whileLocked(t.url, { sql: 'SELECT id FROM cronq_jobs WHERE id = ? FOR UPDATE', values: [id] }, () => runMain(['cancel', String(id), '--reason', 'not needed'], env()));
+    expect(r).toMatchObject({ code: 75, stdout: '' });
+    expect(r.stderr).toMatch(busy);
+    expect(r.stderr).toMatch(/^cronq cancel: /);
+    expect(await t.sql('SELECT status FROM cronq_jobs WHERE id = ?', [id])).toEqual([{ status: 'ready' }]);
+    // Once the lock is gone, the same command does it.
+    expect((await runMain(['cancel', String(id), '--reason', 'not needed'], env())).code).toBe(0);
+  });
+
+  it('cronq dead requeue too, leaving the dead letter unreviewed', async () => {
+    await t.sql("INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts) VALUES ('default', 'traced', 'dead:held', '{}', 'dead', 5)");
+    const [{ id: jobId }] = await t.sql("SELECT id FROM cronq_jobs WHERE job_key = 'dead:held'");
+    await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (?, 'default', 'traced', 'dead:held', '{}', 'Error: boom', 5)", [jobId]);
+    const [{ id: letterId }] = await t.sql('SELECT MAX(id) AS id FROM cronq_dead_letters');
+    try {
+      const lock = { sql: 'SELECT id FROM cronq_dead_letters WHERE id = ? FOR UPDATE', values: [letterId] };
+      const r = await whileLocked(t.url, lock, () => runMain(['dead', 'requeue', String(letterId), '--reason', 'fixed'], env()));
+      expect(r).toMatchObject({ code: 75, stdout: '' });
+      expect(r.stderr).toMatch(busy);
+      expect(r.stderr).toMatch(/^cronq dead requeue: /);
+      expect(await t.sql('SELECT reviewed_at FROM cronq_dead_letters WHERE id = ?', [letterId])).toEqual([{ reviewed_at: null }]);
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
     }
   });
 });

@@ -38,7 +38,9 @@ ID is cronq_jobs.id. A job already done, dead or cancelled is refused (exit 64).
   --reason R        why (required, up to ${MAX_CANCEL_TEXT_LENGTH} characters), stored in cancel_reason
   --by NAME         who, stored in cancelled_by (default user@host of this process)
 
-Exit status: 0 done; 64 bad usage, unknown id or key, job already finished; 1 other errors.
+Exit status: 0 done; 64 bad usage, unknown id or key, job already finished; 75 the
+database is busy (another transaction held the rows: nothing changed, run it again);
+1 other errors.
 
 ${DATABASE_ONLY_HELP}`,
   options: {

@@ -74,7 +74,9 @@ letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are U
                     --kind/--queue/--since (all of them when none is given), ${REVIEW_BATCH_SIZE} per
                     transaction; prints how many it resolved
 
-Exit status: 0 done; 64 bad usage, unknown id, already reviewed, job not dead; 1 other errors.
+Exit status: 0 done; 64 bad usage, unknown id, already reviewed, job not dead; 75 the
+database is busy (another transaction held the rows: nothing changed, run it again);
+1 other errors.
 
 ${DATABASE_ONLY_HELP}`,
   options: {
