@@ -9,6 +9,7 @@ import { createConsole } from '../src/http/console/router.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import { useTestDatabase } from './support/db.ts';
+import { whileLocked } from './support/rowLock.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_pauses'] });
 const TOKEN = 'ops:correct-horse-battery-staple';
@@ -54,5 +55,38 @@ describe('the console run button', () => {
     expect(await run('nightly-report')).toMatch(/^nightly-report: paused: resume it first \(paused by ann since \S+Z: quarter close\)$/);
     expect(await t.sql('SELECT kind FROM cronq_jobs')).toEqual([]);
     expect(await t.sql('SELECT name FROM cronq_pauses')).toEqual([{ name: 'nightly-report' }]);
+  });
+
+  it('while another transaction holds the key the run would write, answers 503 busy with Retry-After, not an error page', async () => {
+    // The run's job key for the current period: learnt by running once, then taken away.
+    await cronq.admin.tick('nightly-report');
+    const [{ job_key: key }] = await t.sql('SELECT job_key FROM cronq_jobs');
+    await t.sql('DELETE FROM cronq_jobs');
+    const uncommitted = {
+      sql: `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, max_attempts, available_at, created_at, updated_at)
+        VALUES ('default', 'nightly-report', ?, '{}', 'ready', 0, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+      values: [key],
+    };
+    await whileLocked(t.url, uncommitted, async () => {
+      // Its sessions open now, so their lock waits are the second whileLocked sets.
+      const busy = createCronq({ databaseUrl: t.url, tasks: [report], workers: false, scheduler: false, logger: false });
+      const handler = createConsole({ admin: busy.admin, auth: new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) }), log: silentLogger() });
+      const busyServer = await startHttpServer({ host: '127.0.0.1', port: 0 }, { health: async () => ({ status: 'ok' }) as any, metrics: async () => ({ contentType: 'text/plain', body: '' }), console: handler }, silentLogger());
+      try {
+        const answer = await fetch(`http://127.0.0.1:${busyServer.port}/schedules/nightly-report/run`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: `Bearer ${TOKEN}` },
+          body: '',
+          redirect: 'manual',
+        });
+        expect(answer.status).toBe(503);
+        expect(answer.headers.get('retry-after')).toBe('1');
+        expect(await answer.text()).toContain('The database is busy (a lock wait or deadlock behind another transaction); try again in a moment.');
+      } finally {
+        await busyServer.close();
+        await busy.stop({ graceMs: 0 });
+      }
+    });
+    expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
   });
 });

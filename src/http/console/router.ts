@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CronqAdmin } from '../../admin.ts';
-import { DatabaseUnreachableError, UsageError } from '../../errors.ts';
+import { DatabaseBusyError, DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
 import { shownText } from '../../shownText.ts';
@@ -72,6 +72,11 @@ export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHand
       }
       // The engine's DbHealth logs the outage once; the page says only that it is one
       // (the error names the database's host, which a reader without the token need not learn).
+      if (error instanceof DatabaseBusyError && !res.headersSent) {
+        // A lock wait or deadlock behind another transaction: the same request can succeed in a moment.
+        res.setHeader('Retry-After', '1');
+        return refuse(res, 503, 'The database is busy (a lock wait or deadlock behind another transaction); try again in a moment.', 'Database busy');
+      }
       if (!(error instanceof DatabaseUnreachableError) || res.headersSent) throw error;
       res.setHeader('Retry-After', String(OUTAGE_RETRY_AFTER_S));
       return refuse(res, 503, 'The database is not answering; this page will work again once it does.', 'Database unavailable');
