@@ -386,11 +386,13 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     async tick(name, options) {
       const { at: asked, force = false } = checkedOptions(options, ['at', 'force'], 'tick');
       if (typeof force !== 'boolean') throw new UsageError(`tick: force must be true or false (got ${shownValue(force)})`);
-      // The database's clock, which the scheduler ticks by (DatabaseClock).
-      const now = await store.now();
-      const at = asked === undefined ? now : checkTickInstant(checkedFireDate(asked, 'at'), 'at', now, "the database's clock");
+      // What needs no database first: a bad `at` or an unknown name is told as such, also while it is down.
+      const valid = asked === undefined ? undefined : checkTickInstant(checkedFireDate(asked, 'at'), 'at');
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
       if (!schedule) return { status: 'no_schedule', schedule: name };
+      // The database's clock, which the scheduler ticks by (DatabaseClock).
+      const now = await store.now();
+      const at = valid === undefined ? now : checkTickInstant(valid, 'at', now, "the database's clock");
       if (!force) {
         const pause = await store.pauseOf('schedule', name);
         if (pause) return { status: 'paused', schedule: name, pause };

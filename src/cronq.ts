@@ -593,7 +593,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           maintenanceStop.abort();
           await step('a lease recovery pass', recovery);
           await step('a prune pass', prune);
-          await clockSync;
+          await step("the scheduler's database clock reading", clockSync);
           // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
           // statement by statement), and every later run failing on it: let it finish.
           await migrating?.catch(() => undefined);

@@ -6,6 +6,7 @@ import { startHttpServer, type HttpServer } from './http/server.ts';
 import { ConsoleAuth } from './http/console/auth.ts';
 import { createConsole } from './http/console/router.ts';
 import type { Logger } from './logger.ts';
+import { shownText } from './shownText.ts';
 
 /**
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
@@ -127,11 +128,14 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
    * synchronously), and an exit code of 0 becomes EXIT_FOREIGN_EXIT, so a supervisor that
    * restarts on failure (systemd's Restart=on-failure) restarts the daemon.
    */
-  function onForeignExit(code: number): void {
-    if (code === 0) process.exitCode = EXIT_FOREIGN_EXIT;
+  function onForeignExit(code: number | string | undefined): void {
+    // What the process would exit with: the code's low 8 bits (256 is 0; '0' is 0).
+    const status = Number(code) & 0xff;
+    const reported = status === 0 ? EXIT_FOREIGN_EXIT : status;
+    process.exitCode = reported;
     log.fatal(
-      { event: 'daemon_exit_unexpected', exit_code: code, reported_exit_code: code === 0 ? EXIT_FOREIGN_EXIT : code },
-      `process.exit(${code}) was called while the daemon was running, not by its stop (a schedule file or handler?): exiting with ${code === 0 ? EXIT_FOREIGN_EXIT : code}, its running jobs return through lease recovery`,
+      { event: 'daemon_exit_unexpected', exit_code: status, reported_exit_code: reported },
+      `process.exit(${shownText(String(code), 20)}) was called while the daemon was running, not by its stop (a schedule file or handler?): exiting with ${reported}, its running jobs return through lease recovery`,
     );
   }
 }

@@ -81,12 +81,20 @@ describe('the admin API', () => {
     await expect(cronq.admin.schedules({ count: 0 })).rejects.toThrow(/count must be a whole number from 1 to 1000/);
   });
 
+  it('tells a bad tick instant or an unknown schedule as such while the database is down, before reading its clock', async () => {
+    cronq = createCronq({ databaseUrl: 'mysql://root@127.0.0.1:1/nowhere', tasks: [daily], workers: false, scheduler: false, logger: false });
+    await expect(cronq.admin.tick('daily-report', { at: new Date('garbage') })).rejects.toBeInstanceOf(UsageError);
+    await expect(cronq.admin.tick('daily-report', { at: new Date(Date.now() + HOUR_MS) })).rejects.toThrow(/^at must not be later than now \(\S+Z by this host's clock/);
+    expect(await cronq.admin.tick('no-such-schedule')).toEqual({ status: 'no_schedule', schedule: 'no-such-schedule' });
+    await expect(cronq.admin.tick('daily-report')).rejects.toBeInstanceOf(DatabaseUnreachableError);
+  });
+
   it('refuses to tick a fire time later than now, which would take its period key so that its real run never happened', async () => {
     cronq = createCronq({ databaseUrl: t.url, tasks: [daily], workers: false, scheduler: false, logger: false });
     for (const at of [new Date('2999-12-31T23:59:59Z'), new Date(Date.now() + 60_000)]) {
       const error = await cronq.admin.tick('daily-report', { at }).then(() => null, (e: unknown) => e);
       expect(error).toBeInstanceOf(UsageError);
-      expect((error as Error).message).toMatch(/^at must not be later than now \(\S+Z by the database's clock, 5s of clock skew allowed\): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run \(got \S+Z\)$/);
+      expect((error as Error).message).toMatch(/^at must not be later than now \(\S+Z by (?:this host's|the database's) clock, 5s of clock skew allowed\): a coming fire time ticked now would take its period's key, and its real run would find it taken and never run \(got \S+Z\)$/);
     }
     expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
     // Now, and a little ahead for clock skew, run today's fire as ever.

@@ -301,6 +301,21 @@ describe('text output and the terminal', () => {
       await t.sql('DELETE FROM cronq_dead_letters');
     }
   });
+
+  it('prints bidirectional controls as escapes, so a key or reason cannot read as something it does not say; --json still parses to the stored text', async () => {
+    const reason = 'Error: paid \u202e0001$ \u2066x\u2069';
+    await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'traced', 'bidi:1', '{}', ?, 5)", [reason]);
+    try {
+      const shown = await runMain(['dead', 'list'], env());
+      expect(shown.stdout).not.toMatch(/[\u202e\u2066\u2069]/);
+      expect(shown.stdout).toContain('paid \\u202e0001$');
+      const json = await runMain(['dead', 'list', '--json'], env());
+      expect(json.stdout).not.toMatch(/[\u202e\u2066\u2069]/);
+      expect(JSON.stringify(JSON.parse(json.stdout))).toContain(JSON.stringify(reason).slice(1, -1));
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
 });
 
 describe('text tables and the terminal', () => {

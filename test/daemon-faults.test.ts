@@ -73,13 +73,16 @@ describe('a handler that misbehaves in cronq start', () => {
     expect(d.stderr).toBe('');
   });
 
-  it('a handler that calls process.exit(0) ends the daemon with 70, logged, so a supervisor restarting on failure restarts it', async () => {
-    await enqueue('exits-zero', 'exits-zero:1');
+  it.each([
+    ['0', 'exits-zero'],
+    ['256', 'exits-256'],
+  ])('a handler that calls process.exit(%s) ends the daemon with 70, logged, so a supervisor restarting on failure restarts it', async (code, kind) => {
+    await enqueue(kind, `${kind}:1`);
     const d = daemon();
     expect(await d.exited).toBe(70);
     const [line] = await d.waitFor('daemon_exit_unexpected');
     expect(line).toMatchObject({ level: 'fatal', exit_code: 0, reported_exit_code: 70 });
-    expect(line.msg).toMatch(/^process\.exit\(0\) was called while the daemon was running, not by its stop/);
+    expect(line.msg).toMatch(new RegExp(`^process\\.exit\\(${code}\\) was called while the daemon was running, not by its stop`));
   });
 
   it('a job that kills its process is recognised when claimed again, and goes dead after the bounded number of crashes', async () => {

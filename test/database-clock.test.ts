@@ -29,7 +29,7 @@ describe('the database clock', () => {
     await t.sql(
       "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at) VALUES ('sweep', UTC_TIMESTAMP() - INTERVAL 2 MINUTE, 'seed', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
     );
-    const clock = new DatabaseClock({ readNow: () => store.now(), log: silent, hostNow: () => Date.now() + HOUR });
+    const clock = new DatabaseClock({ readNow: () => store.now(), log: silent, wallNow: () => Date.now() + HOUR });
     await clock.sync();
     expect(Math.abs(clock.offsetMs + HOUR)).toBeLessThan(1_000);
     await new ScheduleTicker(minutely(), { store, clock, log: silent, claimedBy: 'test:1' }).catchUp(clock.now());
@@ -42,7 +42,7 @@ describe('the database clock', () => {
 
   it('sleeps until a time by the database clock, not by the host clock', async () => {
     const store = new Store(t.database);
-    const clock = new DatabaseClock({ readNow: () => store.now(), log: silent, hostNow: () => Date.now() + HOUR });
+    const clock = new DatabaseClock({ readNow: () => store.now(), log: silent, wallNow: () => Date.now() + HOUR });
     await clock.sync();
     const started = Date.now();
     // 300 ms ahead by the database clock: an hour in the past by the host's.
@@ -50,20 +50,77 @@ describe('the database clock', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
   });
 
-  it('logs clock_skew once for a skew that lasts, and clock_skew_cleared when the clocks agree again', async () => {
+  it('a host clock stepped forward or back after the reading moves nothing: the time is carried by a monotonic clock', async () => {
+    const store = new Store(t.database);
+    let step = 0;
+    const clock = new DatabaseClock({ readNow: () => store.now(), log: silent, wallNow: () => Date.now() + step });
+    await clock.sync();
+    for (step of [5 * 60_000, -20 * 60_000]) {
+      const [{ ahead }] = await t.sql('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), ?) / 1000 AS ahead', [clock.now().toISOString().replace('T', ' ').replace('Z', '')]);
+      expect(Math.abs(Number(ahead))).toBeLessThan(1_000);
+    }
+  });
+
+  it('logs clock_skew once for a skew that lasts, none for jitter around the threshold, and clock_skew_cleared once the clocks agree', async () => {
     const store = new Store(t.database);
     const log = new EventLog();
-    let skew = 5_000;
-    const clock = new DatabaseClock({ readNow: () => store.now(), log: log.logger, hostNow: () => Date.now() + skew });
+    let skew = 2_300;
+    const clock = new DatabaseClock({ readNow: () => store.now(), log: log.logger, wallNow: () => Date.now() + skew });
     await clock.sync();
     await clock.sync();
     expect(log.named('clock_skew')).toHaveLength(1);
-    expect(log.named('clock_skew')[0].offset_ms).toBeLessThan(-4_000);
-    expect(log.named('clock_skew')[0].msg).toMatch(/ahead of the database's/);
+    expect(log.named('clock_skew')[0].offset_ms).toBeLessThan(-2_000);
+    expect(log.named('clock_skew')[0].msg).toMatch(/^this host's clock is \d+\.\d s ahead of the database's/);
+    // Jitter around the threshold: neither cleared nor warned again.
+    for (skew of [1_900, 2_200, 1_800, 2_300]) await clock.sync();
+    expect(log.named('clock_skew')).toHaveLength(1);
+    expect(log.named('clock_skew_cleared')).toHaveLength(0);
+    // Growing by another threshold's worth: said again.
+    skew = 5_000;
+    await clock.sync();
+    expect(log.named('clock_skew')).toHaveLength(2);
     skew = 0;
     await clock.sync();
     expect(log.named('clock_skew_cleared')).toHaveLength(1);
-    expect(log.named('clock_skew')).toHaveLength(1);
+    expect(log.named('clock_skew')).toHaveLength(2);
+  });
+
+  it('keeps a precise reading over a slower one, and a slow first reading only until a quicker one', async () => {
+    let delayMs = 0;
+    let dbAhead = 0;
+    let monotonic = 0;
+    const clock = new DatabaseClock({
+      // A database answering after delayMs of the monotonic clock, its clock read on arrival.
+      readNow: async () => {
+        monotonic += delayMs;
+        return new Date(1_800_000_000_000 + monotonic + dbAhead);
+      },
+      log: silent,
+      wallNow: () => 1_800_000_000_000 + monotonic,
+      monotonicNow: () => monotonic,
+    });
+    delayMs = 4_000; // the server read its clock at the end of a 4 s round trip: 2 s off
+    expect(await clock.sync()).toBe(true);
+    expect(clock.offsetMs).toBe(2_000);
+    delayMs = 10;
+    expect(await clock.sync()).toBe(true);
+    expect(clock.offsetMs).toBe(5);
+    delayMs = 3_000;
+    dbAhead = 60_000;
+    expect(await clock.sync()).toBe(false); // slower than the precise one in use
+    expect(clock.offsetMs).toBe(5);
+  });
+
+  it('a reading that moves the clock back mid-sleep never wakes the sleeper before its time', async () => {
+    let behindMs = 0;
+    const clock = new DatabaseClock({ readNow: async () => new Date(Date.now() - behindMs), log: silent });
+    await clock.sync();
+    const at = new Date(clock.now().getTime() + 300);
+    const woke = clock.sleepUntil(at, new AbortController().signal).then(() => clock.now().getTime());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    behindMs = 200;
+    await clock.sync();
+    expect(await woke).toBeGreaterThanOrEqual(at.getTime());
   });
 
   it('keeps its offset through a failed reading', async () => {

@@ -139,12 +139,12 @@ describe('cronq import-crontab refusals', () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  it('a crontab that is not UTF-8 is refused naming its first such line, nothing written (its command would be stored changed)', async () => {
+  it('a crontab that is not UTF-8 is refused naming its first such line, nothing written (its text would be stored changed)', async () => {
     const { file, out } = workdir('');
     writeFileSync(file, Buffer.concat([Buffer.from('# ok\n0 2 * * * echo fine\n0 3 * * * echo caf'), Buffer.from([0xe9]), Buffer.from('\n')]));
     const r = await runMain(['import-crontab', file, '--out', out]);
     expect(r.code).toBe(64);
-    expect(r.stderr).toMatch(new RegExp(`^cronq\\S*: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:3: not UTF-8 text: its command would be stored changed; convert the file first \\(iconv -f LATIN1 -t UTF-8, say\\)\\n$`));
+    expect(r.stderr).toMatch(new RegExp(`^cronq import-crontab: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:3: not UTF-8 text: what the line holds would be stored changed; convert the file first \\(iconv -f LATIN1 -t UTF-8, say\\)\\n$`));
     expect(existsSync(out)).toBe(false);
   });
 
@@ -159,14 +159,17 @@ describe('cronq import-crontab refusals', () => {
   });
 
   it('writes invisible characters (a right-to-left override) as escapes, so the file reads as the command runs', async () => {
-    const command = 'echo \u202egnp.exe\u200b done';
+    // A right-to-left override, a zero-width space, tag characters (ASCII smuggling), a
+    // Hangul filler, a no-break space, DEL and a variation selector.
+    const command = 'echo \u202egnp.exe\u200b \u{e0041}\u{e0042}\u3164\u00a0\u007f\ufe0f done';
     const { file, out } = workdir(`0 2 * * * ${command}\n`);
     const r = await runMain(['import-crontab', file, '--out', out, '--timezone', 'UTC']);
     expect(r.code).toBe(0);
     const [name] = readdirSync(out);
     const source = readFileSync(join(out, name), 'utf8');
-    expect(source).not.toMatch(/[\u202e\u200b]/);
+    expect(source).not.toMatch(/[\u202e\u200b\u3164\u00a0\u007f\ufe0f]|\u{e0041}/u);
     expect(source).toContain('\\u202e');
+    expect(source).toContain('\\udb40\\udc41');
     const registry = new TaskRegistry();
     await loadSchedulesDir(out, registry);
     expect(schedulesOf(registry)[0].command).toBe(command);

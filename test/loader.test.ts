@@ -68,17 +68,27 @@ describe('loading schedule files', () => {
     expect(await loadError(files)).toMatch(message);
   });
 
-  it.each([['a CommonJS file', 'report.cjs'], ['a CommonJS TypeScript file', 'report.cts'], ['an upper-case extension', 'Report.TS'], ['a mixed-case extension', 'report.Mjs']])(
+  it.each([['an upper-case extension', 'Report.TS'], ['a mixed-case extension', 'report.Mjs'], ['an upper-case .js', 'REPORT.JS']])(
     'refuses %s that would be skipped, so its schedules never run silently',
     async (_what, name) => {
       expect(await loadError({ 'a.ts': good('alpha'), [name]: good('report') })).toMatch(
-        new RegExp(`${name.replace('.', '\\.')}: not loaded: schedule files are ES modules named \\.ts, \\.mts, \\.js or \\.mjs \\(in lower case\\); rename it, or start its name with _`),
+        new RegExp(`${name.replace('.', '\\.')}: not loaded: schedule files end in \\.ts, \\.mts, \\.js or \\.mjs in lower case; rename it, or start its name with _`),
       );
     },
   );
 
-  it('leaves unloaded what is not meant as a schedule file: _-prefixed, tests and declarations in any case', async () => {
-    const dir = folder({ 'a.ts': good('alpha'), '_helper.cjs': 'module.exports = 1;\n', 'a.test.CTS': '', 'types.D.TS': '', 'notes.txt': 'hi' });
+  it('leaves unloaded what is not meant as a schedule file: CommonJS helpers it imports, _-prefixed files, tests, declarations and folders', async () => {
+    const dir = folder({
+      'a.ts': `import legacy from './legacy.cjs';\nimport { defineSchedule } from 'cronq';\nexport default defineSchedule({ name: 'alpha', cron: '0 2 * * *', handle() { return legacy; } });\n`,
+      'legacy.cjs': 'module.exports = 1;\n',
+      'prettier.config.cjs': 'module.exports = {};\n',
+      'helper.cts': 'export = 1;\n',
+      '_helper.TS': '',
+      'a.test.TS': '',
+      'types.D.TS': '',
+      'notes.txt': 'hi',
+    });
+    mkdirSync(join(dir, 'lib.JS'));
     const registry = new TaskRegistry();
     await loadSchedulesDir(dir, registry);
     expect(registry.list().map((t) => t.name)).toEqual(['alpha']);

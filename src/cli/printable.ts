@@ -1,5 +1,10 @@
-/** C0 controls but tab and newline, DEL, and C1 controls: what a terminal may act on instead of showing. */
-const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+/**
+ * C0 controls but tab and newline, DEL, and C1 controls: what a terminal may act on
+ * instead of showing; and the bidirectional controls (U+061C, U+200E-U+200F,
+ * U+202A-U+202E, U+2066-U+2069), which reorder the text shown around them so a line
+ * reads as something it does not say.
+ */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * `text` with every control character a terminal would act on (ESC sequences that clear
@@ -13,7 +18,7 @@ export function printable(text: string): string {
 }
 
 /** Every control printable escapes, and tabs and line breaks as well. */
-const CONTROL_IN_LINE = /[\x00-\x1f\x7f-\x9f]/g;
+const CONTROL_IN_LINE = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * `text` as printable shows it, with tabs and line breaks escaped too (`\x09`, `\x0a`):
@@ -23,9 +28,10 @@ export function printableLine(text: string): string {
   return text.replace(CONTROL_IN_LINE, escaped);
 }
 
-/** The one escape of a control character: `\x1b`. */
+/** The one escape of a control character: `\x1b`, or `\u202e` for a bidirectional control (valid in JSON text too). */
 function escaped(c: string): string {
-  return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  const code = c.charCodeAt(0);
+  return code > 0xff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\x${code.toString(16).padStart(2, '0')}`;
 }
 
 /** DEL and C1 controls, which JSON.stringify leaves raw (it escapes only C0). */

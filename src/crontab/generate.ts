@@ -107,17 +107,24 @@ function literal(value: string): string {
 }
 
 /**
- * Characters that change how source reads without showing themselves: C1 controls, the
- * soft hyphen, zero-width and bidirectional marks, overrides and isolates (a U+202E in a
- * command would make the file show another command than the one it runs: "Trojan
- * source"), the line and paragraph separators, and the byte-order mark. Written as \u
- * escapes, in string literals and comments alike: the value is the same, what a reviewer
- * sees is what runs.
+ * Characters that change how source reads without showing themselves, or show as
+ * something they are not: controls (what JSON.stringify leaves raw: DEL and C1), format
+ * characters (the soft hyphen, zero-width and bidirectional marks, overrides and
+ * isolates, tag characters, the byte-order mark: a U+202E in a command would make the
+ * file show another command than the one it runs, "Trojan source"), private-use
+ * characters, the line and paragraph separators, spaces other than U+0020, variation
+ * selectors and the blank letters (U+3164 Hangul filler, U+2800 braille blank, ...).
+ * Written as \u escapes (an astral one as its two UTF-16 halves), in string literals and
+ * comments alike: the value is the same, and what a reviewer sees is what runs.
  */
-const INVISIBLE = /[\u0080-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/gu;
 
+/** `ch` as \u escapes, one per UTF-16 unit; a tab stays as it is (it reads as what it is). */
 function escapeChar(ch: string): string {
-  return `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  if (ch === '\t') return ch;
+  let escaped = '';
+  for (let i = 0; i < ch.length; i++) escaped += `\\u${ch.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return escaped;
 }
 
 function propertyKey(key: string): string {
@@ -136,5 +143,5 @@ function shellWord(value: string): string {
 // A crontab line may hold characters that end a `//` comment (U+2028, U+2029) or
 // are invisible; show them escaped so the quoted line can neither break nor mislead.
 function commentSafe(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, escapeChar).replace(INVISIBLE, escapeChar);
+  return text.replace(INVISIBLE, escapeChar);
 }

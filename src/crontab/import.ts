@@ -142,6 +142,7 @@ async function readCrontab(filePath: string): Promise<string> {
   const tooLarge = () => new UsageError(`cannot read crontab ${shownSource(filePath)}: larger than 1 MiB, not a crontab?`);
   try {
     if (filePath === '-') {
+      if (process.stdin.isTTY) throw new UsageError("cannot read crontab from standard input: it is a terminal; pipe one in (crontab -l | cronq import-crontab -)");
       for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
         bytes += chunk.length;
         if (bytes > MAX_CRONTAB_BYTES) throw tooLarge();
@@ -196,7 +197,7 @@ function utf8Text(bytes: Buffer, filePath: string): string {
       start = stop + 1;
     }
     throw new UsageError(
-      `${filePath === '-' ? 'standard input' : filePath}:${line}: not UTF-8 text: its command would be stored changed; convert the file first (iconv -f LATIN1 -t UTF-8, say)`,
+      `${filePath === '-' ? 'standard input' : filePath}:${line}: not UTF-8 text: what the line holds would be stored changed; convert the file first (iconv -f LATIN1 -t UTF-8, say)`,
     );
   }
 }

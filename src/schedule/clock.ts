@@ -22,8 +22,10 @@ export const systemClock: Clock = {
 
 /**
  * Resolves once `now()` (epoch ms) reaches `at`, or at once when `signal` aborts (never
- * rejects). The wait is measured against `now` when armed and again on waking, so a
- * clock that moves meanwhile (a new offset) only makes the wake-up early or late.
+ * rejects). The wait is measured against `now` when armed and again on waking (a timer
+ * that woke early, before `now()` reached `at`, is armed again), so a clock whose reading
+ * moves meanwhile (a database clock read again) never wakes the caller early, and late
+ * only by how far it moved.
  */
 export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -37,7 +39,7 @@ export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal): 
     const arm = () => {
       const wait = at.getTime() - now();
       if (wait <= 0) return done();
-      timer = setTimeout(wait > MAX_TIMER_MS ? arm : done, Math.min(wait, MAX_TIMER_MS));
+      timer = setTimeout(arm, Math.min(wait, MAX_TIMER_MS));
     };
     signal.addEventListener('abort', done, { once: true });
     arm();

@@ -2,90 +2,131 @@ import type { Logger } from '../logger.ts';
 import { sleep } from '../runtime/wakeup.ts';
 import { sleepUntilBy, type Clock } from './clock.ts';
 
-/** How often the offset to the database clock is measured again. */
+/** How often the database clock is read again. */
 export const CLOCK_SYNC_EVERY_MS = 60_000;
-/** An offset at least this large is logged as `clock_skew` (warn). */
+/** How soon it is read again while the best reading so far took longer than PRECISE_ROUND_TRIP_MS. */
+const IMPRECISE_RESYNC_MS = 1_000;
+/** A reading whose round trip took at most this long is precise enough to keep until the next sync. */
+const PRECISE_ROUND_TRIP_MS = 1_000;
+/** An offset from this host's clock at least this large is logged as `clock_skew` (warn)… */
 export const CLOCK_SKEW_WARN_MS = 2_000;
-/** A reading whose round trip took longer than this is too imprecise to use, and is dropped. */
-const MAX_ROUND_TRIP_MS = 1_000;
+/** …and its end, once it is below this, as `clock_skew_cleared` (no line per jitter around the threshold). */
+export const CLOCK_SKEW_CLEAR_MS = 1_000;
 
 export interface DatabaseClockOptions {
   /** The database's clock (store.now()). */
   readNow: () => Promise<Date>;
   log: Logger;
-  /** This host's clock, epoch ms (default Date.now; tests skew it). */
-  hostNow?: () => number;
+  /** This host's wall clock, epoch ms: only to report how far it is off (default Date.now; tests skew it). */
+  wallNow?: () => number;
+  /** A clock that never steps, ms (default performance.now; tests drive it). */
+  monotonicNow?: () => number;
   everyMs?: number;
 }
 
 /**
- * The scheduler's clock on a daemon: the database's time, read as this host's time plus
- * an offset measured against the database (the midpoint of a `UTC_TIMESTAMP(6)` round
- * trip). Every daemon then decides which ticks are due by one clock, the one leases and
- * heartbeats already use: a host whose clock runs ahead can never fan out, or record as
- * skipped, a tick that is still to come by the database's clock (its period key would
- * be taken, and the real tick would find it taken and enqueue nothing), and a host
- * behind never ticks late.
+ * The scheduler's clock on a daemon: the database's time, carried forward between
+ * readings by a monotonic clock (performance.now), never by this host's wall clock.
+ * Every daemon then decides which ticks are due by one clock, the one leases and
+ * heartbeats already use: a host whose clock runs ahead, or is stepped (by NTP, by hand)
+ * forward or back between readings, can never fan out or record as skipped a tick still
+ * to come by the database's clock (its period key would be taken, and the real tick
+ * would find it taken and enqueue nothing), and a host behind never ticks late.
  *
- * `sync()` measures once (throws what the read throws); `run(signal)` measures every
- * `everyMs` until aborted, keeping the last offset through a failed or slow read. An
- * offset of CLOCK_SKEW_WARN_MS or more is logged once as `clock_skew` (warn) and again
- * when it changes by that much; its end is logged as `clock_skew_cleared` (info).
+ * A reading is the database's `UTC_TIMESTAMP(6)` placed at the midpoint of its round
+ * trip. `sync()` reads once (throws what the read throws) and keeps the reading unless
+ * an earlier one was precise (round trip ≤ 1 s) and this one is not; `run(signal)`
+ * reads every `everyMs` (every second while no precise reading was had) until aborted,
+ * keeping the last reading through a failed one. The wall clock's offset from the
+ * database's is logged as `clock_skew` (warn) once it reaches CLOCK_SKEW_WARN_MS (again
+ * when it grows by that much more, or changes sign), and as `clock_skew_cleared` once
+ * under CLOCK_SKEW_CLEAR_MS.
  */
 export class DatabaseClock implements Clock {
-  /** Database time minus this host's time, ms. */
+  /** The database's clock minus this host's wall clock at the last reading, ms. */
   offsetMs = 0;
-  /** Whether an offset has been measured. */
-  synced = false;
+  /** The round trip of the reading in use, ms (Infinity before the first). */
+  roundTripMs = Number.POSITIVE_INFINITY;
+  /** The reading in use: the database's epoch ms at `anchorMonotonic`. */
+  private anchorDb = 0;
+  private anchorMonotonic = 0;
   private warnedAt: number | null = null;
-  private readonly hostNow: () => number;
+  private readonly wallNow: () => number;
+  private readonly monotonicNow: () => number;
 
   constructor(private readonly options: DatabaseClockOptions) {
-    this.hostNow = options.hostNow ?? Date.now;
+    this.wallNow = options.wallNow ?? Date.now;
+    this.monotonicNow = options.monotonicNow ?? (() => performance.now());
+    // Until the first reading: this host's clock.
+    this.anchorDb = this.wallNow();
+    this.anchorMonotonic = this.monotonicNow();
+  }
+
+  /** Whether a reading is in use. */
+  get synced(): boolean {
+    return this.roundTripMs !== Number.POSITIVE_INFINITY;
   }
 
   now(): Date {
-    return new Date(this.hostNow() + this.offsetMs);
+    return new Date(this.nowMs());
   }
 
   sleepUntil(at: Date, signal: AbortSignal): Promise<void> {
-    return sleepUntilBy(() => this.hostNow() + this.offsetMs, at, signal);
+    return sleepUntilBy(() => this.nowMs(), at, signal);
   }
 
-  /** Measures the offset once. Returns whether the reading was used (false: its round trip was too slow). */
+  /** Reads the database clock once. Returns whether the reading is now the one in use. */
   async sync(): Promise<boolean> {
-    const sentAt = this.hostNow();
-    const db = await this.options.readNow();
-    const receivedAt = this.hostNow();
-    if (receivedAt - sentAt > MAX_ROUND_TRIP_MS && this.synced) return false;
-    this.offsetMs = Math.round(db.getTime() - (sentAt + receivedAt) / 2);
-    this.synced = true;
+    const sentAt = this.monotonicNow();
+    const db = (await this.options.readNow()).getTime();
+    const receivedAt = this.monotonicNow();
+    const wall = this.wallNow();
+    const roundTrip = receivedAt - sentAt;
+    if (roundTrip > PRECISE_ROUND_TRIP_MS && roundTrip >= this.roundTripMs) return false;
+    const midpoint = (sentAt + receivedAt) / 2;
+    this.anchorMonotonic = midpoint;
+    this.anchorDb = db;
+    this.roundTripMs = roundTrip;
+    this.offsetMs = Math.round(db - (wall - (receivedAt - midpoint)));
     this.report();
     return true;
   }
 
-  /** Re-measures every `everyMs` until `signal` aborts. Never throws. */
+  /** Reads again every `everyMs` (every second while the reading is imprecise) until `signal` aborts. Never throws. */
   async run(signal: AbortSignal): Promise<void> {
     const every = this.options.everyMs ?? CLOCK_SYNC_EVERY_MS;
     while (!signal.aborted) {
-      await sleep(every, signal);
+      await sleep(this.roundTripMs > PRECISE_ROUND_TRIP_MS ? Math.min(every, IMPRECISE_RESYNC_MS) : every, signal);
       if (signal.aborted) return;
-      // An unreachable database is reported by the parts that need it; the last offset stands.
+      // An unreachable database is reported by the parts that need it; the last reading stands.
       await this.sync().catch(() => undefined);
     }
   }
 
+  private nowMs(): number {
+    return this.anchorDb + (this.monotonicNow() - this.anchorMonotonic);
+  }
+
   private report(): void {
-    const skewed = Math.abs(this.offsetMs) >= CLOCK_SKEW_WARN_MS;
-    if (skewed && (this.warnedAt === null || Math.abs(this.offsetMs - this.warnedAt) >= CLOCK_SKEW_WARN_MS)) {
+    const off = Math.abs(this.offsetMs);
+    const worse = this.warnedAt === null || Math.sign(this.offsetMs) !== Math.sign(this.warnedAt) || off >= Math.abs(this.warnedAt) + CLOCK_SKEW_WARN_MS;
+    if (off >= CLOCK_SKEW_WARN_MS && worse) {
       this.warnedAt = this.offsetMs;
       this.options.log.warn(
         { event: 'clock_skew', offset_ms: this.offsetMs },
-        `this host's clock is ${Math.abs(this.offsetMs / 1000).toFixed(1)} s ${this.offsetMs > 0 ? 'behind' : 'ahead of'} the database's; schedules tick by the database's clock`,
+        `this host's clock is ${formatSeconds(off)} ${this.offsetMs > 0 ? 'behind' : 'ahead of'} the database's; schedules tick by the database's clock`,
       );
-    } else if (!skewed && this.warnedAt !== null) {
+    } else if (off < CLOCK_SKEW_CLEAR_MS && this.warnedAt !== null) {
       this.warnedAt = null;
       this.options.log.info({ event: 'clock_skew_cleared', offset_ms: this.offsetMs }, "this host's clock agrees with the database's again");
     }
   }
+}
+
+/** `2.5 s`, `3 h 12 min` for large offsets. */
+function formatSeconds(ms: number): string {
+  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.round(ms / 60_000);
+  if (minutes < 48 * 60) return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  return `${Math.round(minutes / 1440)} days`;
 }

@@ -10,9 +10,13 @@ import { importFailure, shownPath } from './importFailure.ts';
 
 const LOADABLE = /^(?![._]).*(?<!\.d)\.(ts|mts|js|mjs)$/;
 const NOT_SCHEDULES = /\.(test|spec)\.(ts|mts|js|mjs)$/;
-/** Names that look meant as schedule files but are not loaded: CommonJS, or an extension in the wrong case. */
-const LOOKS_LOADABLE = /^(?![._]).*(?<!\.d)\.(ts|mts|cts|js|mjs|cjs)$/i;
-const LOOKS_NOT_SCHEDULES = /(\.(test|spec)|\.d)\.(ts|mts|cts|js|mjs|cjs)$/i;
+/**
+ * Names that look meant as schedule files but are not loaded: a loadable extension in
+ * the wrong case (`report.TS`). CommonJS files (`.cjs`, `.cts`) are left alone: they are
+ * helpers and configs the schedules import, never schedule files themselves.
+ */
+const LOOKS_LOADABLE = /^(?![._]).*\.(ts|mts|js|mjs)$/i;
+const LOOKS_NOT_SCHEDULES = /\.(test|spec|d)\.(ts|mts|js|mjs)$/i;
 
 export interface LoadOptions {
   /** How long importing one file may take (default 10 s): past it the folder is refused. */
@@ -27,8 +31,8 @@ export interface LoadOptions {
  * message`), throws on import (whatever it throws), has not finished importing within
  * `importTimeoutMs` (a top-level await that never settles, an endless loop), exports
  * nothing cronq can use, or reuses a name (both files named); and a file that looks
- * meant to load but would not (`.cjs`, `.cts`, `.TS`): skipped, its schedules would never
- * run. A missing folder is an error too, so a typo in --schedules does not start a daemon that schedules nothing.
+ * meant to load but would not, its extension in the wrong case (`report.TS`): skipped,
+ * its schedules would never run. A missing folder is an error too, so a typo in --schedules does not start a daemon that schedules nothing.
  */
 export async function loadSchedulesDir(dir: string, registry: TaskRegistry, options: LoadOptions = {}): Promise<void> {
   const absolute = resolve(dir);
@@ -36,16 +40,19 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
   let unloadable: string[];
   try {
     if (!(await stat(absolute)).isDirectory()) throw new Error('not a directory');
-    const listed = await readdir(absolute);
-    names = listed.filter((n) => LOADABLE.test(n) && !NOT_SCHEDULES.test(n)).sort();
-    unloadable = listed.filter((n) => LOOKS_LOADABLE.test(n) && !LOOKS_NOT_SCHEDULES.test(n) && !LOADABLE.test(n)).sort();
+    const listed = await readdir(absolute, { withFileTypes: true });
+    names = listed.map((entry) => entry.name).filter((n) => LOADABLE.test(n) && !NOT_SCHEDULES.test(n)).sort();
+    unloadable = listed
+      .filter((entry) => !entry.isDirectory() && LOOKS_LOADABLE.test(entry.name) && !LOOKS_NOT_SCHEDULES.test(entry.name) && !LOADABLE.test(entry.name))
+      .map((entry) => entry.name)
+      .sort();
   } catch (error) {
     throw new ScheduleFileError(`schedules folder ${dir}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : (error as Error).message}`);
   }
   if (unloadable.length > 0) {
     // Skipped silently, its schedules would simply never run.
     throw new ScheduleFileError(
-      `${shownPath(join(absolute, unloadable[0]))}: not loaded: schedule files are ES modules named .ts, .mts, .js or .mjs (in lower case); rename it, or start its name with _ to keep it in the folder unloaded`,
+      `${shownPath(join(absolute, unloadable[0]))}: not loaded: schedule files end in .ts, .mts, .js or .mjs in lower case; rename it, or start its name with _ to keep it in the folder unloaded`,
     );
   }
   const boundMs = options.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS;

@@ -4,6 +4,7 @@ import { UsageError } from '../../errors.ts';
 import { shownText } from '../../shownText.ts';
 import { cliLine } from '../cliLine.ts';
 import type { Command } from '../command.ts';
+import { printable } from '../printable.ts';
 
 export const importCrontabCommand: Command = {
   name: 'import-crontab',
@@ -59,7 +60,7 @@ most recent missed run is made up once, within a day (cron itself never does).
       defaultTimezone: timezone,
     });
     for (const path of written) out(`wrote ${path}`);
-    for (const { line, reason } of errors) process.stderr.write(`${cliLine('import-crontab', `skipped ${positionals[0]}:${line}: ${reason}`)}\n`);
+    for (const { line, reason } of errors) process.stderr.write(`${printable(cliLine('import-crontab', `skipped ${positionals[0]}:${line}: ${reason}`))}\n`);
     return 0;
   },
 };
