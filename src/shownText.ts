@@ -18,3 +18,11 @@ export function shownText(text: string, max = SHOWN_TEXT_MAX): string {
   const last = text.charCodeAt(max - 1);
   return `${text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)}…`;
 }
+
+/**
+ * What to show for a payload the server would not return (larger than its
+ * max_allowed_packet: a job or dead letter's `payloadText` is null), in place of it.
+ */
+export function unreadablePayloadNote(bytes: number): string {
+  return `(not readable here: ${bytes} bytes, larger than the server's max_allowed_packet; raise it to read the payload)`;
+}

@@ -38,7 +38,7 @@ describe("cronq enqueue of a schedule's key", () => {
     writeFileSync(join(dir, 'daily.ts'), "import { defineSchedule } from 'cronq';\nexport const daily = defineSchedule({ name: 'daily', cron: '0 2 * * *', timezone: 'UTC', period: 'day', handle() {} });\n");
     const r = await runCli(['enqueue', 'daily', '--key', 'daily:2026-12-04', '--schedules', dir], env());
     expect(r).toMatchObject({ code: 64, stdout: '' });
-    expect(r.stderr).toMatch(/^cronq enqueue: job key "daily:2026-12-04" is a key of schedule 'daily' \(it starts with 'daily:'\): a schedule's keys are written by its ticks; .*`cronq tick daily --at ISO`/m);
+    expect(r.stderr).toMatch(/^cronq enqueue: job key "daily:2026-12-04" is a key of schedule 'daily' \(its name, then a day period key\): a schedule's keys are written by its ticks; .*`cronq tick daily --at ISO`/m);
     expect(await t.sql('SELECT job_key FROM cronq_jobs')).toEqual([]);
     const byHand = await runCli(['enqueue', 'daily', '--key', 'by-hand:1', '--schedules', dir], env());
     expect(byHand.code).toBe(0);

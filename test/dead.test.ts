@@ -197,7 +197,7 @@ describe('showing a dead letter', () => {
       failureReason: 'Error: user 42 not found\n    at lookup (users.ts:1:1)',
       job: { id: jobId, status: 'dead', attempts: 1, maxAttempts: 3 },
     });
-    expect(JSON.parse(letter!.payloadText)).toEqual({ month: '2026-11' });
+    expect(JSON.parse(letter!.payloadText!)).toEqual({ month: '2026-11' });
   });
 
   it('returns null for an unknown id, and a null job when the row is gone', async () => {

@@ -103,6 +103,10 @@ describe.skipIf(skip)(skip ? 'a row larger than max_allowed_packet (skipped: no 
     expect(log.named('db_error')).toEqual([]);
     expect(log.named('claim_handoff_failed')).toEqual([]);
     expect(log.named('job_claimed').map((e) => e.job_id)).toEqual([smallId]);
+    // Read back while the limit is still low: shown as not readable, with its size, never as a null payload.
+    const [{ id: letterId }] = await query('SELECT id FROM cronq_dead_letters');
+    expect(await engine!.admin.deadLetters.get(Number(letterId))).toMatchObject({ payloadText: null, payloadBytes });
+    expect(await engine!.admin.job({ id: bigId })).toMatchObject({ payloadText: null, payloadBytes });
   });
 
   it('is skipped with one job_unclaimable line when its dead letter is refused too, and the job beside it runs', async () => {

@@ -1,11 +1,16 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, type ScheduleOptions } from '../src/index.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { assessHealth } from '../src/schedule/health.ts';
+import { noteSaysKeysTaken } from '../src/schedule/fanout.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
+import { REPO_ROOT } from './support/cli.ts';
+import { runMain } from './support/runMain.ts';
 
 /** A schedule's keys taken by jobs it did not enqueue: the tick tells them apart from its own. */
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks'] });
@@ -112,6 +117,32 @@ describe('a tick whose key another job holds', () => {
       });
     } finally {
       await cronq.stop();
+    }
+  });
+
+  it('health reads the taken keys in the note itself, never in a refused entity quoted after it', () => {
+    expect(noteSaysKeysTaken('2 keys held by jobs this schedule did not enqueue, first daily:2026-12-04 (kind report, job 1)')).toBe(true);
+    expect(noteSaysKeysTaken('caught up; 1 key held by jobs this schedule did not enqueue, first daily:x (kind report, job 1)')).toBe(true);
+    // A key from jobs() that holds the words, quoted by the refused-entities part: not a taken key.
+    expect(noteSaysKeysTaken('1 entity refused, first: u; 1 key held by jobs this schedule did not enqueue: key too long')).toBe(false);
+    expect(noteSaysKeysTaken('caught up')).toBe(false);
+    expect(noteSaysKeysTaken(null)).toBe(false);
+  });
+
+  it('cronq tick counts a held key apart, names its holder on stderr and exits 1', async () => {
+    mkdirSync(join(REPO_ROOT, 'test', '.tmp'), { recursive: true });
+    const dir = mkdtempSync(join(REPO_ROOT, 'test', '.tmp', 'keys-'));
+    try {
+      writeFileSync(join(dir, 'daily.ts'), "import { defineSchedule } from 'cronq';\nexport default defineSchedule({ name: 'daily', cron: '0 2 * * *', timezone: 'UTC', period: 'day', handle() {} });\n");
+      const holder = await jobHolding('daily:2026-11-20', 'report');
+      const r = await runMain(['tick', 'daily', '--at', '2026-11-20T03:00:00Z', '--schedules', dir], { DATABASE_URL: t.url });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('daily tick 2026-11-20T02:00:00.000Z (period 2026-11-20): 0 enqueued, 0 already present, 1 held by jobs this schedule did not enqueue\n');
+      expect(r.stderr).toBe(
+        `cronq tick: 1 of this tick's keys are held by jobs this schedule did not enqueue (first daily:2026-11-20: kind report, job ${holder}): their schedule jobs were not enqueued, and those keys stay taken until the holders' rows are deleted\n`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

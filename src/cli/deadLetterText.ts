@@ -4,6 +4,7 @@
  */
 import type { DeadLetterDetail, DeadLetterGroup, DeadLetterSummary } from '../admin.ts';
 import { renderTable } from './textTable.ts';
+import { unreadablePayloadNote } from '../shownText.ts';
 
 const iso = (date: Date | null): string => (date === null ? '' : date.toISOString());
 
@@ -57,7 +58,9 @@ export function deadLetterDetailJson(letter: DeadLetterDetail): Record<string, u
   return {
     ...deadLetterJson(rest),
     failureReason: letter.failureReason,
-    payload: parseOr(payloadText),
+    payload: payloadText === null ? null : parseOr(payloadText),
+    payloadBytes: letter.payloadBytes,
+    ...(payloadText === null && { payloadUnreadable: true }),
     job: job && { ...job, availableAt: iso(job.availableAt), updatedAt: iso(job.updatedAt) },
   };
 }
@@ -78,7 +81,7 @@ export function deadLetterDetailText(letter: DeadLetterDetail): string {
     `  dead at:   ${iso(letter.deadAt)}`,
     `  reviewed:  ${reviewed}`,
     `  payload:`,
-    indent(prettyJson(letter.payloadText)),
+    indent(letter.payloadText === null ? unreadablePayloadNote(letter.payloadBytes) : prettyJson(letter.payloadText)),
     `  failure reason:`,
     indent(letter.failureReason),
   ].join('\n');

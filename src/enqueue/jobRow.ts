@@ -77,22 +77,6 @@ function loneSurrogateProblem(text: string, what: string): string | null {
   return at === undefined ? null : `${what} holds a lone UTF-16 surrogate (half of a character, such as a cut emoji) at character ${at}, which is not valid Unicode`;
 }
 
-/**
- * Refuses (UsageError naming the key and the schedule) a key under a schedule's prefix:
- * `<name>:` for a schedule `name` in `schedules`. A schedule's keys are written by its
- * ticks alone: a job enqueued by hand under one would take a period's key, and the tick
- * would find it taken and never write the schedule's job. Schedule names hold no ':', so
- * the key's part before its first ':' is the only name it can belong to.
- */
-export function refuseScheduleKey(key: string, schedules: ReadonlySet<string>): void {
-  const colon = key.indexOf(':');
-  if (colon <= 0 || !schedules.has(key.slice(0, colon))) return;
-  const name = key.slice(0, colon);
-  throw new UsageError(
-    `job key ${JSON.stringify(shownText(key))} is a key of schedule '${name}' (it starts with '${name}:'): a schedule's keys are written by its ticks; ` +
-      `enqueued by hand, it would take a period's key and that tick would find it taken. To run a period now: \`cronq tick ${name} --at ISO\` (cronq.admin.tick)`,
-  );
-}
 
 /**
  * Validates a job at the edge and fills in its task's defaults. Throws UsageError

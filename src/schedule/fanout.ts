@@ -2,6 +2,8 @@ import { enqueueRows, type EnqueueOutcome, type EnqueueRowsOptions, type Refused
 import type { JobWriter, KeyHolder, NewJobRow, Store } from '../store/index.ts';
 import { checkJobContent } from '../enqueue/jobRow.ts';
 import { errorLine } from '../runtime/errorText.ts';
+import { UsageError } from '../errors.ts';
+import type { Period } from './period.ts';
 import { shownText } from '../shownText.ts';
 import type { Schedule } from './define.ts';
 
@@ -40,6 +42,55 @@ export const KEYS_TAKEN_MARK = 'held by jobs this schedule did not enqueue';
 export function keysTakenNote(count: number, first: TakenKey | null): string {
   const noun = count === 1 ? 'key' : 'keys';
   return `${count} ${noun} ${KEYS_TAKEN_MARK}${first ? `, first ${first.key} (kind ${first.kind}, job ${first.jobId})` : ''}`;
+}
+
+/**
+ * Whether a tick's ledger note says some of its keys were held by jobs it did not
+ * enqueue (keysTakenNote). Only the note's own parts are read, those before a
+ * refused-entities part (`N entities refused, first KEY: …`), which quotes a key from
+ * jobs() and so could hold the same words.
+ */
+export function noteSaysKeysTaken(note: string | null): boolean {
+  if (note === null) return false;
+  for (const part of note.split('; ')) {
+    if (REFUSED_PART.test(part)) return false;
+    if (TAKEN_PART.test(part)) return true;
+  }
+  return false;
+}
+const TAKEN_PART = new RegExp(`^\\d+ keys? ${KEYS_TAKEN_MARK}`);
+const REFUSED_PART = /^\d+ entit(?:y|ies) refused/;
+
+/** How each period's key ends a schedule's job key (period.ts periodKey): `:2026-11-30T06:15` for minute, and so on. */
+const PERIOD_KEY_END: Record<Period, RegExp> = {
+  minute: /:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/,
+  hour: /:\d{4}-\d{2}-\d{2}T\d{2}$/,
+  day: /:\d{4}-\d{2}-\d{2}$/,
+  week: /:\d{4}-W\d{2}$/,
+  month: /:\d{4}-\d{2}$/,
+  year: /:\d{4}$/,
+  tick: /:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/,
+};
+
+/**
+ * Refuses (UsageError naming the key and the schedule) a key a schedule's tick could
+ * write: `<name>:<period key>` or `<name>:<entity>:<period key>`, its period key of that
+ * schedule's period (`schedules` maps each name to it). A schedule's keys are written by
+ * its ticks alone: a job enqueued by hand under one would take a period's key, and the
+ * tick would find it taken and never write the schedule's job. Keys that only start with
+ * the name (`report:1234:mail`, a follow-up job) are left alone. Schedule names hold no
+ * ':', so the key's part before its first ':' is the only name it can belong to.
+ */
+export function refuseScheduleKey(key: string, schedules: ReadonlyMap<string, Period>): void {
+  const colon = key.indexOf(':');
+  if (colon <= 0) return;
+  const name = key.slice(0, colon);
+  const period = schedules.get(name);
+  if (period === undefined || !PERIOD_KEY_END[period].test(key)) return;
+  throw new UsageError(
+    `job key ${JSON.stringify(shownText(key))} is a key of schedule '${name}' (its name, then a ${period} period key): a schedule's keys are written by its ticks; ` +
+      `enqueued by hand, it would take a period's key and that tick would find it taken. To run a period now: \`cronq tick ${name} --at ISO\` (cronq.admin.tick)`,
+  );
 }
 
 /** What a fan-out is told as it goes (enqueueTick). */

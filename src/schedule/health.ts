@@ -3,7 +3,7 @@
  *
  * A tick succeeded when its fan-out finished ('enqueued' with `finished_at`), none of its
  * keys was found held by a job this schedule did not enqueue for its period (its ledger
- * note says so: KEYS_TAKEN_MARK), and no job of its schedule and period is anything but
+ * note says so: noteSaysKeysTaken), and no job of its schedule and period is anything but
  * 'done'. The last success is the latest such tick among the latest HEALTH_TICKS_LOOKED
  * ledger rows. A schedule with `expect: { within }`
  * is overdue when the first fire time after its last success (by the cron, so a tick no
@@ -13,7 +13,7 @@
  */
 import type { TickRow } from '../store/index.ts';
 import type { Schedule } from './define.ts';
-import { KEYS_TAKEN_MARK } from './fanout.ts';
+import { noteSaysKeysTaken } from './fanout.ts';
 import { nextFireAfter } from './period.ts';
 
 /** Ledger rows read per schedule (newest first), stopping at the first success. */
@@ -44,7 +44,7 @@ export async function assessHealth(schedule: Schedule, reads: HealthReads, now: 
   for (const tick of ticks) {
     if (tick.outcome !== 'enqueued' || tick.finishedAt === null) continue;
     // Some of its jobs were never written as the schedule's: the jobs found are not all of it.
-    if (tick.note?.includes(KEYS_TAKEN_MARK)) continue;
+    if (noteSaysKeysTaken(tick.note ?? null)) continue;
     if (!(await reads.periodHasUnfinishedJobs(schedule.name, tick.periodKey))) {
       success = tick;
       break;

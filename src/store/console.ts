@@ -110,8 +110,13 @@ export interface JobRecord {
   queue: string;
   kind: string;
   key: string;
-  /** The payload exactly as stored (JSON text). */
-  payloadText: string;
+  /**
+   * The payload exactly as stored (JSON text); null when the server will not return it,
+   * the payload being larger than its max_allowed_packet (`payloadBytes` says how large).
+   */
+  payloadText: string | null;
+  /** The stored payload's size in bytes. */
+  payloadBytes: number;
   status: JobStatus;
   attempts: number;
   maxAttempts: number;
@@ -133,7 +138,7 @@ export interface JobRecord {
 /** One job by primary key (a number) or by its unique key (a string); null when none. */
 export async function jobByIdOrKey(exec: Executor, target: { id: number } | { key: string }): Promise<JobRecord | null> {
   const where = 'id' in target ? sql`id = ${target.id}` : sql`job_key = ${target.key}`;
-  const result = await exec.execute(sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, status, attempts, max_attempts, available_at,
+  const result = await exec.execute(sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, LENGTH(payload) AS payload_bytes, status, attempts, max_attempts, available_at,
       lease_until, locked_by, lease_expiries, last_error, cancelled_by, cancel_reason, schedule_name, period_key,
       created_at, updated_at, finished_at
     FROM cronq_jobs WHERE ${where} LIMIT 1`);
@@ -144,7 +149,8 @@ export async function jobByIdOrKey(exec: Executor, target: { id: number } | { ke
     queue: r.queue,
     kind: r.kind,
     key: r.job_key,
-    payloadText: String(r.payload),
+    payloadText: r.payload === null ? null : String(r.payload),
+    payloadBytes: Number(r.payload_bytes),
     status: r.status,
     attempts: Number(r.attempts),
     maxAttempts: Number(r.max_attempts),

@@ -57,8 +57,13 @@ export interface DeadLetterSummary {
 /** One dead letter in full, with the current state of its job row (null when the row is gone). */
 export interface DeadLetterDetail extends DeadLetterSummary {
   failureReason: string;
-  /** The payload exactly as stored (JSON text). */
-  payloadText: string;
+  /**
+   * The payload exactly as stored (JSON text); null when the server will not return it,
+   * the payload being larger than its max_allowed_packet (`payloadBytes` says how large).
+   */
+  payloadText: string | null;
+  /** The stored payload's size in bytes. */
+  payloadBytes: number;
   job: {
     id: number;
     status: JobStatus;
@@ -243,14 +248,15 @@ export async function fillReasonGroups(tx: Executor, jobIds: number[], firstId: 
 /** One dead letter by its own id (`cronq_dead_letters.id`) with its job's current row; null when there is none. */
 export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLetterDetail | null> {
   const result = await exec.execute(sql`SELECT d.id, d.job_id, d.queue, d.kind, d.job_key, d.attempts, d.dead_at,
-      d.reviewed_at, d.resolution, d.failure_reason, CAST(d.payload AS CHAR) AS payload_text,
+      d.reviewed_at, d.resolution, d.failure_reason, CAST(d.payload AS CHAR) AS payload_text, LENGTH(d.payload) AS payload_bytes,
       j.id AS j_id, j.status AS j_status, j.attempts AS j_attempts, j.max_attempts AS j_max_attempts,
       j.available_at AS j_available_at, j.updated_at AS j_updated_at, j.last_error AS j_last_error
     FROM cronq_dead_letters d LEFT JOIN cronq_jobs j ON j.id = d.job_id
     WHERE d.id = ${id}`);
   type DetailRow = Omit<SummaryRow, 'reason'> & {
     failure_reason: string;
-    payload_text: string;
+    payload_text: string | null;
+    payload_bytes: number;
     j_id: number | null;
     j_status: JobStatus | null;
     j_attempts: number;
@@ -265,6 +271,7 @@ export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLet
     ...toSummary({ ...r, reason: r.failure_reason }),
     failureReason: r.failure_reason,
     payloadText: r.payload_text,
+    payloadBytes: Number(r.payload_bytes),
     job:
       r.j_id === null
         ? null

@@ -1,3 +1,5 @@
+import { printable } from '../printable.ts';
+import { cliLine } from '../cliLine.ts';
 import { checkTickInstant, describePause } from '../../admin.ts';
 import { UsageError } from '../../errors.ts';
 import { shownText } from '../../shownText.ts';
@@ -15,7 +17,11 @@ Runs now the fan-out of schedule NAME for its latest fire time at or before --at
 there. Keys make it harmless to repeat. It does not write the tick ledger: the
 scheduler still records that tick when it reaches it.
 
---at is now or earlier (this host's clock; 5s ahead allowed for clock skew): a
+Keys held by jobs this schedule did not enqueue (a job enqueued by hand under one
+of its keys) are counted apart and named on stderr, and the exit is 1: those
+jobs of the period were not written as the schedule's.
+
+--at is now or earlier (by this host's clock and the database's; 5s ahead allowed for clock skew): a
 later fire time ticked now would take its period's key, and its real run would
 find the key taken and never run, so a later --at is refused (exit 64).
 
@@ -46,12 +52,23 @@ ${COMMON_HELP}`,
         throw new UsageError(`schedule '${name}' is ${describePause(result.pause)}; --force runs it anyway, or 'cronq resume ${name}' first`);
       }
       if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownText(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
+      const taken = result.firstConflict;
       args.out(
-        `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
-          result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''
-        }`,
+        `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing - result.conflicting} already present${
+          result.conflicting > 0 ? `, ${result.conflicting} held by jobs this schedule did not enqueue` : ''
+        }${result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''}`,
       );
-      return 0;
+      if (result.conflicting === 0) return 0;
+      // The period did not run as the schedule: its job was never written under those keys.
+      process.stderr.write(
+        `${printable(
+          cliLine(
+            'tick',
+            `${result.conflicting} of this tick's keys are held by jobs this schedule did not enqueue${taken ? ` (first ${shownText(taken.key)}: kind ${shownText(taken.kind)}, job ${taken.jobId})` : ''}: their schedule jobs were not enqueued, and those keys stay taken until the holders' rows are deleted`,
+          ),
+        )}\n`,
+      );
+      return 1;
     } finally {
       await cronq.stop();
     }

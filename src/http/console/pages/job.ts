@@ -2,6 +2,7 @@
 import type { ConsoleContext, PageResult } from '../context.ts';
 import { when } from '../format.ts';
 import { html } from '../html.ts';
+import { unreadablePayloadNote } from '../../../shownText.ts';
 import { page } from '../layout.ts';
 
 /** A path segment as a job target: digits are an id, anything else a key. */
@@ -35,6 +36,6 @@ ${row('Schedule', job.scheduleName ? `${job.scheduleName} (${job.periodKey})` : 
 ${row('Created', when(job.createdAt))}${row('Updated', when(job.updatedAt))}${row('Finished', job.finishedAt ? when(job.finishedAt) : null)}
 ${job.cancelledBy ? row('Cancelled', `by ${job.cancelledBy}: ${job.cancelReason}`) : ''}</dl>
 <h2>Last error</h2>${job.lastError ? html`<pre>${job.lastError}</pre>` : html`<p class="note">None.</p>`}
-<h2>Payload</h2>${ctx.viewer.operator ? html`<pre id="payload">${job.payloadText}</pre>` : html`<p class="note">Payloads are shown to token holders only.</p>`}`;
+<h2>Payload</h2>${ctx.viewer.operator ? html`<pre id="payload">${job.payloadText ?? unreadablePayloadNote(job.payloadBytes)}</pre>` : html`<p class="note">Payloads are shown to token holders only.</p>`}`;
   return { status: 200, body: page(`Job #${job.id}`, ctx.viewer, body, ctx.notice) };
 }
