@@ -48,21 +48,22 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     process.stderr.write(`${printable(mainHelp(COMMANDS))}\n`);
     return EXIT_USAGE;
   }
-  if (name === '--help' || name === '-h') {
-    out(mainHelp(COMMANDS));
-    return 0;
-  }
   if (name === '--version') {
     out(packageVersion());
     return 0;
   }
-  if (name === 'help') {
+  if (name === 'help' || ((name === '--help' || name === '-h') && rest.length > 0)) {
+    // `cronq help tick`, and `cronq --help tick` as git and npm read it.
     try {
       out(helpText(COMMANDS, rest));
       return 0;
     } catch (error) {
       return report(error, env, 'help');
     }
+  }
+  if (name === '--help' || name === '-h') {
+    out(mainHelp(COMMANDS));
+    return 0;
   }
   const command = COMMANDS.find((c) => c.name === name);
   // What the failure line names (cliLine): none for an unknown command, the subcommand too once known.

@@ -247,6 +247,7 @@ describe('help', () => {
       expect(help.stdout, command).toMatch(new RegExp(`^Usage: cronq ${command}`));
       expect(await runMain(['help', command], env), command).toEqual(help);
       expect(await runMain([command, '-h'], env), command).toEqual(help);
+      expect(await runMain(['--help', command], env), command).toEqual(help);
     }
     expect(await runMain(['help', 'dead', 'requeue'], env)).toEqual(await runMain(['dead', '--help'], env));
   });

@@ -153,6 +153,7 @@ describe('cronq enqueue', () => {
   it.each([
     [['traced', '--key', 'k', '--payload', '{oops'], /--payload is not valid JSON/],
     [['traced'], /--key KEY is required/],
+    [['traced', '--key='], /--key must not be empty \(a job key is 1 to 255 characters\)/],
     [['traced', '--key', 'k'.repeat(300)], /300 characters long; at most 255/],
     [['traced', '--key', 'k', '--run-at', 'tomorrow'], /--run-at must be an ISO 8601 instant/],
     [['traced', '--key', 'k', '--run-at', '2030-01-01T00:00'], /--run-at must be an ISO 8601 instant/],

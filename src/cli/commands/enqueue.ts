@@ -49,7 +49,8 @@ ${COMMON_HELP}`,
   async run({ values, positionals, env, out }) {
     const [kind] = positionals;
     const key = values.key as string | undefined;
-    if (key === undefined || key === '') throw new UsageError('--key KEY is required');
+    if (key === undefined) throw new UsageError('--key KEY is required');
+    if (key === '') throw new UsageError('--key must not be empty (a job key is 1 to 255 characters)');
     const payloadFile = values['payload-file'] as string | undefined;
     if (values.payload !== undefined && payloadFile !== undefined) throw new UsageError('give --payload or --payload-file, not both');
     const payloadFlag = payloadFile === undefined ? '--payload' : '--payload-file';
