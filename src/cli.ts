@@ -52,7 +52,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     out(packageVersion());
     return 0;
   }
-  if (name === 'help' || ((name === '--help' || name === '-h') && rest.length > 0)) {
+  if (name === 'help' || ((name === '--help' || name === '-h') && rest.length > 0 && !rest[0].startsWith('-'))) {
     // `cronq help tick`, and `cronq --help tick` as git and npm read it.
     try {
       out(helpText(COMMANDS, rest));

@@ -11,14 +11,13 @@ import { charLength, longerThanChars } from './runtime/chars.ts';
 import { libraryLogger, type Logger } from './logger.ts';
 import { guardObserver, noopObserver, type Observer } from './observe.ts';
 import { toJobRow, type EnqueueJob } from './enqueue/jobRow.ts';
-import { refuseScheduleKey } from './schedule/fanout.ts';
+import { refuseScheduleKey, type ScheduleKeyShape } from './schedule/fanout.ts';
 import { enqueueFailure, enqueueOne, enqueueRows, statementByteLimitOf, type EnqueueOutcome } from './enqueue/write.ts';
 import { pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
 import { Store } from './store/index.ts';
 import type { NewJobRow } from './store/jobs.ts';
 import type { Clock } from './schedule/clock.ts';
-import type { Period } from './schedule/period.ts';
 import { DatabaseClock } from './schedule/databaseClock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -479,23 +478,24 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     return jobs;
   };
 
-  /** The loaded schedules' periods by name (the registry is complete once loaded: read once). */
-  let loadedSchedules: ReadonlyMap<string, Period> | null = null;
+  /** The loaded schedules' key shapes by name (the registry is complete once loaded: read once). */
+  let loadedSchedules: ReadonlyMap<string, ScheduleKeyShape> | null = null;
   /**
    * The schedules whose keys a job of this call may not take (refuseScheduleKey): every
    * schedule this instance loaded (its tasks and schedulesDir), and the call's task handle
    * when that is a schedule. An instance that loaded none cannot tell (the tick notes it).
    */
-  const scheduleNamesFor = (registry: TaskRegistry, task: Task | null): ReadonlyMap<string, Period> => {
-    loadedSchedules ??= new Map(schedulesOf(registry).map((s) => [s.name, s.period]));
-    return task && isSchedule(task) && !loadedSchedules.has(task.name) ? new Map([...loadedSchedules, [task.name, task.period]]) : loadedSchedules;
+  const keyShape = (s: Schedule): ScheduleKeyShape => ({ period: s.period, fansOut: s.jobs !== null });
+  const scheduleNamesFor = (registry: TaskRegistry, task: Task | null): ReadonlyMap<string, ScheduleKeyShape> => {
+    loadedSchedules ??= new Map(schedulesOf(registry).map((s) => [s.name, keyShape(s)]));
+    return task && isSchedule(task) && !loadedSchedules.has(task.name) ? new Map([...loadedSchedules, [task.name, keyShape(task)]]) : loadedSchedules;
   };
 
   /**
    * One job's row: by task handle (its kind and defaults), or by kind (which this instance
    * must know unless `allowUnknownKind`); never under a schedule's key prefix (`schedules`).
    */
-  const rowOf = (job: EnqueueJob | TaskJob<unknown>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean, schedules: ReadonlyMap<string, Period>): NewJobRow => {
+  const rowOf = (job: EnqueueJob | TaskJob<unknown>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean, schedules: ReadonlyMap<string, ScheduleKeyShape>): NewJobRow => {
     const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
     if (schedules.size > 0) refuseScheduleKey(row.key, schedules);
     return row;
@@ -719,6 +719,9 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       if (!clock) {
         // Ticks are due by the database's clock, which every daemon shares (DatabaseClock).
         const databaseClock = new DatabaseClock({ readNow: () => store.now(), log });
+        // Twice: the first round trip may include opening a connection, which would place
+        // the reading late; the second, quicker one replaces it.
+        await databaseClock.sync();
         await databaseClock.sync();
         clockSync = databaseClock.run(maintenanceStop.signal);
         clock = databaseClock;

@@ -237,7 +237,7 @@ describe('help', () => {
     const help = await runMain(['--help'], env);
     expect(help).toMatchObject({ code: 0, stderr: '' });
     expect(help.stdout).toMatch(/^Usage: cronq COMMAND/);
-    for (const args of [['-h'], ['help'], ['help', '--help']]) expect(await runMain(args, env), args.join(' ')).toEqual(help);
+    for (const args of [['-h'], ['help'], ['help', '--help'], ['--help', '--json'], ['-h', '--version']]) expect(await runMain(args, env), args.join(' ')).toEqual(help);
   });
 
   it('cronq help CMD and cronq CMD --help print that command\'s help on stdout, exit 0', async () => {

@@ -123,6 +123,51 @@ describe('the database clock', () => {
     expect(await woke).toBeGreaterThanOrEqual(at.getTime());
   });
 
+  it('a reading that moves the clock forward mid-sleep wakes the sleeper at its time, not at the old timer', async () => {
+    let aheadMs = 0;
+    const clock = new DatabaseClock({ readNow: async () => new Date(Date.now() + aheadMs), log: silent });
+    await clock.sync();
+    const at = new Date(clock.now().getTime() + 3_000);
+    const started = Date.now();
+    const woke = clock.sleepUntil(at, new AbortController().signal);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    aheadMs = 2_900; // the database's clock was 2.9 s further on than the last reading said
+    await clock.sync();
+    await woke;
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(clock.now().getTime()).toBeGreaterThanOrEqual(at.getTime());
+  });
+
+  it('refuses a reading that is no valid time, keeping the one in use, and a sleep on it never spins', async () => {
+    let reading: Date = new Date(Date.now() + HOUR);
+    const clock = new DatabaseClock({ readNow: async () => reading, log: silent });
+    await clock.sync();
+    reading = new Date('garbage');
+    await expect(clock.sync()).rejects.toThrow(/no valid time/);
+    expect(Math.abs(clock.now().getTime() - (Date.now() + HOUR))).toBeLessThan(1_000);
+    // An invalid instant has nothing to wait for: resolved at once, not a timer re-armed every millisecond.
+    await clock.sleepUntil(new Date(Number.NaN), new AbortController().signal);
+  });
+
+  it('a precise reading gives way to a slow one once it is ten minutes old', async () => {
+    let monotonic = 0;
+    let delayMs = 10;
+    const clock = new DatabaseClock({
+      readNow: async () => {
+        monotonic += delayMs;
+        return new Date(1_800_000_000_000 + monotonic);
+      },
+      log: silent,
+      wallNow: () => 1_800_000_000_000 + monotonic,
+      monotonicNow: () => monotonic,
+    });
+    await clock.sync();
+    delayMs = 1_500;
+    expect(await clock.sync()).toBe(false);
+    monotonic += 10 * 60_000;
+    expect(await clock.sync()).toBe(true);
+  });
+
   it('keeps its offset through a failed reading', async () => {
     let fail = false;
     const clock = new DatabaseClock({

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, type ScheduleOptions } from '../src/index.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { assessHealth } from '../src/schedule/health.ts';
-import { noteSaysKeysTaken } from '../src/schedule/fanout.ts';
+import { noteSaysKeysTaken, refuseScheduleKey } from '../src/schedule/fanout.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
@@ -143,6 +143,27 @@ describe('a tick whose key another job holds', () => {
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('enqueue refuses exactly the keys a tick could write: the period key in range, an entity only with a fan-out', () => {
+    const shapes = new Map([
+      ['daily', { period: 'day' as const, fansOut: false }],
+      ['yearly', { period: 'year' as const, fansOut: true }],
+      ['mins', { period: 'minute' as const, fansOut: true }],
+    ]);
+    const refused = (key: string) => {
+      try {
+        refuseScheduleKey(key, shapes);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    for (const key of ['daily:2026-12-04', 'yearly:user:7:2026', 'mins:a:b:2026-12-03T08:00']) expect(refused(key), key).toBe(true);
+    // Follow-ups and keys no tick writes: an entity where there is no fan-out, none where there is, fields out of range.
+    for (const key of ['daily:x:2026-12-04', 'daily:2026-12-04:mail', 'daily:2026-13-04', 'yearly:order:4711', 'yearly:2026', 'mins:a:2026-12-03T24:00', 'other:2026-12-04']) {
+      expect(refused(key), key).toBe(false);
     }
   });
 });

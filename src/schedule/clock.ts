@@ -24,24 +24,31 @@ export const systemClock: Clock = {
  * Resolves once `now()` (epoch ms) reaches `at`, or at once when `signal` aborts (never
  * rejects). The wait is measured against `now` when armed and again on waking (a timer
  * that woke early, before `now()` reached `at`, is armed again), so a clock whose reading
- * moves meanwhile (a database clock read again) never wakes the caller early, and late
- * only by how far it moved.
+ * moves meanwhile (a database clock read again) never wakes the caller early; `watch`,
+ * when given, registers a callback the clock calls when its reading moves, so the wait
+ * is measured again at once and a clock moved forward wakes the caller on time. An
+ * `at` or a clock that is not a number resolves at once.
  */
-export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal): Promise<void> {
+export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal, watch?: (rearm: () => void) => () => void): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     let timer: NodeJS.Timeout;
+    let unwatch: (() => void) | undefined;
     const done = () => {
       clearTimeout(timer);
+      unwatch?.();
       signal.removeEventListener('abort', done);
       resolve();
     };
     const arm = () => {
+      clearTimeout(timer);
       const wait = at.getTime() - now();
-      if (wait <= 0) return done();
+      // Not a number (an invalid `at`, a clock gone wrong): nothing to wait for, rather than a timer re-armed every millisecond.
+      if (!(wait > 0)) return done();
       timer = setTimeout(arm, Math.min(wait, MAX_TIMER_MS));
     };
     signal.addEventListener('abort', done, { once: true });
+    unwatch = watch?.(arm);
     arm();
   });
 }

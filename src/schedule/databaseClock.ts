@@ -6,6 +6,8 @@ import { sleepUntilBy, type Clock } from './clock.ts';
 export const CLOCK_SYNC_EVERY_MS = 60_000;
 /** How soon it is read again while the best reading so far took longer than PRECISE_ROUND_TRIP_MS. */
 const IMPRECISE_RESYNC_MS = 1_000;
+/** A precise reading older than this gives way to any new one, however slow (a carried clock drifts, and stops in a suspend). */
+const STALE_READING_MS = 10 * 60_000;
 /** A reading whose round trip took at most this long is precise enough to keep until the next sync. */
 const PRECISE_ROUND_TRIP_MS = 1_000;
 /** An offset from this host's clock at least this large is logged as `clock_skew` (warn)… */
@@ -51,6 +53,8 @@ export class DatabaseClock implements Clock {
   private anchorDb = 0;
   private anchorMonotonic = 0;
   private warnedAt: number | null = null;
+  /** The waits of sleepUntil calls in progress, measured again when a reading moves the clock. */
+  private readonly sleepers = new Set<() => void>();
   private readonly wallNow: () => number;
   private readonly monotonicNow: () => number;
 
@@ -72,23 +76,36 @@ export class DatabaseClock implements Clock {
   }
 
   sleepUntil(at: Date, signal: AbortSignal): Promise<void> {
-    return sleepUntilBy(() => this.nowMs(), at, signal);
+    return sleepUntilBy(() => this.nowMs(), at, signal, (rearm) => {
+      this.sleepers.add(rearm);
+      return () => this.sleepers.delete(rearm);
+    });
   }
 
-  /** Reads the database clock once. Returns whether the reading is now the one in use. */
+  /**
+   * Reads the database clock once. Returns whether the reading is now the one in use: it
+   * is unless the one in use was precise and this one is not (its round trip over 1 s),
+   * and that one is still recent (under STALE_READING_MS old). A reading that is not a
+   * time throws and changes nothing. The sleepers measure their waits again at once.
+   */
   async sync(): Promise<boolean> {
     const sentAt = this.monotonicNow();
     const db = (await this.options.readNow()).getTime();
     const receivedAt = this.monotonicNow();
     const wall = this.wallNow();
+    if (!Number.isFinite(db) || !Number.isFinite(sentAt) || !Number.isFinite(receivedAt)) {
+      throw new Error('the database clock read as no valid time; the last reading stands');
+    }
     const roundTrip = receivedAt - sentAt;
-    if (roundTrip > PRECISE_ROUND_TRIP_MS && roundTrip >= this.roundTripMs) return false;
+    const inUseAge = receivedAt - this.anchorMonotonic;
+    if (roundTrip > PRECISE_ROUND_TRIP_MS && roundTrip >= this.roundTripMs && inUseAge < STALE_READING_MS) return false;
     const midpoint = (sentAt + receivedAt) / 2;
     this.anchorMonotonic = midpoint;
     this.anchorDb = db;
     this.roundTripMs = roundTrip;
     this.offsetMs = Math.round(db - (wall - (receivedAt - midpoint)));
     this.report();
+    for (const rearm of [...this.sleepers]) rearm();
     return true;
   }
 

@@ -61,34 +61,57 @@ export function noteSaysKeysTaken(note: string | null): boolean {
 const TAKEN_PART = new RegExp(`^\\d+ keys? ${KEYS_TAKEN_MARK}`);
 const REFUSED_PART = /^\d+ entit(?:y|ies) refused/;
 
-/** How each period's key ends a schedule's job key (period.ts periodKey): `:2026-11-30T06:15` for minute, and so on. */
-const PERIOD_KEY_END: Record<Period, RegExp> = {
-  minute: /:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/,
-  hour: /:\d{4}-\d{2}-\d{2}T\d{2}$/,
-  day: /:\d{4}-\d{2}-\d{2}$/,
-  week: /:\d{4}-W\d{2}$/,
-  month: /:\d{4}-\d{2}$/,
-  year: /:\d{4}$/,
-  tick: /:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/,
+/**
+ * Each period's key as periodKey writes it (period.ts), its fields in their ranges: years
+ * 1970–2999 (croner's horizon), months 01–12, days 01–31, hours 00–23, minutes and
+ * seconds 00–59, ISO weeks 01–53.
+ */
+const Y = '(?:19[7-9]\\d|2\\d{3})';
+const MO = '(?:0[1-9]|1[0-2])';
+const D = '(?:0[1-9]|[12]\\d|3[01])';
+const H = '(?:[01]\\d|2[0-3])';
+const MI = '[0-5]\\d';
+const PERIOD_KEY: Record<Period, string> = {
+  minute: `${Y}-${MO}-${D}T${H}:${MI}`,
+  hour: `${Y}-${MO}-${D}T${H}`,
+  day: `${Y}-${MO}-${D}`,
+  week: `${Y}-W(?:0[1-9]|[1-4]\\d|5[0-3])`,
+  month: `${Y}-${MO}`,
+  year: Y,
+  tick: `${Y}-${MO}-${D}T${H}:${MI}:${MI}Z`,
 };
+/** `:<period key>` ending a key, and the whole rest of a key after `<name>:`, per period. */
+const PERIOD_KEY_END = Object.fromEntries(Object.entries(PERIOD_KEY).map(([p, re]) => [p, new RegExp(`:${re}$`)])) as Record<Period, RegExp>;
+const PERIOD_KEY_ONLY = Object.fromEntries(Object.entries(PERIOD_KEY).map(([p, re]) => [p, new RegExp(`^${re}$`)])) as Record<Period, RegExp>;
+
+/** What refuseScheduleKey knows of a schedule: its period, and whether it fans out (has jobs()). */
+export interface ScheduleKeyShape {
+  period: Period;
+  fansOut: boolean;
+}
 
 /**
- * Refuses (UsageError naming the key and the schedule) a key a schedule's tick could
- * write: `<name>:<period key>` or `<name>:<entity>:<period key>`, its period key of that
- * schedule's period (`schedules` maps each name to it). A schedule's keys are written by
- * its ticks alone: a job enqueued by hand under one would take a period's key, and the
- * tick would find it taken and never write the schedule's job. Keys that only start with
- * the name (`report:1234:mail`, a follow-up job) are left alone. Schedule names hold no
- * ':', so the key's part before its first ':' is the only name it can belong to.
+ * Refuses (UsageError naming the key and the schedule) a key the schedule's tick could
+ * write: `<name>:<period key>` for a schedule without fan-out, `<name>:<entity>:<period
+ * key>` for one with (`schedules` maps each name to its shape), the period key of its
+ * period with its fields in range. A schedule's keys are written by its ticks alone: a
+ * job enqueued by hand under one would take a period's key, and the tick would find it
+ * taken and never write the schedule's job. Keys that only start with the name
+ * (`daily:2026-12-04:mail`, `yearly:order:4711`: follow-up jobs) are left alone. Schedule
+ * names hold no ':', so the key's part before its first ':' is the only name it can
+ * belong to.
  */
-export function refuseScheduleKey(key: string, schedules: ReadonlyMap<string, Period>): void {
+export function refuseScheduleKey(key: string, schedules: ReadonlyMap<string, ScheduleKeyShape>): void {
   const colon = key.indexOf(':');
   if (colon <= 0) return;
   const name = key.slice(0, colon);
-  const period = schedules.get(name);
-  if (period === undefined || !PERIOD_KEY_END[period].test(key)) return;
+  const shape = schedules.get(name);
+  if (shape === undefined) return;
+  const rest = key.slice(colon + 1);
+  const its = shape.fansOut ? PERIOD_KEY_END[shape.period].test(rest) && rest.search(PERIOD_KEY_END[shape.period]) > 0 : PERIOD_KEY_ONLY[shape.period].test(rest);
+  if (!its) return;
   throw new UsageError(
-    `job key ${JSON.stringify(shownText(key))} is a key of schedule '${name}' (its name, then a ${period} period key): a schedule's keys are written by its ticks; ` +
+    `job key ${JSON.stringify(shownText(key))} is a key of schedule '${name}' (its name, then ${shape.fansOut ? 'an entity and ' : ''}a ${shape.period} period key): a schedule's keys are written by its ticks; ` +
       `enqueued by hand, it would take a period's key and that tick would find it taken. To run a period now: \`cronq tick ${name} --at ISO\` (cronq.admin.tick)`,
   );
 }

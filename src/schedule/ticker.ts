@@ -126,8 +126,10 @@ export class ScheduleTicker {
     let failures = 0;
     while (!signal.aborted) {
       const now = clock.now();
-      const next = nextFireAfter(this.schedule.cron, this.schedule.timezone, now);
+      let next: Date | null;
       try {
+        // In the try: a clock gone wrong (an invalid Date) is a failed pass, retried with backoff, not the loop's end.
+        next = nextFireAfter(this.schedule.cron, this.schedule.timezone, now);
         await this.catchUp(now, signal);
         failures = 0;
       } catch (error) {
