@@ -252,6 +252,11 @@ describe('help', () => {
     expect(await runMain(['help', 'dead', 'requeue'], env)).toEqual(await runMain(['dead', '--help'], env));
   });
 
+  it('an empty value given with = is refused as empty, not as missing', async () => {
+    expect(await refused(['cancel', '--key=', '--reason', 'x'])).toBe('cronq cancel: --key must not be empty or blank');
+    expect(await refused(['dead', 'list', '--kind='])).toBe('cronq dead list: --kind must not be empty or blank');
+  });
+
   it('cronq help of something that is no command is refused in one line, exit 64', async () => {
     expect(await refused(['help', 'frobnicate'])).toBe("cronq help: unknown command 'frobnicate' (see cronq --help)");
     expect(await refused(['help', 'tick', 'nightly'])).toBe("cronq help: unexpected argument 'nightly' (give one command: cronq help tick)");

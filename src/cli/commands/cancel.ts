@@ -95,7 +95,7 @@ async function withCronq<T>(args: ParsedArgs, work: (cronq: Awaited<ReturnType<t
 }
 
 function nonEmpty(value: string, flag: string): string {
-  if (value.trim() === '') throw new UsageError(`${flag} needs a value`);
+  if (value.trim() === '') throw new UsageError(`${flag} must not be empty or blank`);
   return value;
 }
 

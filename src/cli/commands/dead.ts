@@ -129,7 +129,7 @@ function parseFilter(values: ParsedArgs['values']): DeadLetterFilter {
   for (const flag of ['queue', 'kind'] as const) {
     const value = values[flag] as string | undefined;
     if (value === undefined) continue;
-    if (value.trim() === '') throw new UsageError(`--${flag} needs a value`);
+    if (value.trim() === '') throw new UsageError(`--${flag} must not be empty or blank`);
     filter[flag] = value;
   }
   if (values.since !== undefined) filter.since = parseIsoInstant(values.since as string, '--since');
