@@ -542,5 +542,7 @@ function checkedFireDate(value: unknown, name: string): Date {
   if (date.getTime() >= FIRE_TIME_HORIZON) {
     throw new UsageError(`${name} must be before the year 3000: cron fire times are computed up to the end of 2999 (got ${date.toISOString()})`);
   }
+  // As the CLI's instants: period keys are written for 1970 to 2999.
+  if (date.getTime() < 0) throw new UsageError(`${name} must be 1970 or later (got ${date.toISOString()})`);
   return date;
 }

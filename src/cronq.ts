@@ -719,8 +719,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       if (!clock) {
         // Ticks are due by the database's clock, which every daemon shares (DatabaseClock).
         const databaseClock = new DatabaseClock({ readNow: () => store.now(), log });
-        // Twice: the first round trip may include opening a connection, which would place
-        // the reading late; the second, quicker one replaces it.
+        // Twice: the first round trip may include opening a connection, which would leave
+        // the clock that much behind; the second, quicker one replaces it.
         await databaseClock.sync();
         await databaseClock.sync();
         clockSync = databaseClock.run(maintenanceStop.signal);

@@ -86,6 +86,7 @@ describe('the admin API', () => {
     await expect(cronq.admin.tick('daily-report', { at: new Date('garbage') })).rejects.toBeInstanceOf(UsageError);
     await expect(cronq.admin.tick('daily-report', { at: new Date(Date.now() + HOUR_MS) })).rejects.toThrow(/^at must not be later than now \(\S+Z by this host's clock/);
     expect(await cronq.admin.tick('no-such-schedule')).toEqual({ status: 'no_schedule', schedule: 'no-such-schedule' });
+    await expect(cronq.admin.tick('daily-report', { at: new Date('1969-12-31T23:00:00Z') })).rejects.toThrow(/^at must be 1970 or later \(got 1969-12-31T23:00:00\.000Z\)$/);
     await expect(cronq.admin.tick('daily-report')).rejects.toBeInstanceOf(DatabaseUnreachableError);
   });
 

@@ -253,7 +253,7 @@ describe('help', () => {
   });
 
   it('an empty value given with = is refused as empty, not as missing', async () => {
-    expect(await refused(['cancel', '--key=', '--reason', 'x'])).toBe('cronq cancel: --key must not be empty or blank');
+    expect(await refused(['cancel', '--key=', '--reason', 'x'])).toBe('cronq cancel: --key must not be empty (a job key is 1 to 255 characters)');
     expect(await refused(['dead', 'list', '--kind='])).toBe('cronq dead list: --kind must not be empty or blank');
   });
 

@@ -151,6 +151,7 @@ describe('a tick whose key another job holds', () => {
       ['daily', { period: 'day' as const, fansOut: false }],
       ['yearly', { period: 'year' as const, fansOut: true }],
       ['mins', { period: 'minute' as const, fansOut: true }],
+      ['weekly', { period: 'week' as const, fansOut: false }],
     ]);
     const refused = (key: string) => {
       try {
@@ -160,7 +161,8 @@ describe('a tick whose key another job holds', () => {
         return true;
       }
     };
-    for (const key of ['daily:2026-12-04', 'yearly:user:7:2026', 'mins:a:b:2026-12-03T08:00']) expect(refused(key), key).toBe(true);
+    // 3000-W01: the ISO week-year of 30 December 2999.
+    for (const key of ['daily:2026-12-04', 'yearly:user:7:2026', 'mins:a:b:2026-12-03T08:00', 'weekly:2026-W53', 'weekly:3000-W01']) expect(refused(key), key).toBe(true);
     // Follow-ups and keys no tick writes: an entity where there is no fan-out, none where there is, fields out of range.
     for (const key of ['daily:x:2026-12-04', 'daily:2026-12-04:mail', 'daily:2026-13-04', 'yearly:order:4711', 'yearly:2026', 'mins:a:2026-12-03T24:00', 'other:2026-12-04']) {
       expect(refused(key), key).toBe(false);

@@ -35,8 +35,8 @@ export interface DatabaseClockOptions {
  * to come by the database's clock (its period key would be taken, and the real tick
  * would find it taken and enqueue nothing), and a host behind never ticks late.
  *
- * A reading is the database's `UTC_TIMESTAMP(6)` placed at the midpoint of its round
- * trip. `sync()` reads once (throws what the read throws) and keeps the reading unless
+ * A reading is the database's `UTC_TIMESTAMP(6)` placed at the end of its round trip,
+ * so the clock may lag the database's by up to that round trip but never leads it. `sync()` reads once (throws what the read throws) and keeps the reading unless
  * an earlier one was precise (round trip ≤ 1 s) and this one is not; `run(signal)`
  * reads every `everyMs` (every second while no precise reading was had) until aborted,
  * keeping the last reading through a failed one. The wall clock's offset from the
@@ -99,11 +99,13 @@ export class DatabaseClock implements Clock {
     const roundTrip = receivedAt - sentAt;
     const inUseAge = receivedAt - this.anchorMonotonic;
     if (roundTrip > PRECISE_ROUND_TRIP_MS && roundTrip >= this.roundTripMs && inUseAge < STALE_READING_MS) return false;
-    const midpoint = (sentAt + receivedAt) / 2;
-    this.anchorMonotonic = midpoint;
+    // Placed at its receipt: the server read its clock at some moment of the round trip,
+    // so the clock carried from here is behind the database's by at most the round trip,
+    // never ahead of it (a tick fires late by that at most, never early).
+    this.anchorMonotonic = receivedAt;
     this.anchorDb = db;
     this.roundTripMs = roundTrip;
-    this.offsetMs = Math.round(db - (wall - (receivedAt - midpoint)));
+    this.offsetMs = Math.round(db - wall);
     this.report();
     for (const rearm of [...this.sleepers]) rearm();
     return true;

@@ -63,10 +63,10 @@ const REFUSED_PART = /^\d+ entit(?:y|ies) refused/;
 
 /**
  * Each period's key as periodKey writes it (period.ts), its fields in their ranges: years
- * 1970–2999 (croner's horizon), months 01–12, days 01–31, hours 00–23, minutes and
+ * 1970–2999 (croner's horizon; 3000 too, the ISO week-year of 2999's last days), months 01–12, days 01–31, hours 00–23, minutes and
  * seconds 00–59, ISO weeks 01–53.
  */
-const Y = '(?:19[7-9]\\d|2\\d{3})';
+const Y = '(?:19[7-9]\\d|2\\d{3}|3000)'; // 3000: the ISO week-year of 2999's last days
 const MO = '(?:0[1-9]|1[0-2])';
 const D = '(?:0[1-9]|[12]\\d|3[01])';
 const H = '(?:[01]\\d|2[0-3])';
@@ -111,7 +111,7 @@ export function refuseScheduleKey(key: string, schedules: ReadonlyMap<string, Sc
   const its = shape.fansOut ? PERIOD_KEY_END[shape.period].test(rest) && rest.search(PERIOD_KEY_END[shape.period]) > 0 : PERIOD_KEY_ONLY[shape.period].test(rest);
   if (!its) return;
   throw new UsageError(
-    `job key ${JSON.stringify(shownText(key))} is a key of schedule '${name}' (its name, then ${shape.fansOut ? 'an entity and ' : ''}a ${shape.period} period key): a schedule's keys are written by its ticks; ` +
+    `job key ${JSON.stringify(shownText(key))} is a key of schedule '${name}' (its name, then ${shape.fansOut ? 'an entity and ' : ''}${shape.period === 'hour' ? 'an' : 'a'} ${shape.period} period key): a schedule's keys are written by its ticks; ` +
       `enqueued by hand, it would take a period's key and that tick would find it taken. To run a period now: \`cronq tick ${name} --at ISO\` (cronq.admin.tick)`,
   );
 }

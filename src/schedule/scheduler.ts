@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
@@ -47,6 +48,9 @@ export class Scheduler {
   startedAt: number | null = null;
 
   constructor(private readonly options: SchedulerOptions) {
+    // Every ticker and the health watch listen on this one signal: past ten schedules Node
+    // would print a MaxListenersExceededWarning on stderr for what is no leak.
+    setMaxListeners(0, this.abort.signal);
     const claimedBy = options.claimedBy ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     const overlapGuard = new OverlapGuard({ store: options.store, log: options.log, daemon: options.daemon ?? null });
     this.tickers = options.schedules.map(

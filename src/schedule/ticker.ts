@@ -2,6 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
+import { sleep } from '../runtime/wakeup.ts';
 import { isDatabaseTrouble } from '../runtime/dbHealth.ts';
 import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
@@ -138,7 +139,10 @@ export class ScheduleTicker {
         this.resumeCheckedAt = Number.NEGATIVE_INFINITY; // our own unfinished tick is resumable
         const retryMs = retryDelayMs(PASS_RETRY, failures);
         this.log.error({ event: 'schedule_error', error: errorText(error, DB_ERROR_TEXT_MAX), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
-        await clock.sleepUntil(new Date(clock.now().getTime() + retryMs), signal);
+        const resumeAt = clock.now().getTime() + retryMs;
+        // A clock gone wrong (no valid time) cannot time its own backoff: a timer does.
+        if (Number.isFinite(resumeAt)) await clock.sleepUntil(new Date(resumeAt), signal);
+        else await sleep(retryMs, signal);
         continue;
       }
       if (next === null) {

@@ -73,7 +73,9 @@ ${DATABASE_ONLY_HELP}`,
       out(`cancelled ${count} job${count === 1 ? '' : 's'}${described(filter)}: ${result.ready} waiting, ${result.running} running (their handlers stop at the next lease renewal)`);
       return 0;
     }
-    const target: CancelTarget = key !== undefined ? { key: nonEmpty(key, '--key') } : { id: parseId(positionals[0]) };
+    // A key is compared byte for byte: one of blanks is a key like any other, only an empty one is none.
+    if (key === '') throw new UsageError('--key must not be empty (a job key is 1 to 255 characters)');
+    const target: CancelTarget = key !== undefined ? { key } : { id: parseId(positionals[0]) };
     const outcome = await withCronq(args, (cronq) => cronq.admin.cancel(target, { reason, by }));
     if (outcome.status !== 'cancelled') throw refusal(outcome);
     out(
