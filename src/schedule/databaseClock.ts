@@ -1,3 +1,4 @@
+import { formatDuration } from '../duration.ts';
 import type { Logger } from '../logger.ts';
 import { sleep } from '../runtime/wakeup.ts';
 import { sleepUntilBy, type Clock } from './clock.ts';
@@ -36,8 +37,8 @@ export interface DatabaseClockOptions {
  * would find it taken and enqueue nothing), and a host behind never ticks late.
  *
  * A reading is the database's `UTC_TIMESTAMP(6)` placed at the end of its round trip,
- * so the clock may lag the database's by up to that round trip but never leads it. `sync()` reads once (throws what the read throws) and keeps the reading unless
- * an earlier one was precise (round trip ≤ 1 s) and this one is not; `run(signal)`
+ * so the clock may lag the database's by up to that round trip but never leads it.
+ * `sync()` reads once (see there for which reading is kept); `run(signal)`
  * reads every `everyMs` (every second while no precise reading was had) until aborted,
  * keeping the last reading through a failed one. The wall clock's offset from the
  * database's is logged as `clock_skew` (warn) once it reaches CLOCK_SKEW_WARN_MS (again
@@ -64,11 +65,6 @@ export class DatabaseClock implements Clock {
     // Until the first reading: this host's clock.
     this.anchorDb = this.wallNow();
     this.anchorMonotonic = this.monotonicNow();
-  }
-
-  /** Whether a reading is in use. */
-  get synced(): boolean {
-    return this.roundTripMs !== Number.POSITIVE_INFINITY;
   }
 
   now(): Date {
@@ -133,19 +129,11 @@ export class DatabaseClock implements Clock {
       this.warnedAt = this.offsetMs;
       this.options.log.warn(
         { event: 'clock_skew', offset_ms: this.offsetMs },
-        `this host's clock is ${formatSeconds(off)} ${this.offsetMs > 0 ? 'behind' : 'ahead of'} the database's; schedules tick by the database's clock`,
+        `this host's clock is ${formatDuration(Math.round(off / 1000) * 1000)} ${this.offsetMs > 0 ? 'behind' : 'ahead of'} the database's; schedules tick by the database's clock`,
       );
     } else if (off < CLOCK_SKEW_CLEAR_MS && this.warnedAt !== null) {
       this.warnedAt = null;
       this.options.log.info({ event: 'clock_skew_cleared', offset_ms: this.offsetMs }, "this host's clock agrees with the database's again");
     }
   }
-}
-
-/** `2.5 s`, `3 h 12 min` for large offsets. */
-function formatSeconds(ms: number): string {
-  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
-  const minutes = Math.round(ms / 60_000);
-  if (minutes < 48 * 60) return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
-  return `${Math.round(minutes / 1440)} days`;
 }
