@@ -116,12 +116,12 @@ export type TickNowOutcome =
       fireAt: Date;
       periodKey: string;
       inserted: number;
-      /** Keys already present, `conflicting` of them included. */
+      /** Keys already present as this schedule's jobs of this period. */
       existing: number;
       /**
-       * Of `existing`, keys held by a job this schedule did not enqueue for this period (by
-       * hand, another kind): their schedule jobs were not written. The oldest holder is
-       * `firstConflict`.
+       * Keys held by a job this schedule did not enqueue for this period (by hand, another
+       * kind), apart from `existing`: their schedule jobs were not written. The oldest
+       * holder is `firstConflict`.
        */
       conflicting: number;
       firstConflict: { key: string; kind: string; jobId: number } | null;
@@ -419,7 +419,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
         fireAt,
         periodKey,
         inserted: result.inserted,
-        existing: result.existing + result.conflicting,
+        existing: result.existing,
         conflicting: result.conflicting,
         firstConflict: result.firstConflict,
         refusedCount: result.refusedCount,

@@ -88,8 +88,9 @@ export interface CronqOptions {
   scheduler?: boolean;
   /**
    * The scheduler's clock (tests drive a simulated one). Default: the database's clock,
-   * measured as an offset from this host's every minute, so daemons on hosts whose clocks
-   * disagree still agree on which ticks are due (a skew of 2 s or more logs `clock_skew`).
+   * read at start and every minute and carried by a monotonic clock between (DatabaseClock),
+   * so daemons on hosts whose clocks disagree still agree on which ticks are due (a host
+   * clock 2 s or more off logs `clock_skew`).
    */
   clock?: Clock;
   /**
@@ -238,9 +239,10 @@ export interface Cronq {
    * (kind and payload type-checked, queue and maxAttempts from the task);
    * `enqueue({ kind, key, payload })` a kind by name, refused (UsageError) when no task of
    * this instance has it unless `allowUnknownKind`.
-   * A key under a schedule's prefix (`<name>:` for a schedule this instance loaded, or the
-   * task handle when it is a schedule) is refused (UsageError naming the key and the
-   * schedule): a schedule's keys are written by its ticks (`cronq tick NAME --at` runs a period now).
+   * A key a schedule's tick could write (refuseScheduleKey: for a schedule this instance
+   * loaded, or the task handle when it is a schedule) is refused (UsageError naming the key
+   * and the schedule): a schedule's keys are written by its ticks (`cronq tick NAME --at`
+   * runs a period now).
    * With `tx`, the row commits or rolls back with the caller's transaction.
    * A job the database refuses throws EnqueueRefusedError (its key and what is wrong);
    * any other failure EnqueueError (its key and the server's reason). Never the payload.
@@ -481,19 +483,19 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   /** The loaded schedules' key shapes by name (the registry is complete once loaded: read once). */
   let loadedSchedules: ReadonlyMap<string, ScheduleKeyShape> | null = null;
   /**
-   * The schedules whose keys a job of this call may not take (refuseScheduleKey): every
+   * The key shapes of the schedules whose keys a job of this call may not take (refuseScheduleKey): every
    * schedule this instance loaded (its tasks and schedulesDir), and the call's task handle
    * when that is a schedule. An instance that loaded none cannot tell (the tick notes it).
    */
   const keyShape = (s: Schedule): ScheduleKeyShape => ({ period: s.period, fansOut: s.jobs !== null });
-  const scheduleNamesFor = (registry: TaskRegistry, task: Task | null): ReadonlyMap<string, ScheduleKeyShape> => {
+  const scheduleKeyShapesFor = (registry: TaskRegistry, task: Task | null): ReadonlyMap<string, ScheduleKeyShape> => {
     loadedSchedules ??= new Map(schedulesOf(registry).map((s) => [s.name, keyShape(s)]));
     return task && isSchedule(task) && !loadedSchedules.has(task.name) ? new Map([...loadedSchedules, [task.name, keyShape(task)]]) : loadedSchedules;
   };
 
   /**
    * One job's row: by task handle (its kind and defaults), or by kind (which this instance
-   * must know unless `allowUnknownKind`); never under a schedule's key prefix (`schedules`).
+   * must know unless `allowUnknownKind`); never a key of one of `schedules`.
    */
   const rowOf = (job: EnqueueJob | TaskJob<unknown>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean, schedules: ReadonlyMap<string, ScheduleKeyShape>): NewJobRow => {
     const row = task ? toJobRow(forTask(task, job as TaskJob<unknown>), registry) : checkKind(toJobRow(job as EnqueueJob, registry), registry, allowUnknownKind);
@@ -507,7 +509,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     task: Task | null,
     allowUnknownKind: boolean,
   ) {
-    const schedules = scheduleNamesFor(registry, task);
+    const schedules = scheduleKeyShapesFor(registry, task);
     for await (const job of jobs) {
       yield rowOf(job, registry, task, allowUnknownKind, schedules);
     }
@@ -519,7 +521,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
    * checked as it is read, so the rows it yielded before a bad one are written (README).
    */
   const checkedRows = (jobs: ReadonlyArray<EnqueueJob | TaskJob<unknown>>, registry: TaskRegistry, task: Task | null, allowUnknownKind: boolean): NewJobRow[] => {
-    const schedules = scheduleNamesFor(registry, task);
+    const schedules = scheduleKeyShapesFor(registry, task);
     return jobs.map((job, index) => {
       try {
         return rowOf(job, registry, task, allowUnknownKind, schedules);
@@ -647,7 +649,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
     const registry = await loadTasks();
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
-    const row = rowOf(job, registry, task, allowUnknown, scheduleNamesFor(registry, task));
+    const row = rowOf(job, registry, task, allowUnknown, scheduleKeyShapesFor(registry, task));
     const { tx } = call;
     const result = await enqueueOne(tx ? store.inTransaction(tx) : store, row, await byteLimit(`enqueueing job ${JSON.stringify(row.key)}`), { ownTransaction: !tx });
     if (result.created && !tx && (!row.runAt || row.runAt.getTime() <= Date.now())) pool?.wake(row.queue, { pastRunAt: row.runAt !== null, id: result.id });

@@ -54,7 +54,7 @@ ${COMMON_HELP}`,
       if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownText(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
       const taken = result.firstConflict;
       args.out(
-        `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing - result.conflicting} already present${
+        `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${
           result.conflicting > 0 ? `, ${result.conflicting} held by jobs this schedule did not enqueue` : ''
         }${result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''}`,
       );

@@ -67,7 +67,9 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
 function ranMessage(name: string, outcome: TickNowOutcome): string {
   switch (outcome.status) {
     case 'enqueued':
-      return `${name} run for ${outcome.fireAt.toISOString()}: ${outcome.inserted} enqueued, ${outcome.existing} already there`;
+      return `${name} run for ${outcome.fireAt.toISOString()}: ${outcome.inserted} enqueued, ${outcome.existing} already there${
+        outcome.conflicting > 0 ? `, ${outcome.conflicting} held by jobs this schedule did not enqueue` : ''
+      }`;
     case 'paused':
       return `${name}: paused: resume it first (${describePause(outcome.pause)})`;
     default:
