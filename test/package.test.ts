@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,12 +41,16 @@ beforeAll(async () => {
   admin = await mysql.createConnection({ uri: serverUrl });
   root = mkdtempSync(join(tmpdir(), 'cronq-package-'));
   app = join(root, 'app');
+  // A module an earlier build left in dist/ (its source renamed or deleted since) must not ship.
+  mkdirSync(join(REPO_ROOT, 'dist'), { recursive: true });
+  writeFileSync(join(REPO_ROOT, 'dist', 'left-by-an-earlier-build.js'), 'export {};\n');
   // `npm pack` runs prepack, which builds dist/.
   const packed = await run('npm', ['pack', '--json', '--pack-destination', root], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
   const [{ filename, files }] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
   const paths = files.map((f) => f.path);
   expect(paths).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'bin/cronq.js', 'dist/index.js', 'dist/index.d.ts', 'dist/schema.js', 'drizzle/meta/_journal.json', 'docs/deploy.md', 'deploy/cronq.service']));
   expect(paths.filter((p) => /^(src|test|bench|schedules)\//.test(p))).toEqual([]);
+  expect(paths).not.toContain('dist/left-by-an-earlier-build.js');
   cpSync(FIXTURE, app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }, null, 2));
   await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', join(root, filename), '@types/node@^20.19'], {
