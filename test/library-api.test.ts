@@ -64,6 +64,33 @@ describe('enqueue from code', () => {
   });
 });
 
+describe('a task or schedule defined without a payload type', () => {
+  it('hands its handler the payload as unknown, not any: a field is read only after a check', async () => {
+    const log = new EventLog();
+    const seen: unknown[] = [];
+    const untyped = defineTask({
+      name: 'untyped',
+      handle(job) {
+        // @ts-expect-error an untyped task's payload is unknown (npm run typecheck): it was any, so a typo compiled
+        void job.payload.invoiceID;
+        const payload = job.payload;
+        if (typeof payload === 'object' && payload !== null && 'invoiceId' in payload) seen.push(payload.invoiceId);
+      },
+    });
+    // @ts-expect-error likewise a schedule's (npm run typecheck)
+    const nightly = defineSchedule({ name: 'untyped-nightly', cron: '0 3 * * *', handle: (job) => void job.payload.invoiceId });
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [untyped, nightly], scheduler: false, pollInterval: '50ms' });
+    try {
+      await cronq.enqueue(untyped, { key: 'untyped:1', payload: { invoiceId: 1 } });
+      await cronq.start();
+      await log.waitFor('job_completed');
+      expect(seen).toEqual([1]);
+    } finally {
+      await cronq.stop();
+    }
+  });
+});
+
 describe('enqueue input', () => {
   it("refuses a runAt that is not a valid Date, and the scheduler's own fields (scheduleName, periodKey, scheduledAt), with a UsageError naming the field", async () => {
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });

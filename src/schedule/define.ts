@@ -145,8 +145,9 @@ const EXPECT_KEYS = ['within'];
  * a schedule; the task's handle comes with the spread, so a `command` is refused beside
  * it, as handle and command always are, unless `handle: undefined` is written too. A
  * spread defined schedule is refused in one line saying to spread its task instead.
+ * The handler's payload is `P` as for defineTask: `unknown` unless given or read from `parse`.
  */
-export function defineSchedule<P = any>(given: ScheduleOptions<P> | ScheduleFromTaskOptions<P>): Schedule {
+export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | ScheduleFromTaskOptions<P>): Schedule {
   if (typeof given !== 'object' || given === null) throw new UsageError('defineSchedule needs an options object');
   const options = writtenOptions(given) as ScheduleOptions<P>;
   const named = typeof options.name === 'string' ? `schedule '${options.name}'` : 'defineSchedule';

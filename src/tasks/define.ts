@@ -220,8 +220,11 @@ function editDistance(a: string, b: string): number {
  * undefined`: no timeout). A spread field (`leaseMs`) set to another value is refused
  * like any unknown option. A schedule's options (`cron`...) and a spread defined schedule
  * are refused naming them: a task runs only when enqueued.
+ *
+ * The payload's type is `P`, given (`defineTask<Invoice>`) or read from `parse`; without
+ * either it is `unknown`, so a handler checks a field before it reads it.
  */
-export function defineTask<P = any>(given: TaskOptions<P> | TaskVariantOptions<P>): Task<P> {
+export function defineTask<P = unknown>(given: TaskOptions<P> | TaskVariantOptions<P>): Task<P> {
   if (typeof given !== 'object' || given === null) throw new UsageError('defineTask needs an options object');
   const options = writtenOptions(given) as TaskOptions<P>;
   const what = typeof options.name === 'string' ? `task '${options.name}'` : 'defineTask';
