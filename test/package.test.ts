@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -82,6 +82,16 @@ describe('the packed cronq, installed into a fresh app', { timeout: 60_000 }, ()
     expect(declarations).toEqual(expect.arrayContaining(['index.d.ts', 'cronq.d.ts', 'admin.d.ts']));
     expect(declarations.filter((name) => /postClaimPause/i.test(readFileSync(join(dist, name), 'utf8')))).toEqual([]);
     expect(readFileSync(join(app, 'node_modules', 'cronq', 'README.md'), 'utf8')).not.toMatch(/postClaimPause/i);
+  });
+
+  it("takes drizzle-orm as a peer: cronq/schema's tables and ctx.effect's tx are typed by the app's own drizzle-orm, one copy", () => {
+    // As a dependency, an app on another drizzle-orm got a second copy nested under cronq,
+    // and tsc refused the app's tables in ctx.effect, its tx in enqueue and cronq/schema in its queries.
+    const manifest = JSON.parse(readFileSync(join(app, 'node_modules', 'cronq', 'package.json'), 'utf8'));
+    expect(manifest.dependencies).not.toHaveProperty('drizzle-orm');
+    expect(manifest.peerDependencies).toEqual({ 'drizzle-orm': expect.stringMatching(/^\^0\.45\./) });
+    expect(existsSync(join(app, 'node_modules', 'drizzle-orm', 'package.json'))).toBe(true); // npm installs a peer
+    expect(existsSync(join(app, 'node_modules', 'cronq', 'node_modules', 'drizzle-orm'))).toBe(false);
   });
 
   it('can be required from CommonJS', async () => {
