@@ -48,6 +48,8 @@ export {
   type ScheduleFromTaskOptions,
   type Overlap,
   type CatchUpOptions,
+  type CatchUpMode,
+  type ResolvedCatchUp,
   type FanOut,
   type FanOutItem,
   type TickInfo,
