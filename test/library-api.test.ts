@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type ResolvedCatchUp } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Handler, type ResolvedCatchUp } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
@@ -79,6 +79,9 @@ describe('a task or schedule defined without a payload type', () => {
     });
     // @ts-expect-error likewise a schedule's (npm run typecheck)
     const nightly = defineSchedule({ name: 'untyped-nightly', cron: '0 3 * * *', handle: (job) => void job.payload.invoiceId });
+    // @ts-expect-error and a handler typed by the exported Handler without its P (npm run typecheck)
+    const handler: Handler = (job) => void job.payload.invoiceId;
+    void handler;
     const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [untyped, nightly], scheduler: false, pollInterval: '50ms' });
     try {
       await cronq.enqueue(untyped, { key: 'untyped:1', payload: { invoiceId: 1 } });

@@ -45,4 +45,4 @@ export interface JobContext {
 }
 
 /** Runs one attempt of a job: returning (or resolving) is success, throwing is a failure (PermanentError: no retry). */
-export type Handler<P = any> = (job: Job<P>, ctx: JobContext) => unknown | Promise<unknown>;
+export type Handler<P = unknown> = (job: Job<P>, ctx: JobContext) => unknown | Promise<unknown>;
