@@ -94,6 +94,26 @@ describe('the packed cronq, installed into a fresh app', { timeout: 60_000 }, ()
     expect(existsSync(join(app, 'node_modules', 'cronq', 'node_modules', 'drizzle-orm'))).toBe(false);
   });
 
+  it('imports at run time only packages its package.json declares (dependencies and peers), none it has only for development', () => {
+    // An undeclared package resolves only while npm happens to hoist another package's copy
+    // of it: under pnpm, or beside an app's own other version, it is missing or another one.
+    const root = join(app, 'node_modules', 'cronq');
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies });
+    const imported = new Set<string>();
+    for (const file of readdirSync(join(root, 'dist'), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.js'))) {
+      const code = readFileSync(join(root, 'dist', file), 'utf8');
+      // tsc writes each static import and re-export from the start of a line.
+      for (const [, from, bare, dynamic] of code.matchAll(/^(?:import|export)\b[^;'"]*?\bfrom\s*'([^'.][^']*)'|^import\s*'([^'.][^']*)'|\bimport\('([^'.][^']*)'\)/gm)) {
+        const specifier = from ?? bare ?? dynamic!;
+        if (specifier.startsWith('node:') || specifier === manifest.name || specifier.startsWith(`${manifest.name}/`)) continue;
+        imported.add(specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]);
+      }
+    }
+    expect(imported.size).toBeGreaterThan(4);
+    expect([...imported].filter((name) => !declared.includes(name))).toEqual([]);
+  });
+
   it('can be required from CommonJS', async () => {
     const r = await inApp(process.execPath, ['app.cjs']);
     expect(r.code).toBe(0);

@@ -50,8 +50,9 @@ function syntaxLocation(error: unknown): SyntaxLocation | null {
 
 /**
  * Node's own SyntaxError (a `.js` file, which tsx leaves to Node) names no line: ask
- * esbuild, which tsx brings along, to parse the file and say where. Null when esbuild
- * finds nothing wrong with that file (the error is in one it imports) or is missing.
+ * esbuild (a dependency of ours, not only tsx's: an undeclared one is missing under pnpm)
+ * to parse the file and say where. Null when esbuild finds nothing wrong with that file
+ * (the error is in one it imports) or is missing.
  */
 async function locateWithEsbuild(file: string): Promise<SyntaxLocation | null> {
   try {
