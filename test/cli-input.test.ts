@@ -124,6 +124,15 @@ describe('DATABASE_URL', () => {
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:3306/cron%zz' })).toMatch(/^cronq stats: DATABASE_URL has a '%' not followed by two hex digits/);
   });
 
+  it("a password holding '/', '?' or '#' is refused saying to percent-encode them, password masked", async () => {
+    // Whatever follows the character (a letter that is no port, a number that is one), the line says why.
+    for (const password of ['p/w', 'p?w', 'p#w', '1234/x', 'a?b#c']) {
+      expect(await refused(['stats'], { DATABASE_URL: `mysql://root:${password}@127.0.0.1:3306/cronq` }), password).toBe(
+        "cronq stats: DATABASE_URL has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): mysql://root:***@127.0.0.1:3306/cronq",
+      );
+    }
+  });
+
   it('an IPv6 host in brackets is connected to without its brackets', async () => {
     expect(parseDatabaseUrl('mysql://root@[::1]:3306/cronq').host).toBe('::1');
     expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/cronq').host).toBe('127.0.0.1');

@@ -21,6 +21,16 @@ export interface DatabaseTarget {
  * it is not one, naming the setting it came from (`name`).
  */
 export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTarget {
+  // An unencoded '/', '?' or '#' before the last '@' ends the authority early: the URL
+  // would parse with pieces of the password read as host and database, or (the usual
+  // case: what precedes it is no port) not parse at all. Said before parsing, so both
+  // get the reason rather than "not a URL" beside a masked URL that looks right.
+  const afterScheme = url.slice(url.indexOf('//') + 2);
+  if (/[/?#]/.test(afterScheme.slice(0, Math.max(0, afterScheme.lastIndexOf('@'))))) {
+    throw new UsageError(
+      `${name} has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
+    );
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -38,14 +48,6 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   }
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${name} must start with mysql:// (got ${parsed.protocol}//)`);
-  }
-  // An unencoded '/', '?' or '#' before the last '@' ends the authority early: the URL
-  // would parse, with pieces of the password read as host and database.
-  const afterScheme = url.slice(url.indexOf('//') + 2);
-  if (/[/?#]/.test(afterScheme.slice(0, Math.max(0, afterScheme.lastIndexOf('@'))))) {
-    throw new UsageError(
-      `${name} has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
-    );
   }
   const decode = (part: string) => {
     try {
