@@ -133,6 +133,14 @@ describe('DATABASE_URL', () => {
     }
   });
 
+  it('parameters after the database name (?ssl=true) are refused, naming them, never read as TLS or silently dropped', async () => {
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:secret@127.0.0.1:1/cronq?ssl=true&ssl-mode=REQUIRED' })).toBe(
+      "cronq stats: DATABASE_URL takes no parameters after the database name (got 'ssl', 'ssl-mode'): cronq reads the user, password, host, port and database alone, and does not configure TLS to the database (docs/deploy.md): mysql://root:***@127.0.0.1:1/cronq?ssl=true&ssl-mode=REQUIRED",
+    );
+    expect(await refused(['stats'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/cronq#x' })).toMatch(/^cronq stats: DATABASE_URL takes no parameters after the database name \(got '#x'\)/);
+    expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/cronq').database).toBe('cronq');
+  });
+
   it('an IPv6 host in brackets is connected to without its brackets', async () => {
     expect(parseDatabaseUrl('mysql://root@[::1]:3306/cronq').host).toBe('::1');
     expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/cronq').host).toBe('127.0.0.1');

@@ -49,6 +49,15 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${name} must start with mysql:// (got ${parsed.protocol}//)`);
   }
+  // mysql://user:pass@host:port/db is all cronq reads: parameters (?ssl=true, say) would be
+  // dropped silently, and a connection the URL asks to encrypt would run in the clear.
+  if (parsed.search !== '' || parsed.hash !== '') {
+    const names = [...new Set(parsed.searchParams.keys())].map((key) => `'${key.slice(0, 40)}'`);
+    if (parsed.hash !== '') names.push(`'${parsed.hash.slice(0, 40)}'`);
+    throw new UsageError(
+      `${name} takes no parameters after the database name (got ${names.slice(0, 5).join(', ') || "'?'"}): cronq reads the user, password, host, port and database alone, and does not configure TLS to the database (docs/deploy.md): ${maskUrl(url)}`,
+    );
+  }
   const decode = (part: string) => {
     try {
       return decodeURIComponent(part);
