@@ -80,6 +80,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       process.stderr.write(`${printable(usageOf(command))}\n`);
       return EXIT_USAGE;
     }
+    // A refusal by the parser names the subcommand too (`cronq dead list: Unknown option …`) when argv names one first.
+    label = commandLabel(command, rest);
     const { values, positionals } = parseCommandArgs(command, rest);
     label = commandLabel(command, positionals);
     parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
@@ -100,7 +102,7 @@ export function commandOf(argv: string[]): string | undefined {
   try {
     return commandLabel(command, parseCommandArgs(command, argv.slice(1)).positionals);
   } catch {
-    return command.name;
+    return commandLabel(command, argv.slice(1));
   }
 }
 

@@ -22,7 +22,7 @@ async function refused(args: string[], extraEnv: Record<string, string> = {}): P
 describe('flags the parser refuses', () => {
   it('a flag value starting with a dash is refused on one line that says how to pass it', async () => {
     expect(await refused(['dead', 'list', '--kind', '-x'])).toBe(
-      "cronq dead: --kind is followed by '-x', a flag, not its value; give --kind a value (one that really starts with '-' is written --kind=VALUE) (see cronq dead --help)",
+      "cronq dead list: --kind is followed by '-x', a flag, not its value; give --kind a value (one that really starts with '-' is written --kind=VALUE) (see cronq dead --help)",
     );
   });
 
@@ -30,7 +30,7 @@ describe('flags the parser refuses', () => {
     // No server there: were the flag taken as the value, the command would fail to connect instead.
     const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
     expect(await refused(['dead', 'list', '--queue', '--limit', '5'], nowhere)).toBe(
-      "cronq dead: --queue is followed by '--limit', a flag, not its value; give --queue a value (one that really starts with '-' is written --queue=VALUE) (see cronq dead --help)",
+      "cronq dead list: --queue is followed by '--limit', a flag, not its value; give --queue a value (one that really starts with '-' is written --queue=VALUE) (see cronq dead --help)",
     );
     expect(await refused(['cancel', '--all-matching', '--reason', '--by', 'ann'], nowhere)).toMatch(/^cronq cancel: --reason is followed by '--by', a flag, not its value; /);
     expect(await refused(['enqueue', 'traced', '--key', '--key', 'k'], nowhere)).toMatch(/^cronq enqueue: --key is followed by '--key', a flag, not its value; /);
@@ -59,6 +59,20 @@ describe('flags the parser refuses', () => {
   });
 });
 
+describe('a subcommand (dead list)', () => {
+  it("the parser's refusals name the subcommand, as the subcommand's own refusals do", async () => {
+    const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
+    expect(await refused(['dead', 'list', '--bogus'], nowhere)).toBe("cronq dead list: Unknown option '--bogus' (see cronq dead --help)");
+    expect(await refused(['dead', 'list', '--limit', '5', '--limit', '6'], nowhere)).toBe(
+      'cronq dead list: --limit is given more than once; give it once (see cronq dead --help)',
+    );
+    expect(await refused(['dead', 'discard', '1', '--reason'], nowhere)).toBe("cronq dead discard: Option '--reason <value>' argument missing (see cronq dead --help)");
+    expect(await refused(['dead', 'list', '--limit', '0'], nowhere)).toBe("cronq dead list: --limit must be a whole number from 1 to 1000 (got '0')");
+    // No subcommand named: the group's name alone.
+    expect(await refused(['dead', '--bogus'], nowhere)).toBe("cronq dead: Unknown option '--bogus' (see cronq dead --help)");
+  });
+});
+
 describe('arguments that were not UTF-8', () => {
   it('are refused naming the flag or the argument, before anything is stored changed', async () => {
     const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
@@ -66,7 +80,7 @@ describe('arguments that were not UTF-8', () => {
     expect(await refused(['enqueue', 'traced', '--key', 'caf\uFFFD'], nowhere)).toBe(`cronq enqueue: --key ${why}`);
     expect(await refused(['cancel', '--all-matching', '--reason=d\uFFFDj\uFFFD vu'], nowhere)).toBe(`cronq cancel: --reason ${why}`);
     expect(await refused(['enqueue', 'trac\uFFFDd', '--key', 'k'], nowhere)).toBe(`cronq enqueue: argument 1 ('trac\uFFFDd') ${why}`);
-    expect(await refused(['dead', 'show', '1\uFFFD'], nowhere)).toBe(`cronq dead: argument 2 ('1\uFFFD') ${why}`);
+    expect(await refused(['dead', 'show', '1\uFFFD'], nowhere)).toBe(`cronq dead show: argument 2 ('1\uFFFD') ${why}`);
   });
 
   it('as the real CLI receives them: a key typed in a Latin-1 terminal', async () => {
@@ -97,7 +111,7 @@ describe('a flag given twice', () => {
       [['start', '--concurrency=4', '--concurrency', '4'], 'start: --concurrency'],
       [['start', '--no-migrate', '--queues', 'a', '--no-migrate'], 'start: --no-migrate'],
       [['enqueue', 'report', '--key', 'a', '--key', 'b'], 'enqueue: --key'],
-      [['dead', 'list', '--kind', 'a', '--kind=b'], 'dead: --kind'],
+      [['dead', 'list', '--kind', 'a', '--kind=b'], 'dead list: --kind'],
       [['cancel', '--all-matching', '--reason', 'x', '--reason', 'y'], 'cancel: --reason'],
       [['pause', 'nightly', '--by', 'ann', '--by', 'bob'], 'pause: --by'],
       [['stats', '--json', '--json'], 'stats: --json'],
@@ -106,7 +120,7 @@ describe('a flag given twice', () => {
     for (const [args, named] of cases) {
       const [command, flag] = named.split(': ');
       // No server there: were the flag taken, the command would fail to connect rather than run.
-      expect(await refused(args, { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe(`cronq ${command}: ${flag} is given more than once; give it once (see cronq ${command} --help)`);
+      expect(await refused(args, { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe(`cronq ${command}: ${flag} is given more than once; give it once (see cronq ${command.split(' ')[0]} --help)`);
     }
   });
 
