@@ -38,7 +38,8 @@ export function packageVersion(): string {
 
 /**
  * Runs the CLI on `argv` (without node and script). Returns the exit code; prints
- * one line on stderr for a failure (a stack trace only with LOG_LEVEL=debug).
+ * one line on stderr for a failure, `cronq CMD: …` (import-crontab's refusal of bad
+ * lines: one such line for each, then what to do), a stack trace only with LOG_LEVEL=debug.
  */
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
@@ -121,7 +122,8 @@ function report(error: unknown, env: NodeJS.ProcessEnv, label: string | undefine
   // A lock wait or deadlock lost (an admin call's DatabaseBusyError, or an enqueue's): nothing changed, worth running again.
   const busy = error instanceof DatabaseBusyError ? error.reason : isLockConflict(error) ? said : null;
   const message = printable(boundedText(busy === null ? said : `the database is busy (${busy}); try again`));
-  process.stderr.write(`${cliLine(label, message)}\n`);
+  // A refusal of several lines (import-crontab's bad lines, then what to do) names the command on each.
+  process.stderr.write(`${message.split('\n').map((line) => cliLine(label, line)).join('\n')}\n`);
   if (debug && shown instanceof Error && shown.stack) process.stderr.write(`${printable(boundedText(shown.stack, STACK_TEXT_MAX))}\n`); // the driver's stack: no SQL, no params
   if (error instanceof UsageError) return EXIT_USAGE;
   if (busy !== null) return EXIT_TEMPFAIL;

@@ -70,6 +70,16 @@ describe('cronq import-crontab', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('names the command on every line of a refusal, each bad line and the closing one, as --skip-invalid names it on each', async () => {
+    const { file, out } = workdir(`${CRONTAB}@reboot /usr/bin/warmup\n61 * * * * /bin/true\n`);
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r.code).toBe(64);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines.filter((line) => !line.startsWith('cronq import-crontab: '))).toEqual([]);
+    expect(lines[2]).toBe('cronq import-crontab: nothing written: fix those lines, or pass --skip-invalid to import the others');
+  });
+
   it('with --skip-invalid writes the good lines and reports the others', async () => {
     const { file, out } = workdir(`${CRONTAB}@reboot /usr/bin/warmup\n`);
     const r = await runMain(['import-crontab', file, '--out', out, '--skip-invalid']);
