@@ -91,6 +91,19 @@ describe('parseHttpAddress', () => {
   );
 });
 
+describe('parseHttpAddress reasons', () => {
+  it.each([
+    ['0.0.0.0:abc', 'the port must be 1-65535 (0: any free port)'],
+    ['127.0.0.1:-1', 'the port must be 1-65535 (0: any free port)'],
+    ['localhost:9464x', 'the port must be 1-65535 (0: any free port)'],
+    ['[::1]:http', 'the port must be 1-65535 (0: any free port)'],
+    ['::1:9464', 'an IPv6 host needs brackets, [::1]:9464'],
+    ['127.0.0.1', 'no port'],
+  ])('%j is refused for what is wrong with it: %s', (value, why) => {
+    expect(() => parseHttpAddress(value, '--http')).toThrow(`--http must be HOST:PORT, e.g. 127.0.0.1:9464 (got '${value}': ${why})`);
+  });
+});
+
 describe('HealthCheck', () => {
   it('is ok while the engine answers, the claim loop goes round and the scheduler runs', async () => {
     const check = new HealthCheck({ health: () => okHealth({ scheduler: true }), ping: async () => true, pollMs: 200 });

@@ -16,8 +16,13 @@ const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?
  */
 export function parseHttpAddress(value: string, flag: string): HttpAddress {
   const bad = (why: string) => new UsageError(`${flag} must be HOST:PORT, e.g. 127.0.0.1:9464 (got '${value}': ${why})`);
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d*)$/.exec(value.trim());
-  if (!match) throw bad(value.includes(':') ? 'an IPv6 host needs brackets, [::1]:9464' : 'no port');
+  const trimmed = value.trim();
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d*)$/.exec(trimmed);
+  if (!match) {
+    // One ':' (or a bracketed host before it): what follows it is a port that is no number.
+    const portPart = /^\[[^\]]*\]:/.test(trimmed) || trimmed.split(':').length === 2;
+    throw bad(portPart ? 'the port must be 1-65535 (0: any free port)' : trimmed.includes(':') ? 'an IPv6 host needs brackets, [::1]:9464' : 'no port');
+  }
   const host = match[1] ?? match[2];
   if (host === '') throw bad('no host; use 0.0.0.0 to listen on every interface');
   if (match[1] !== undefined ? isIP(host) !== 6 : isIP(host) === 0 && !HOST_NAME.test(host)) throw bad(`'${host}' is not a host`);
