@@ -162,6 +162,11 @@ describe('DATABASE_URL', () => {
 });
 
 describe('durations', () => {
+  it('a --poll outside 10ms to 60s is refused saying what was given, as the other duration flags do', async () => {
+    expect(await refused(['start', '--poll', '5ms'])).toBe("cronq start: --poll must be between 10ms and 60s (got '5ms')");
+    expect(await refused(['start', '--poll', '2m'])).toBe("cronq start: --poll must be between 10ms and 60s (got '2m')");
+  });
+
   it('a duration longer than 100 years is refused naming the flag, before anything runs', async () => {
     const digits = '9'.repeat(400); // Infinity as a number
     expect(await refused(['prune', '--done-older-than', `${digits}d`, '--dry-run'])).toBe(
