@@ -13,8 +13,8 @@ import { readPayloadFile } from '../payloadFile.ts';
 export const enqueueCommand: Command = {
   name: 'enqueue',
   summary: 'enqueue one job; prints its id (the same id again for the same key)',
-  help: `Usage: cronq enqueue KIND --key KEY [--payload JSON | --payload-file FILE] [--queue Q]
-                     [--max-attempts N] [--run-at ISO]
+  help: `Usage: cronq enqueue KIND --key KEY [--payload JSON | --payload-file FILE|-] [--queue Q]
+                     [--max-attempts N] [--run-at ISO] [--allow-unknown-kind]
 
 Enqueues a job of KIND (a task or schedule name from the schedules folder) and
 prints its id alone. The key is unique: running this again with the same key
