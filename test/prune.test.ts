@@ -23,9 +23,9 @@ afterAll(async () => {
 let seq = 0;
 
 /** A job row in `status`, finished (or, for ready/reserved, last touched) `daysAgo` by the database clock. */
-async function job(status: 'ready' | 'reserved' | 'done' | 'dead', daysAgo: number): Promise<number> {
+async function job(status: 'ready' | 'reserved' | 'done' | 'dead' | 'cancelled', daysAgo: number): Promise<number> {
   const key = `prune:${status}:${daysAgo}:${seq++}`;
-  const finished = status === 'done' || status === 'dead';
+  const finished = status === 'done' || status === 'dead' || status === 'cancelled';
   const row: any = await t.sql(
     `INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_fence, lease_deadline, created_at, updated_at, finished_time)
      VALUES ('default', 'traced', ?, '{}', ?, 1, IF(? = 'reserved', REPEAT('a', 32), ''),
@@ -161,21 +161,29 @@ describe('cronq prune', () => {
 
     const dry = await runCli(['prune', '--dry-run'], env);
     expect(dry).toMatchObject({ code: 0, stderr: '' });
-    expect(dry.stdout).toMatch(/^would delete 2 done jobs and 0 tick ledger rows finished before \d{4}-\d\d-\d\dT/);
+    expect(dry.stdout).toMatch(/^would delete 2 done or cancelled jobs and 0 tick ledger rows finished before \d{4}-\d\d-\d\dT/);
     expect(await ids('cronq_jobs')).toHaveLength(4);
 
     const real = await runCli(['prune', '--done-older-than', '100d', '--json'], env);
     expect(real.code).toBe(0);
     expect(JSON.parse(real.stdout)).toMatchObject({ dryRun: false, jobs: 1, ticks: 0, batches: 1 });
     const rest = await runCli(['prune'], env);
-    expect(rest.stdout).toMatch(/^deleted 1 done job and 0 tick ledger rows finished before .* \(1 batch\)\n$/);
+    expect(rest.stdout).toMatch(/^deleted 1 done or cancelled job and 0 tick ledger rows finished before .* \(1 batch\)\n$/);
     expect(await t.sql("SELECT status FROM cronq_jobs ORDER BY id")).toEqual([{ status: 'done' }, { status: 'dead' }]);
+  });
+
+  it('counts the cancelled jobs it deletes with the done ones, and says so', async () => {
+    await job('done', 120);
+    await job('cancelled', 120);
+    const r = await runCli(['prune', '--dry-run'], env);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^would delete 2 done or cancelled jobs and 0 tick ledger rows finished before /);
   });
 
   it('works with its default retention on the example schedules shipped in schedules/', async () => {
     const r = await runCli(['prune', '--dry-run'], { ...env, CRONQ_SCHEDULES: 'schedules' });
     expect(r).toMatchObject({ code: 0, stderr: '' });
-    expect(r.stdout).toMatch(/^would delete 0 done jobs/);
+    expect(r.stdout).toMatch(/^would delete 0 done or cancelled jobs/);
   });
 
   it.each([

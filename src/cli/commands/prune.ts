@@ -9,14 +9,14 @@ import { jsonText } from '../printable.ts';
 const DEFAULT_RETENTION = '90d';
 
 /**
- * `cronq prune [--done-older-than D] [--dry-run] [--json]`: deletes done jobs (and old
+ * `cronq prune [--done-older-than D] [--dry-run] [--json]`: deletes done and cancelled jobs (and old
  * tick-ledger rows) past the retention, in small batches; prints what it deleted, or
  * with --dry-run what it would. Refuses (exit 64) a retention under 1h or shorter than a
  * loaded schedule's catch-up window plus one period, having deleted nothing.
  */
 export const pruneCommand: Command = {
   name: 'prune',
-  summary: 'delete done jobs (and old tick-ledger rows) past a retention, in small batches',
+  summary: 'delete done and cancelled jobs (and old tick-ledger rows) past a retention, in small batches',
   help: `Usage: cronq prune [--done-older-than D] [--dry-run] [--json]
 
 Deletes jobs with status 'done' or 'cancelled' whose finished_at is more than D ago by the
@@ -61,7 +61,7 @@ ${COMMON_HELP}`,
         const verb = dryRun ? 'would delete' : 'deleted';
         const batches = dryRun ? '' : ` (${result.batches} ${result.batches === 1 ? 'batch' : 'batches'})`;
         args.out(
-          `${verb} ${result.jobs} done ${result.jobs === 1 ? 'job' : 'jobs'} and ${result.ticks} tick ledger ${result.ticks === 1 ? 'row' : 'rows'} ` +
+          `${verb} ${result.jobs} done or cancelled ${result.jobs === 1 ? 'job' : 'jobs'} and ${result.ticks} tick ledger ${result.ticks === 1 ? 'row' : 'rows'} ` +
             `finished before ${result.cutoff.toISOString()}${batches}`,
         );
       }
