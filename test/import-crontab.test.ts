@@ -80,6 +80,14 @@ describe('cronq import-crontab', () => {
     expect(lines[2]).toBe('cronq import-crontab: nothing written: fix those lines, or pass --skip-invalid to import the others');
   });
 
+  it('says so when the crontab holds no job line (an empty crontab -l), writing nothing, exit 0', async () => {
+    const { file, out } = workdir('# only a comment\nMAILTO=ops@example.com\n\n');
+    const r = await runMain(['import-crontab', file, '--out', out]);
+    expect(r).toMatchObject({ code: 0, stdout: '' });
+    expect(r.stderr).toBe(`cronq import-crontab: nothing written: ${file} holds no job lines\n`);
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
+  });
+
   it('with --skip-invalid writes the good lines and reports the others', async () => {
     const { file, out } = workdir(`${CRONTAB}@reboot /usr/bin/warmup\n`);
     const r = await runMain(['import-crontab', file, '--out', out, '--skip-invalid']);

@@ -60,6 +60,11 @@ most recent missed run is made up once, within a day (cron itself never does).
       defaultTimezone: timezone,
     });
     for (const path of written) out(`wrote ${path}`);
+    if (written.length === 0 && errors.length === 0) {
+      // Not a failure (a user without a crontab: `crontab -l` prints nothing), but never a silent success.
+      const source = positionals[0] === '-' ? 'standard input' : positionals[0];
+      process.stderr.write(`${printable(cliLine('import-crontab', `nothing written: ${source} holds no job lines`))}\n`);
+    }
     for (const { line, reason } of errors) process.stderr.write(`${printable(cliLine('import-crontab', `skipped ${positionals[0]}:${line}: ${reason}`))}\n`);
     return 0;
   },
