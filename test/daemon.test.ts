@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from './support/db.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 import { eventually } from './support/events.ts';
+import { isGone } from './support/process.ts';
 
 const SCHEDULES = 'test/fixtures/schedules-daemon';
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
@@ -93,6 +94,20 @@ describe('cronq start', () => {
     await d.waitFor('shutdown_requested');
     d.signal('SIGTERM');
     expect(await d.exited).toBe(1);
+  });
+
+  it('a second signal also kills a running command, so it cannot run on beside its job run again after recovery', async () => {
+    const d = daemon(['--grace', '30s'], { CRONQ_SCHEDULES: 'test/fixtures/schedules-commands' });
+    await d.waitFor('worker_started');
+    expect((await runCli(['tick', 'lingers', '--schedules', 'test/fixtures/schedules-commands'], env)).code).toBe(0);
+    await eventually(async () => existsSync(env.CRONQ_TEST_TRACE), 20_000, 'the command to start');
+    const shell = Number(readFileSync(env.CRONQ_TEST_TRACE, 'utf8'));
+    expect(isGone(shell)).toBe(false);
+    d.signal('SIGTERM');
+    await d.waitFor('shutdown_requested');
+    d.signal('SIGTERM');
+    expect(await d.exited).toBe(1);
+    await eventually(async () => isGone(shell), 2_000, 'the command to die with the daemon');
   });
 
   it('writes a failed job to the dead-letter table that SQL can read', async () => {

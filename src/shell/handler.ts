@@ -14,6 +14,7 @@ import { within } from '../runtime/wakeup.ts';
 import type { Handler, Job, JobContext } from '../tasks/job.ts';
 import { watchOutput } from './output.ts';
 import { killGroup, type Exit } from './processGroup.ts';
+import { trackGroup } from './runningGroups.ts';
 
 export { KILL_GRACE_MS } from './processGroup.ts';
 export { STDERR_TAIL_BYTES } from './output.ts';
@@ -131,6 +132,8 @@ async function runCommand(spec: CommandSpec, job: Job, ctx: JobContext): Promise
   const exited = waitForExit(child, spec);
   // No pid: the spawn failed and an 'error' event is on its way (ENOENT); `exited` rejects with it.
   if (child.pid === undefined) await exited;
+  // Until the shell exits by itself, or the abort's kill is done, the group dies with this process.
+  const untrack = trackGroup(child.pid!);
   const startedAt = performance.now();
   const log = ctx.log;
   const output = watchOutput(child, log);
@@ -143,6 +146,7 @@ async function runCommand(spec: CommandSpec, job: Job, ctx: JobContext): Promise
       output.detach();
       throw first.reason;
     }
+    untrack();
     stop.cancel();
     const { exit } = first;
     await within(output.closed, OUTPUT_DRAIN_MS);
@@ -151,6 +155,7 @@ async function runCommand(spec: CommandSpec, job: Job, ctx: JobContext): Promise
     if (exit.code === 0) return;
     throw exitError(exit, output.stderrTail());
   } finally {
+    untrack();
     stop.cancel();
   }
 }
