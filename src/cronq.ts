@@ -540,12 +540,18 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     migrate() {
       // The pool is closed: a migration could only fail (after creating the database).
       if (stopped) return Promise.reject(usedAfterStop('migrate'));
-      migrating = (async () => {
+      const run = (async () => {
         await ensureDatabase(database.target);
         // This instance's own heartbeat (a start() before migrate()) is this version's: not a daemon 0007 must wait for.
         await applyMigrations(database, { self: lockedBy });
       })();
-      return migrating;
+      // Only a migration under way holds a stop past its margin: a finished one is forgotten.
+      const finished = () => {
+        if (migrating === run) migrating = null;
+      };
+      migrating = run;
+      run.then(finished, finished);
+      return run;
     },
 
     async enqueue(...args: unknown[]) {
