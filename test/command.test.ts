@@ -236,6 +236,12 @@ describe('commandHandler', () => {
     expect((error as Error).message).toMatch(/E2BIG/);
   });
 
+  it('fails permanently, naming the variable, for a job key holding a NUL character, which no environment can carry', async () => {
+    const error = await run({ command: 'true' }, fakeJob({ key: 'report:a\0b' })).catch((e: Error) => e);
+    expect((error as Error).name).toBe('PermanentError');
+    expect((error as Error).message).toBe('command could not start: CRONQ_JOB_KEY would hold a NUL character, which no environment variable can');
+  });
+
   it('refuses a bad spec when the handler is built, not when it runs', () => {
     expect(() => commandHandler({ command: '  ' })).toThrow('command must be a non-empty string');
     expect(() => commandHandler({ command: 'true', timeoutMs: 0 })).toThrow(/timeoutMs must be a positive number/);

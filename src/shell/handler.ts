@@ -93,7 +93,8 @@ function inheritedEnv(): NodeJS.ProcessEnv {
  *   pieces); nothing else of stdout is kept. Memory per
  *   attempt is bounded (a partial line and the stderr tail).
  * - A start failure rejects clearly: /bin/sh or the cwd missing (ENOENT, retryable), or an
- *   environment too large for exec (E2BIG, a PermanentError: a payload that big never fits).
+ *   environment too large for exec (E2BIG, a PermanentError: a payload that big never fits),
+ *   or a job key holding a NUL character (a PermanentError: no environment variable can hold one).
  *
  * The handler keeps no state between calls, so concurrent attempts (of this or other jobs)
  * are independent processes that share nothing but the spec.
@@ -162,11 +163,15 @@ async function runCommand(spec: CommandSpec, job: Job, ctx: JobContext): Promise
 
 /** Spawns the shell; a synchronous spawn failure (E2BIG, ...) becomes a clear start error. */
 function start(spec: CommandSpec, job: Job): ChildProcess {
+  const env = jobEnv(job);
+  // No environment variable can hold a NUL (a key may): every attempt would fail the same way.
+  const unfit = Object.keys(env).find((name) => env[name as keyof typeof env].includes('\0'));
+  if (unfit) throw new PermanentError(`command could not start: ${unfit} would hold a NUL character, which no environment variable can`);
   try {
     return spawn(COMMAND_SHELL, ['-c', spec.command], {
       detached: true,
       cwd: spec.cwd,
-      env: { ...inheritedEnv(), ...spec.env, ...jobEnv(job) },
+      env: { ...inheritedEnv(), ...spec.env, ...env },
       stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
   } catch (error) {
