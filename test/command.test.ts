@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_TEXT_MAX } from '../src/runtime/errorText.ts';
-import { commandHandler, KILL_GRACE_MS, STDERR_TAIL_BYTES, type CommandSpec } from '../src/shell/handler.ts';
+import { commandHandler, EXEC_STRING_MAX, KILL_GRACE_MS, STDERR_TAIL_BYTES, type CommandSpec } from '../src/shell/handler.ts';
 import type { Job, JobContext } from '../src/tasks/job.ts';
 import { isGone } from './support/process.ts';
 import { EventLog, eventually } from './support/events.ts';
@@ -240,6 +240,17 @@ describe('commandHandler', () => {
     const error = await run({ command: 'true' }, fakeJob({ key: 'report:a\0b' })).catch((e: Error) => e);
     expect((error as Error).name).toBe('PermanentError');
     expect((error as Error).message).toBe('command could not start: CRONQ_JOB_KEY would hold a NUL character, which no environment variable can');
+  });
+
+  it('refuses, when built, a command or an env entry too long for exec, which would fail every run with E2BIG', async () => {
+    expect(() => commandHandler({ command: `true # ${'x'.repeat(EXEC_STRING_MAX)}` })).toThrow(
+      `command is ${EXEC_STRING_MAX + 7} bytes long; exec takes at most ${EXEC_STRING_MAX - 1} (put a longer script in a file and run that)`,
+    );
+    expect(() => commandHandler({ command: 'true', env: { REPORT: 'é'.repeat(EXEC_STRING_MAX / 2) } })).toThrow(
+      `command env: "REPORT" is too long for exec (its NAME=value at most ${EXEC_STRING_MAX - 1} bytes)`,
+    );
+    // Just short enough: runs.
+    await expect(run({ command: `true #${'x'.repeat(EXEC_STRING_MAX - 7)}` })).resolves.toBeUndefined();
   });
 
   it('refuses a bad spec when the handler is built, not when it runs', () => {

@@ -157,6 +157,13 @@ describe('a schedule of a defined task: defineSchedule({ ...task, cron, ...optio
     expect(defineSchedule({ ...limited, name: 'report-nightly', cron: '@daily' }).queue).toBe('report-nightly');
   });
 
+  it("refuses a command schedule's bad command spec naming the schedule, as for its other options", () => {
+    expect(refusal(() => defineSchedule({ name: 'huge', cron: '@daily', command: `true # ${'x'.repeat(200_000)}` }))).toBe(
+      "schedule 'huge': command is 200007 bytes long; exec takes at most 131071 (put a longer script in a file and run that)",
+    );
+    expect(refusal(() => defineSchedule({ name: 'nowhere', cron: '@daily', command: 'true', cwd: '' }))).toBe("schedule 'nowhere': command cwd must be a non-empty string");
+  });
+
   it('refuses a command beside the handle the spread brought, saying how to drop it', () => {
     expect(refusal(() => defineSchedule({ ...sendEmail, name: 'x', cron: '@daily', command: 'true' }))).toBe(
       "schedule 'x': give exactly one of handle and command (the spread task 'send-email' brings its handle: write handle: undefined to run only the command)",

@@ -17,7 +17,7 @@ import {
   type TaskVariantOptions,
 } from '../tasks/define.ts';
 import type { Handler } from '../tasks/job.ts';
-import { commandHandler } from '../shell/handler.ts';
+import { commandHandler, type CommandSpec } from '../shell/handler.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
 import { withTimeout } from '../tasks/timeout.ts';
 
@@ -189,7 +189,7 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
   const { timeoutMs } = base;
   // A command enforces its own timeout: it kills the process group before failing.
   const handle: Handler = hasCommand
-    ? commandHandler({ command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd, timeoutMs: timeoutMs ?? undefined })
+    ? scheduleCommand(what, { command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd, timeoutMs: timeoutMs ?? undefined })
     : timeoutMs === null
       ? (options.handle as Handler)
       : withTimeout(options.handle as Handler, timeoutMs);
@@ -212,6 +212,16 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
 }
 
 /** Why a command schedule has a handle it was not written with: a spread task brought it. */
+/** The schedule's command handler; a spec it refuses is refused naming the schedule, as every other option is. */
+function scheduleCommand(what: string, spec: CommandSpec): Handler {
+  try {
+    return commandHandler(spec);
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${what}: ${error.message}`);
+    throw error;
+  }
+}
+
 function spreadHandleHint(given: object, hasCommand: boolean): string {
   const task = spreadTaskOf(given);
   if (!hasCommand || task === null || (given as { handle?: unknown }).handle !== task.handle) return '';

@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { formatDuration } from '../duration.ts';
 import { JobTimeoutError, PermanentError, UsageError } from '../errors.ts';
 import { within } from '../runtime/wakeup.ts';
+import { shownText } from '../shownText.ts';
 import type { Handler, Job, JobContext } from '../tasks/job.ts';
 import { watchOutput } from './output.ts';
 import { killGroup, type Exit } from './processGroup.ts';
@@ -54,6 +55,12 @@ export interface CommandSpec {
   /** Working directory (default: the daemon's). */
   cwd?: string;
 }
+
+/**
+ * Most bytes of one string exec takes on Linux, its terminating NUL included (MAX_ARG_STRLEN):
+ * a longer command, or `NAME=value` environment entry, fails every run with E2BIG.
+ */
+export const EXEC_STRING_MAX = 131_072;
 
 /** cronq's own credentials: a command gets them only if its schedule's `env` sets them. */
 const WITHHELD_ENV = ['DATABASE_URL', 'MIGRATION_DATABASE_URL'];
@@ -108,6 +115,9 @@ function validateSpec(spec: CommandSpec): CommandSpec {
   if (typeof spec !== 'object' || spec === null) throw new UsageError('commandHandler needs a spec object');
   if (typeof spec.command !== 'string' || spec.command.trim() === '') throw new UsageError('command must be a non-empty string');
   if (spec.command.includes('\0')) throw new UsageError('command must not contain NUL characters');
+  if (tooLongForExec(spec.command)) {
+    throw new UsageError(`command is ${Buffer.byteLength(spec.command)} bytes long; exec takes at most ${EXEC_STRING_MAX - 1} (put a longer script in a file and run that)`);
+  }
   if (spec.stdin !== undefined && typeof spec.stdin !== 'string') throw new UsageError('command stdin must be a string');
   if (spec.cwd !== undefined && (typeof spec.cwd !== 'string' || spec.cwd === '')) throw new UsageError('command cwd must be a non-empty string');
   if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && Number.isFinite(spec.timeoutMs) && spec.timeoutMs > 0)) {
@@ -119,9 +129,15 @@ function validateSpec(spec: CommandSpec): CommandSpec {
       if (name === '' || name.includes('=') || name.includes('\0')) throw new UsageError(`command env: invalid variable name ${JSON.stringify(name)}`);
       if (typeof value !== 'string' || value.includes('\0')) throw new UsageError(`command env: ${name} must be a string without NUL characters`);
       if ((JOB_ENV as readonly string[]).includes(name)) throw new UsageError(`command env: ${name} is set by cronq for every job`);
+      if (tooLongForExec(`${name}=${value}`)) throw new UsageError(`command env: ${JSON.stringify(shownText(name, 40))} is too long for exec (its NAME=value at most ${EXEC_STRING_MAX - 1} bytes)`);
     }
   }
   return { ...spec, env: spec.env ? { ...spec.env } : undefined };
+}
+
+/** Whether exec refuses `text` as one argument or environment entry (Linux's limit; elsewhere the whole exec's). */
+function tooLongForExec(text: string): boolean {
+  return process.platform === 'linux' && text.length >= EXEC_STRING_MAX / 3 && Buffer.byteLength(text) >= EXEC_STRING_MAX;
 }
 
 /** Why we are stopping the command: the error the attempt will reject with. */
