@@ -257,5 +257,7 @@ describe('commandHandler', () => {
     expect(() => commandHandler({ command: '  ' })).toThrow('command must be a non-empty string');
     expect(() => commandHandler({ command: 'true', timeoutMs: 0 })).toThrow(/timeoutMs must be a positive number/);
     expect(() => commandHandler({ command: 'true', env: { CRONQ_JOB_ID: '1' } })).toThrow('CRONQ_JOB_ID is set by cronq');
+    // No run could start there: spawn refuses it every time.
+    expect(() => commandHandler({ command: 'true', cwd: '/tmp\0/reports' })).toThrow('command cwd must not contain NUL characters');
   });
 });

@@ -120,6 +120,7 @@ function validateSpec(spec: CommandSpec): CommandSpec {
   }
   if (spec.stdin !== undefined && typeof spec.stdin !== 'string') throw new UsageError('command stdin must be a string');
   if (spec.cwd !== undefined && (typeof spec.cwd !== 'string' || spec.cwd === '')) throw new UsageError('command cwd must be a non-empty string');
+  if (spec.cwd?.includes('\0')) throw new UsageError('command cwd must not contain NUL characters');
   if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && Number.isFinite(spec.timeoutMs) && spec.timeoutMs > 0)) {
     throw new UsageError(`command timeoutMs must be a positive number of milliseconds (got ${JSON.stringify(spec.timeoutMs)})`);
   }
