@@ -612,7 +612,9 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           await settledWithin([...enqueuing], deadline - Date.now());
           enqueuesCut.abort();
           await step('enqueues', Promise.all([...enqueuing]));
-          await step('closing database connections', database.close());
+          // A connection that cannot close cleanly (a connect still waiting on a silent server
+          // times out) is destroyed: the stop resolves whatever the database does.
+          await step('closing database connections', database.close().catch(() => database.destroy()));
         })();
         if (await finishedInTime(work, deadline + SHUTDOWN_MARGIN_MS, () => migrating)) {
           await work; // its error, if any, is the stop's

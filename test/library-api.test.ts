@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Handler, type ResolvedCatchUp } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
@@ -181,6 +182,23 @@ describe('start and stop in any order', () => {
     await cronq.stop();
     await expect(cronq.migrate()).rejects.toThrow(/^migrate\(\) after stop\(\): a stopped cronq cannot be used again \(its database pool is closed\); create another with createCronq$/);
     expect(await t.sql('SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?', [never])).toEqual([]);
+  });
+});
+
+describe('stop() on a database that never answers', () => {
+  it('resolves, though a connection it was still opening times out as the pool closes', async () => {
+    const server = createServer(() => undefined); // accepts connections and never says a word
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const connected = new Promise<void>((resolve) => server.once('connection', () => resolve()));
+    try {
+      const cronq = createCronq({ databaseUrl: `mysql://root@127.0.0.1:${(server.address() as AddressInfo).port}/cronq_silent`, logger: false });
+      const ping = cronq.admin.ping().catch((error: Error) => error);
+      await connected;
+      await expect(cronq.stop({ graceMs: 10_000 })).resolves.toEqual({ released: 0, abandoned: 0 });
+      await ping;
+    } finally {
+      server.close();
+    }
   });
 });
 
