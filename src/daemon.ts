@@ -99,8 +99,16 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     if (stopping) return await stoppedBeforeStart(stopping);
     if (config.migrate) await cronq.migrate();
     else {
-      await cronq.admin.ping();
-      await cronq.admin.checkSchema();
+      // Checks change nothing: a signal need not wait for a database that does not answer them
+      // (the stop closes the pool under them; what they then say is our own stop, not the database).
+      const checks = (async () => {
+        await cronq.admin.ping();
+        await cronq.admin.checkSchema();
+      })();
+      if ((await Promise.race([checks.then(() => true), untilSignal.then(() => false)])) === false) {
+        checks.catch(() => undefined);
+        return await stoppedBeforeStart(stopping!);
+      }
     }
     if (stopping) return await stoppedBeforeStart(stopping);
     await cronq.start();

@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from './support/db.ts';
 import { DaemonProcess, runCli } from './support/cli.ts';
 import { eventually } from './support/events.ts';
@@ -12,9 +13,18 @@ const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'
 let env: Record<string, string>;
 let daemons: DaemonProcess[] = [];
 
+const silentSockets = new Set<Socket>();
+const silent = createServer((socket) => {
+  silentSockets.add(socket);
+  socket.on('close', () => silentSockets.delete(socket));
+});
+beforeAll(() => new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve)));
+
 // Registered after useTestDatabase, so (hooks unwind as a stack) it runs before the drop.
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.kill()));
+  for (const socket of silentSockets) socket.destroy();
+  await new Promise((resolve) => silent.close(resolve));
 });
 // A test's daemons are gone before the next test empties the tables.
 afterEach(async () => {
@@ -108,6 +118,17 @@ describe('cronq start', () => {
     d.signal('SIGTERM');
     expect(await d.exited).toBe(1);
     await eventually(async () => isGone(shell), 2_000, 'the command to die with the daemon');
+  });
+
+  it('a signal while --no-migrate still waits on a database that does not answer exits 0, stopped as asked, not 1 with the pool it closed itself', async () => {
+    // A database that accepts connections and never says a word: the schema check waits on it.
+    const connected = new Promise<void>((resolve) => silent.once('connection', () => resolve()));
+    const d = daemon(['--no-migrate'], { DATABASE_URL: `mysql://root@127.0.0.1:${(silent.address() as AddressInfo).port}/cronq_silent`, CRONQ_SCHEDULES: 'test/fixtures/schedules-empty' });
+    await connected;
+    d.signal('SIGTERM');
+    expect(await d.exited).toBe(0);
+    expect(d.events('shutdown_requested')).toHaveLength(1);
+    expect(d.stderr).toBe('');
   });
 
   it('writes a failed job to the dead-letter table that SQL can read', async () => {
