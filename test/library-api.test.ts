@@ -200,6 +200,29 @@ describe('stop() on a database that never answers', () => {
       server.close();
     }
   });
+
+  it('cut short, fails the calls still waiting on it instead of leaving them pending for ever', async () => {
+    const server = createServer(() => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const connected = new Promise<void>((resolve) => server.once('connection', () => resolve()));
+    try {
+      const cronq = createCronq({ databaseUrl: `mysql://root@127.0.0.1:${(server.address() as AddressInfo).port}/cronq_silent`, logger: false, allowUnknownKind: true });
+      const enqueue = cronq.enqueue({ kind: 'report', key: 'report:1' }).then(
+        () => 'enqueued',
+        (error: Error) => error.message,
+      );
+      const ping = cronq.admin.ping().then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+      await connected;
+      await expect(cronq.stop({ graceMs: 0 })).resolves.toEqual({ released: 0, abandoned: 0 });
+      expect(await enqueue).toMatch(/^enqueueing job "report:1" .*failed: Pool is closed\.$/);
+      expect(await ping).toMatch(/^cannot reach the database .*: Pool is closed\.$/);
+    } finally {
+      server.close();
+    }
+  });
 });
 
 describe('after stop()', () => {

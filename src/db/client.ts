@@ -143,13 +143,35 @@ export function connect(url: string, options: ConnectOptions = {}): Database {
 
 /** The parts of mysql2's core pool that destroyPool reaches into (not in its typings). */
 interface CorePool {
-  _allConnections?: { toArray(): Array<{ destroy(): void }> };
+  _allConnections?: { toArray(): CoreConnection[] };
 }
 
-/** Destroys every connection of `pool` and ends it, waiting for no server (Database.destroy). */
+/** The parts of a mysql2 connection that destroyPool reaches into (not in its typings). */
+interface CoreConnection {
+  destroy(): void;
+  /** mysql2's own end of a connection on a fatal error: fails its handshake and queued statements with `error`. */
+  _handleFatalError?(error: Error): void;
+  stream?: { destroy(): void };
+}
+
+/**
+ * Destroys every connection of `pool` and ends it, waiting for no server (Database.destroy).
+ * What still waits on a connection (a statement, the handshake of a connect to a server
+ * that never answers) fails with 'Pool is closed.': closed without an answer, mysql2 would
+ * leave its promise pending for ever. Its socket is destroyed, not half-closed for a
+ * frozen server to answer.
+ */
 function destroyPool(pool: Pool): void {
   const core = (pool as unknown as { pool?: CorePool }).pool;
-  for (const conn of core?._allConnections?.toArray() ?? []) conn.destroy();
+  for (const conn of core?._allConnections?.toArray() ?? []) {
+    try {
+      conn._handleFatalError?.(new Error('Pool is closed.'));
+    } catch {
+      // An 'error' no listener is left for (the connection failed before): nothing waits on it.
+    }
+    conn.destroy();
+    conn.stream?.destroy();
+  }
   pool.end().catch(() => undefined);
 }
 
