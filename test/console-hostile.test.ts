@@ -280,6 +280,25 @@ describe('the console search box', () => {
       await t.sql('DELETE FROM cronq_jobs');
     }
   });
+  it('finds a job whose key is digits no job id can be (0, 000) by its key, not 400 for id 0', async () => {
+    for (const key of ['0', '000']) {
+      await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at) VALUES ('mail', 'send-mail', ?, '{}', 'ready', 0, UTC_TIMESTAMP(6))`, [key]);
+    }
+    try {
+      for (const key of ['0', '000']) {
+        for (const url of [`${base}/jobs/${key}`, `${base}/jobs?q=${key}`]) {
+          const res = await fetch(url);
+          expect(res.status, url).toBe(200);
+          expect(await res.text(), url).toContain(`<dt>Key</dt><dd>${key}</dd>`);
+        }
+      }
+      const none = await fetch(`${base}/jobs/00`);
+      expect(none.status).toBe(404);
+      expect(await none.text()).toContain('No job with id or key <code>00</code>.');
+    } finally {
+      await t.sql('DELETE FROM cronq_jobs');
+    }
+  });
 });
 
 describe('the console notice', () => {

@@ -5,9 +5,9 @@ import { html } from '../html.ts';
 import { unreadablePayloadNote } from '../../../shownText.ts';
 import { page } from '../layout.ts';
 
-/** A path segment as a job target: digits are an id, anything else a key. */
+/** A path segment as a job target: digits naming an id (1 or more) are one, anything else a key (`0`, `000`: no id is 0). */
 export function jobTarget(text: string): { id: number } | { key: string } {
-  return /^[0-9]{1,15}$/.test(text) ? { id: Number(text) } : { key: text };
+  return /^[0-9]{1,15}$/.test(text) && Number(text) >= 1 ? { id: Number(text) } : { key: text };
 }
 
 /**
