@@ -4,14 +4,16 @@
  * Whatever arrives, the answer is a clear 4xx or 503, never a 500, a stack trace or SQL.
  */
 import { connect as connectSocket } from 'node:net';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/index.ts';
 import { ConsoleAuth } from '../src/http/console/auth.ts';
 import { ConsoleGate } from '../src/http/console/gate.ts';
 import { SignInLimit } from '../src/http/console/signInLimit.ts';
-import { createConsole } from '../src/http/console/router.ts';
+import { CONSOLE_WAIT_MS, createConsole } from '../src/http/console/router.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
+import { TIMEOUTS } from '../src/db/client.ts';
 import { useTestDatabase } from './support/db.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_pauses'] });
@@ -394,9 +396,46 @@ describe('the console under a flood of requests', () => {
       await t.sql('DELETE FROM cronq_dead_letters');
     }
   }, 60_000);
+  it('answers every request within seconds while a table it reads is locked: one queued behind pages waiting out the lock is turned away 503, not served 10 s later', async () => {
+    const holder = await mysql.createConnection({ uri: t.url });
+    const wasS = TIMEOUTS.metadataLockWaitS;
+    TIMEOUTS.metadataLockWaitS = 2; // read by each connection as it connects: the cronq below waits 2 s for a locked table, not 10
+    const locked = createCronq({ databaseUrl: t.url, tasks: [report, mail], workers: false, scheduler: false, logger: false });
+    const lockedServer = await serve(locked.admin);
+    try {
+      await locked.admin.ping();
+      await holder.query('LOCK TABLES cronq_dead_letters WRITE');
+      const started = Date.now();
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => fetch(`http://127.0.0.1:${lockedServer.port}/dead/1`).then(async (r) => ({ status: r.status, body: await r.text(), ms: Date.now() - started }))),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(10).fill(503));
+      expect(answers.some((a) => a.body.includes('The console is busy with other requests'))).toBe(true);
+      // Two at a time waited out the lock (2 s each): the last of ten was answered after 10 s.
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(CONSOLE_WAIT_MS + 2 * 2_000 + 1_500);
+    } finally {
+      await holder.query('UNLOCK TABLES');
+      await holder.end();
+      TIMEOUTS.metadataLockWaitS = wasS;
+      await lockedServer.close();
+      await locked.stop({ graceMs: 0 });
+    }
+  }, 30_000);
 });
 
 describe('ConsoleGate', () => {
+  it('turns a request away once it has queued for `waitMs`, and hands a later release to the next waiter, not to it', async () => {
+    const gate = new ConsoleGate({ running: 1, waiting: 2, waitMs: 50 });
+    const first = await gate.enter();
+    expect(await gate.enter()).toBeNull(); // queued 50 ms, never let in
+    const later = gate.enter();
+    first!();
+    const release = await later;
+    expect(release).not.toBeNull();
+    expect(await gate.enter()).toBeNull(); // the one slot is still held: it waited and was turned away
+    release!();
+    expect(await gate.enter()).not.toBeNull();
+  });
   it('admits `running` at once, queues `waiting` in arrival order, turns the rest away, and hands a released slot to the next', async () => {
     const gate = new ConsoleGate({ running: 1, waiting: 2 });
     const first = await gate.enter();

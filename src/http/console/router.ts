@@ -36,9 +36,11 @@ const MAX_FORM_BYTES = 16 * 1024;
 const MAX_NOTICE = 300;
 /** Seconds a page asks the browser to wait while the database does not answer. */
 const OUTAGE_RETRY_AFTER_S = 5;
-/** Console requests reading the database at once, and more queued; the rest answer 503 (ConsoleGate). */
+/** Console requests reading the database at once, and more queued, each at most CONSOLE_WAIT_MS; the rest answer 503 (ConsoleGate). */
 const CONSOLE_RUNNING = 2;
 const CONSOLE_WAITING = 8;
+/** How long a console request queues for the database at most before it is answered 503: pages take milliseconds, a lock wait seconds. */
+export const CONSOLE_WAIT_MS = 3_000;
 
 /** What the console serves from. */
 export interface ConsoleOptions {
@@ -61,7 +63,7 @@ interface Served {
 }
 
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
-  const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING }), signIns: new SignInLimit() };
+  const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING, waitMs: CONSOLE_WAIT_MS }), signIns: new SignInLimit() };
   return async (req, res) => {
     try {
       return await serve(req, res, served);
