@@ -329,8 +329,9 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       return store.cancelMatching(checkedFilter(filter, CANCEL_FILTER_KEYS, 'cancelMatching'), { by, reason });
     },
     async stats() {
-      const [stats, health] = await Promise.all([store.stats(), healthAt()]);
-      return { ...stats, health };
+      // One after the other: a caller (the console's overview, a scrape) holds one connection of the pool, not two.
+      const stats = await store.stats();
+      return { ...stats, health: await healthAt() };
     },
     scheduleHealth: async (options) => {
       const { at } = checkedOptions(options, ['at'], 'scheduleHealth');

@@ -421,6 +421,37 @@ describe('the console under a flood of requests', () => {
       await locked.stop({ graceMs: 0 });
     }
   }, 30_000);
+  it.each([['/dead'], ['/']])('holds at most one connection of the engine’s pool per page: two %s pages waiting out locked tables leave a small pool (concurrency 1) free for the engine', async (path) => {
+    const holder = await mysql.createConnection({ uri: t.url });
+    const wasS = TIMEOUTS.metadataLockWaitS;
+    TIMEOUTS.metadataLockWaitS = 4; // read by each connection as it connects
+    const small = createCronq({ databaseUrl: t.url, tasks: [report, mail], concurrency: 1, workers: false, scheduler: false, logger: false }); // a pool of 3
+    const smallServer = await serve(small.admin);
+    try {
+      await small.admin.ping();
+      await holder.query('LOCK TABLES cronq_dead_letters WRITE, cronq_schedule_ticks WRITE');
+      const pages = [path, path].map((p) => fetch(`http://127.0.0.1:${smallServer.port}${p}`).then((r) => r.text()));
+      // Once both pages wait for a lock (each has two reads that need these tables: /dead its groups and its
+      // oldest letters, / the counts and last ticks, and the schedules' health):
+      const waiting = async () => {
+        const [list] = await holder.query<any[]>(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND DB = DATABASE()`);
+        return Number(list[0].n);
+      };
+      while ((await waiting()) < 2) await new Promise((resolve) => setImmediate(resolve));
+      const started = Date.now();
+      await small.admin.ping(); // an engine statement on the same pool, as a completion would be
+      const pingMs = Date.now() - started;
+      // The pages read in parallel: two of them waited with all three connections, and the ping waited out the lock with them.
+      expect(pingMs).toBeLessThan(1_500);
+      await Promise.all(pages);
+    } finally {
+      await holder.query('UNLOCK TABLES');
+      await holder.end();
+      TIMEOUTS.metadataLockWaitS = wasS;
+      await smallServer.close();
+      await small.stop({ graceMs: 0 });
+    }
+  }, 30_000);
 });
 
 describe('ConsoleGate', () => {

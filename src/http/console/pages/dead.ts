@@ -18,10 +18,9 @@ export function deadFilter(query: URLSearchParams): { kind?: string; queue?: str
 
 export async function deadPage(ctx: ConsoleContext): Promise<PageResult> {
   const filter = deadFilter(ctx.query);
-  const [groupsRead, { letters, more }] = await Promise.all([
-    ctx.admin.deadLetters.groups({ ...filter, limit: LISTED_GROUPS + 1 }),
-    ctx.admin.deadLetters.list({ ...filter, limit: LISTED }),
-  ]);
+  // One read at a time, one connection of the engine's pool (see overviewPage).
+  const groupsRead = await ctx.admin.deadLetters.groups({ ...filter, limit: LISTED_GROUPS + 1 });
+  const { letters, more } = await ctx.admin.deadLetters.list({ ...filter, limit: LISTED });
   const groups = groupsRead.slice(0, LISTED_GROUPS);
   const groupRows = groups.map((g) => [
     html`<a href="/dead?kind=${encodeURIComponent(g.kind)}">${g.kind}</a>`,

@@ -7,7 +7,11 @@ import { html } from '../html.ts';
 import { page, table } from '../layout.ts';
 
 export async function overviewPage(ctx: ConsoleContext): Promise<PageResult> {
-  const [stats, completions, daemons] = await Promise.all([ctx.admin.stats(), ctx.admin.completions(), ctx.admin.daemons()]);
+  // One read at a time: a page holds one connection of the engine's pool, so the gate's two
+  // pages hold at most two (in parallel, two overviews waiting out a lock held eight).
+  const stats = await ctx.admin.stats();
+  const completions = await ctx.admin.completions();
+  const daemons = await ctx.admin.daemons();
   const total = completions.counts.reduce((a, b) => a + b, 0);
   const queues = table(
     ['Queue', '#Ready', '#Reserved', '#Done', '#Dead', '#Cancelled', 'Oldest waiting'],
