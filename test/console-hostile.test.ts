@@ -10,6 +10,7 @@ import { createCronq, defineSchedule, defineTask, type Cronq } from '../src/inde
 import { ConsoleAuth } from '../src/http/console/auth.ts';
 import { ConsoleGate } from '../src/http/console/gate.ts';
 import { SignInLimit } from '../src/http/console/signInLimit.ts';
+import { PAYLOAD_SHOWN_MAX } from '../src/http/console/payload.ts';
 import { CONSOLE_WAIT_MS, createConsole } from '../src/http/console/router.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -298,6 +299,28 @@ describe('the console search box', () => {
       expect(none.status).toBe(404);
       expect(await none.text()).toContain('No job with id or key <code>00</code>.');
     } finally {
+      await t.sql('DELETE FROM cronq_jobs');
+    }
+  });
+});
+
+describe('the console and a large payload', () => {
+  it('shows a token holder the start of a megabyte payload, saying how large it is, not the whole of it escaped', async () => {
+    const payload = `{"a":"${'&'.repeat(1_000_000)}"}`;
+    await t.sql(`INSERT INTO cronq_jobs (id, queue, kind, job_key, payload, status, attempts, available_at) VALUES (7, 'mail', 'send-mail', 'big:1', ?, 'dead', 5, UTC_TIMESTAMP(6))`, [payload]);
+    await t.sql(`INSERT INTO cronq_dead_letters (id, job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts) VALUES (3, 7, 'mail', 'send-mail', 'big:1', ?, 'Error: x', 'Error: x', 5)`, [payload]);
+    try {
+      for (const [path, whole] of [['/jobs/big:1', 'admin.job()'], ['/dead/3', 'cronq dead show 3 --json']]) {
+        const res = await fetch(`${base}${path}`, { headers: bearer });
+        const body = await res.text();
+        expect(res.status, path).toBe(200);
+        // Whole, every & escaped: a 5 MB page.
+        expect(body.length, path).toBeLessThan(400_000);
+        expect(body, path).toContain(`<pre id="payload">{&quot;a&quot;:&quot;&amp;&amp;`);
+        expect(body, path).toContain(`Only its first ${PAYLOAD_SHOWN_MAX} characters are shown: the payload holds ${payload.length} bytes (read it whole with <code>${whole}</code>)`);
+      }
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
       await t.sql('DELETE FROM cronq_jobs');
     }
   });

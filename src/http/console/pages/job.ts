@@ -2,8 +2,8 @@
 import type { ConsoleContext, PageResult } from '../context.ts';
 import { when } from '../format.ts';
 import { html } from '../html.ts';
-import { unreadablePayloadNote } from '../../../shownText.ts';
 import { page } from '../layout.ts';
+import { payloadBlock } from '../payload.ts';
 
 /** A path segment as a job target: digits naming an id (1 or more) are one, anything else a key (`0`, `000`: no id is 0). */
 export function jobTarget(text: string): { id: number } | { key: string } {
@@ -36,6 +36,6 @@ ${row('Schedule', job.scheduleName ? `${job.scheduleName} (${job.periodKey})` : 
 ${row('Created', when(job.createdAt))}${row('Updated', when(job.updatedAt))}${row('Finished', job.finishedAt ? when(job.finishedAt) : null)}
 ${job.cancelledBy ? row('Cancelled', `by ${job.cancelledBy}: ${job.cancelReason}`) : ''}</dl>
 <h2>Last error</h2>${job.lastError ? html`<pre>${job.lastError}</pre>` : html`<p class="note">None.</p>`}
-<h2>Payload</h2>${ctx.viewer.operator ? html`<pre id="payload">${job.payloadText ?? unreadablePayloadNote(job.payloadBytes)}</pre>` : html`<p class="note">Payloads are shown to token holders only.</p>`}`;
+<h2>Payload</h2>${ctx.viewer.operator ? payloadBlock(job.payloadText, job.payloadBytes, 'admin.job()') : html`<p class="note">Payloads are shown to token holders only.</p>`}`;
   return { status: 200, body: page(`Job #${job.id}`, ctx.viewer, body, ctx.notice) };
 }

@@ -1,0 +1,24 @@
+/**
+ * A job's or dead letter's payload as a page shows it (to token holders): at most
+ * PAYLOAD_SHOWN_MAX characters of it, with a note saying how much more it holds. A
+ * payload may be megabytes (enqueue takes up to 64 MiB, the server returns up to its
+ * max_allowed_packet): escaped and copied into the page whole, one 15 MB payload of `&`
+ * made a 75 MB page and took the daemon's memory from 100 MB to 600 MB per view.
+ */
+import { sliceChars } from '../../runtime/errorText.ts';
+import { unreadablePayloadNote } from '../../shownText.ts';
+import { html, type Html } from './html.ts';
+
+/** Characters (UTF-16 units, never half a pair) of a payload a page shows. */
+export const PAYLOAD_SHOWN_MAX = 64 * 1024;
+
+/**
+ * The payload's `<pre>` (its start when longer than PAYLOAD_SHOWN_MAX, then a note naming
+ * `whole`, where to read all of it), or the note for one the server would not return.
+ */
+export function payloadBlock(text: string | null, bytes: number, whole: string): Html {
+  if (text === null) return html`<pre id="payload">${unreadablePayloadNote(bytes)}</pre>`;
+  if (text.length <= PAYLOAD_SHOWN_MAX) return html`<pre id="payload">${text}</pre>`;
+  const shown = sliceChars(text, PAYLOAD_SHOWN_MAX);
+  return html`<pre id="payload">${shown}</pre><p class="note">Only its first ${shown.length} characters are shown: the payload holds ${bytes} bytes (read it whole with <code>${whole}</code>).</p>`;
+}
