@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { createAdmin, type CronqAdmin } from './admin.ts';
-import { connect, isConnectionError, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
+import { connect, isConnectionError, OBSERVER_CONNECTIONS, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, SHUTDOWN_MARGIN_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
@@ -341,13 +341,17 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const log = libraryLogger(options.logger);
   const concurrency = wholeNumberWithin(options.concurrency ?? CONCURRENCY.default, 'concurrency', CONCURRENCY);
   const prefetch = wholeNumberWithin(options.prefetch ?? PREFETCH.default, 'prefetch', PREFETCH);
+  const enginePool = Math.min(concurrency + RESERVED_CONNECTIONS, 48);
   const database = connect(options.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, {
     // Claims run on Database.claims (CLAIM_CONNECTIONS more): concurrency + 4 in all, and up to
     // OVERLAP_LOCK_CONNECTIONS more while overlap:'skip' schedules fan out (Database.overlapLocks).
-    // Effects hold at most all but RESERVED_CONNECTIONS of this pool (Database.dedicated): one
-    // each for up to 46 running at once, beyond that they wait their turn, and renewals,
-    // completions and the scheduler's enqueues always have the reserve.
-    poolSize: Math.min(concurrency + RESERVED_CONNECTIONS, 48),
+    // Effects hold at most all but RESERVED_CONNECTIONS of the engine's share (Database.dedicated):
+    // one each for up to 46 running at once, beyond that they wait their turn, and renewals,
+    // completions and the scheduler's enqueues always have the reserve. OBSERVER_CONNECTIONS more
+    // are the console's and /metrics': with --concurrency 1 (a pool of 3), two console pages and
+    // a scrape waiting out a locked table held all of it, and completions waited with them.
+    poolSize: enginePool + OBSERVER_CONNECTIONS,
+    dedicatedConnections: Math.max(1, enginePool - RESERVED_CONNECTIONS),
   });
   const store = new Store(database);
   const healthTracker = new DbHealth(log);

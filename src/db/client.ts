@@ -73,6 +73,14 @@ export interface Database {
  */
 export const RESERVED_CONNECTIONS = 2;
 
+/**
+ * Connections a daemon's pool holds beyond the engine's (concurrency + RESERVED_CONNECTIONS)
+ * for the reads of its web console (two pages at once, one connection each) and of one
+ * /metrics collection: while those wait out a lock (a table another session holds), the
+ * engine's renewals and completions still find theirs. Opened only while they read.
+ */
+export const OBSERVER_CONNECTIONS = 3;
+
 /** Connections in Database.claims: one per claim lane of a worker pool. */
 export const CLAIM_CONNECTIONS = 2;
 
