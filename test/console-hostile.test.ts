@@ -327,6 +327,24 @@ describe('the console and a large payload', () => {
 });
 
 describe('the console notice', () => {
+  it('says a discard discarded, one dead letter or all matching (it said "discardd")', async () => {
+    const letter = async (id: number) =>
+      t.sql(`INSERT INTO cronq_dead_letters (id, job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts) VALUES (?, ?, 'mail', 'send-mail', ?, '{}', 'Error: x', 'Error: x', 5)`, [id, 100 + id, `gone:${id}`]);
+    await letter(1);
+    await letter(2);
+    try {
+      const notice = async (path: string, body: string) => {
+        const res = await fetch(`${base}${path}`, { method: 'POST', headers: form, body, redirect: 'manual' });
+        expect(res.status, path).toBe(303);
+        return new URL(res.headers.get('location')!, base).searchParams.get('done');
+      };
+      expect(await notice('/dead/1/discard', 'reason=old')).toBe('dead letter #1: discarded');
+      expect(await notice('/dead/discard', 'reason=old&kind=send-mail&queue=')).toBe('discarded 1 dead letter(s)');
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+
   it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
     const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();
     expect(forged).not.toContain('evil.example');

@@ -17,6 +17,9 @@ export interface ActionResult {
   message: string;
 }
 
+/** A review's verb as its outcome line says it was done. */
+const DONE: Record<string, string> = { requeue: 'requeued', discard: 'discarded' };
+
 /** The reason as recorded: who acted, then why, cut to MAX_REASON_LENGTH (UTF-16 units, never splitting a pair). */
 function recorded(operator: string, reason: string): string {
   return sliceChars(`[console:${operator}] ${reason}`, MAX_REASON_LENGTH);
@@ -36,14 +39,14 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
   if (m) {
     const id = Number(m[1]);
     const outcome = m[2] === 'requeue' ? await admin.deadLetters.requeue(id, reason()) : await admin.deadLetters.discard(id, reason());
-    return { back: `/dead/${id}`, message: outcome.status === 'done' ? `dead letter #${id}: ${m[2]}d` : `dead letter #${id}: ${outcome.status.replace(/_/g, ' ')}` };
+    return { back: `/dead/${id}`, message: outcome.status === 'done' ? `dead letter #${id}: ${DONE[m[2]]}` : `dead letter #${id}: ${outcome.status.replace(/_/g, ' ')}` };
   }
   m = /^\/dead\/(requeue|discard)$/.exec(path);
   if (m) {
     const filter = deadFilter(fields);
     const why = reason();
     const result = m[1] === 'requeue' ? await admin.deadLetters.requeueMatching(filter, why) : await admin.deadLetters.discardMatching(filter, why);
-    return { back: '/dead', message: `${m[1]}d ${result.touched} dead letter(s)` };
+    return { back: '/dead', message: `${DONE[m[1]]} ${result.touched} dead letter(s)` };
   }
   m = /^\/schedules\/([^/]+)\/(pause|resume|run)$/.exec(path);
   if (m) {
