@@ -104,6 +104,12 @@ describe('what cron accepts and refuses', () => {
     expect(problem(`${'1'.repeat(900)}-2 * * * *`)!.length).toBeLessThan(400);
   });
 
+  it("reads a step's leading zeros as cron does: */0000000005 is every five minutes", () => {
+    expect(minutesOf('*/0000000005 * * * *')).toEqual([0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55]);
+    expect(minutesOf('0-30/00000000010 * * * *')).toEqual([0, 10, 20, 30]);
+    expect(weekdaysOf('0 0 * * 1-5/0000000002')).toEqual(['mon', 'wed', 'fri']);
+  });
+
   it('reads nothing past 1,000 characters and quotes only the start of a long text', () => {
     const long = `${'1,'.repeat(1000)}1 * * * *`;
     const refused = problem(long)!;

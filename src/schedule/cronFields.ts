@@ -139,6 +139,8 @@ function numberOf(text: string, spec: FieldSpec, where: string): number {
 
 function stepOf(text: string, where: string): number {
   if (!/^[0-9]+$/.test(text)) throw new FieldProblem(`${where}: a step must be a whole number${text === '' ? '' : `, got '${shownText(text)}'`}`);
-  if (/^0+$/.test(text)) throw new FieldProblem(`${where}: a step must be 1 or more`);
-  return text.length > 9 ? Number.MAX_SAFE_INTEGER : Number(text);
+  // Leading zeros count for nothing, as in cron (`*\/0000000005` is every five minutes).
+  const digits = text.replace(/^0+(?=.)/, '');
+  if (digits === '0') throw new FieldProblem(`${where}: a step must be 1 or more`);
+  return digits.length > 9 ? Number.MAX_SAFE_INTEGER : Number(digits);
 }
