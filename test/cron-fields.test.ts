@@ -110,6 +110,17 @@ describe('what cron accepts and refuses', () => {
     expect(weekdaysOf('0 0 * * 1-5/0000000002')).toEqual(['mon', 'wed', 'fri']);
   });
 
+  it('refuses a step of ten digits or more, which cron cuts to 32 bits (*/4294967297 is every minute there)', () => {
+    expect(problem('*/4294967297 * * * *')).toBe(
+      "invalid cron expression '*/4294967297 * * * *': minute field '*/4294967297': a step must be at most 999999999 (cron cuts a longer number to 32 bits)",
+    );
+    expect(problem('*/2147483648 * * * *')).toMatch(/a step must be at most 999999999/);
+    expect(problem('5-10/2147483647 * * * *')).toMatch(/a step must be at most 999999999/);
+    expect(problem(`*/${'9'.repeat(900)} * * * *`)!.length).toBeLessThan(400);
+    expect(minutesOf('*/999999999 * * * *')).toEqual([0]);
+    expect(minutesOf('*/000000000000090 * * * *')).toEqual([0]);
+  });
+
   it('reads nothing past 1,000 characters and quotes only the start of a long text', () => {
     const long = `${'1,'.repeat(1000)}1 * * * *`;
     const refused = problem(long)!;

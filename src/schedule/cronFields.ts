@@ -142,5 +142,8 @@ function stepOf(text: string, where: string): number {
   // Leading zeros count for nothing, as in cron (`*\/0000000005` is every five minutes).
   const digits = text.replace(/^0+(?=.)/, '');
   if (digits === '0') throw new FieldProblem(`${where}: a step must be 1 or more`);
-  return digits.length > 9 ? Number.MAX_SAFE_INTEGER : Number(digits);
+  // cron keeps a step in a C int: 4294967297 wraps to 1 (every minute), 2147483648 to a
+  // negative step it refuses. Nine digits are far past any field and never wrap.
+  if (digits.length > 9) throw new FieldProblem(`${where}: a step must be at most 999999999 (cron cuts a longer number to 32 bits)`);
+  return Number(digits);
 }
