@@ -81,6 +81,18 @@ describe('what cron accepts and refuses', () => {
     expect(problem('0 5-0 * * *')).toBe("invalid cron expression '0 5-0 * * *': hour field '5-0': the range 5-0 is reversed; cron reads it as 5-7, which cronq refuses (write 5-23,0 to wrap around)");
   });
 
+  it('suggests a wrap-around that names each value once: dec-jan is 12,1 and thu-mon 4-6,0-1', () => {
+    const suggestion = (expr: string) => /\(write ([^ ]+) to wrap around\)$/.exec(problem(expr) ?? '')?.[1];
+    expect(suggestion('0 0 * dec-jan *')).toBe('12,1');
+    expect(suggestion('0 0 31-1 * *')).toBe('31,1');
+    expect(suggestion('0 0 * * thu-mon')).toBe('4-6,0-1');
+    expect(suggestion('0 0 * * sat-fri')).toBe('6,0-5');
+    expect(suggestion('0 0 * * 7-fri')).toBe('0-5');
+    expect(suggestion('59-0 * * * *')).toBe('59,0');
+    // Each suggestion means what the range seems to say.
+    expect(weekdaysOf(`0 0 * * ${suggestion('0 0 * * thu-mon')}`)).toEqual(['sun', 'mon', 'thu', 'fri', 'sat']);
+  });
+
   it('refuses an empty list element, a step with no range before it, a step of 0 and a sign', () => {
     expect(problem('1, * * * *')).toMatch(/minute field '1,': a list element is empty$/);
     expect(problem('1,,2 * * * *')).toMatch(/minute field '1,,2': a list element is empty$/);

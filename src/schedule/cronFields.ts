@@ -110,8 +110,8 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
         const shownSpan = shownText(span, 24);
         if (spec === DAY_OF_WEEK && high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it with a step (write ${low}-7/${step})`);
         // cron ends such a range at 7 in every field: hours 5-0 are 5, 6 and 7 there, surely not what is meant.
-        if (high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed; cron reads it as ${low}-7, which cronq refuses (write ${low}-${spec.high},0 to wrap around)`);
-        throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it (write ${low}-${spec.high},${spec.low}-${high} to wrap around)`);
+        if (high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed; cron reads it as ${low}-7, which cronq refuses (write ${wrapped(low, high, spec)} to wrap around)`);
+        throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it (write ${wrapped(low, high, spec)} to wrap around)`);
       }
     }
   }
@@ -119,6 +119,17 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
     if (value < spec.low || value > spec.high) throw new FieldProblem(`${where}: ${value} is out of range (${spec.low}-${spec.high})`);
     into.add(value);
   }
+}
+
+/**
+ * The list a reversed range `low-high` seems to mean, each value named once: `22-23,0-2`,
+ * `12,1` for dec-jan, and in the day-of-week field `4-6,0-1` for thu-mon (its 0 is Sunday
+ * already, so the top part stops at 6; `7-fri` is `0-5`).
+ */
+function wrapped(low: number, high: number, spec: FieldSpec): string {
+  const span = (a: number, b: number) => (a === b ? `${a}` : `${a}-${b}`);
+  const top = spec === DAY_OF_WEEK ? 6 : spec.high;
+  return [...(low <= top ? [span(low, top)] : []), span(spec.low, high)].join(',');
 }
 
 /** A range's end: decimal digits, or a name where the field has names. */
