@@ -107,6 +107,8 @@ export class ScheduleTicker {
   private readonly overlapGuard: OverlapGuard;
   /** performance.now() of the last look for abandoned fan-outs; a failed pass resets it. */
   private resumeCheckedAt = Number.NEGATIVE_INFINITY;
+  /** Ledger row id → how often this daemon abandoned its fan-out (FanoutAbandonedError); at fanoutRetry.attempts the tick is failed. */
+  private readonly abandoned = new Map<number, number>();
 
   constructor(
     readonly schedule: Schedule,
@@ -375,6 +377,7 @@ export class ScheduleTicker {
           if (error instanceof TickTakenOverError || isDatabaseTrouble(error)) throw error;
           const reason = errorLine(error, 200);
           if (attempt >= retry.attempts) {
+            this.abandoned.delete(id);
             await this.recordFailed(id, at, attempt, reason, insertedSoFar);
             return;
           }
@@ -414,6 +417,7 @@ export class ScheduleTicker {
           existing: result.existing,
           note: extra.length === 0 ? null : [note, ...extra].filter(Boolean).join('; '),
         });
+        this.abandoned.delete(id);
         if (!finished) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
         this.log.info(
           {
@@ -437,6 +441,18 @@ export class ScheduleTicker {
     } finally {
       lease.end();
       signal?.removeEventListener('abort', onShutdown);
+    }
+    // Abandoned (no progress for a whole lease) counts as a failed attempt: a jobs() that
+    // hangs every time it is asked would otherwise be resumed, and end the pass, for ever,
+    // and the schedule's later ticks would never be reached. Counted by this daemon.
+    if (lease.lost instanceof FanoutAbandonedError) {
+      const abandoned = (this.abandoned.get(id) ?? 0) + 1;
+      if (abandoned >= retry.attempts) {
+        this.abandoned.delete(id);
+        await this.recordFailed(id, at, abandoned, `the fan-out made no progress for ${leaseMs} ms (its lease), each time`, insertedSoFar);
+        return;
+      }
+      this.abandoned.set(id, abandoned);
     }
     // Stopped: the rest of this tick is the next scheduler's, with no lease to wait out
     // (a no-op when another daemon has it already).
