@@ -116,8 +116,22 @@ export function refuseScheduleKey(key: string, schedules: ReadonlyMap<string, Sc
   );
 }
 
+/** Most entities one tick's jobs() may yield (MAX_TICK_ENTITIES by default): past it the fan-out is stopped and its tick failed. */
+export const MAX_TICK_ENTITIES = 10_000_000;
+
+/**
+ * jobs() yielded more entities than a tick takes (maxEntities): a generator that never
+ * ends (a cursor that does not advance, a `for (;;)` without its break) would otherwise
+ * hold its tick for ever, renewing its lease with every entity. Never retried.
+ */
+export class FanoutTooLargeError extends Error {
+  override name = 'FanoutTooLargeError';
+}
+
 /** What a fan-out is told as it goes (enqueueTick). */
 export interface EnqueueTickOptions extends Pick<EnqueueRowsOptions, 'afterBatch' | 'onRefused' | 'signal'> {
+  /** Most entities jobs() may yield (default MAX_TICK_ENTITIES); the next one ends the fan-out with FanoutTooLargeError. */
+  maxEntities?: number;
   /**
    * Runs as each entity arrives from jobs(), before it becomes a row: a promise it returns
    * is awaited before the next entity is asked for, and a rejection ends the fan-out with
@@ -156,7 +170,7 @@ export async function enqueueTick(
   writer: TickWriter,
   schedule: Schedule,
   tick: { scheduledAt: Date; periodKey: string },
-  { onEntity, afterBatch, ...options }: EnqueueTickOptions = {},
+  { onEntity, afterBatch, maxEntities = MAX_TICK_ENTITIES, ...options }: EnqueueTickOptions = {},
 ): Promise<TickOutcome> {
   let conflicting = 0;
   let first: KeyHolder | null = null;
@@ -181,7 +195,7 @@ export async function enqueueTick(
     await afterBatch?.(batch);
   };
   // Two batch INSERTs in flight: the database then uses both cores (about 1.5× the rate of one).
-  const outcome = await enqueueRows(writer, tickRows(schedule, tick.scheduledAt, tick.periodKey, onEntity), { ...options, existingKeys, afterBatch: checked, parallel: 2 });
+  const outcome = await enqueueRows(writer, tickRows(schedule, tick.scheduledAt, tick.periodKey, maxEntities, onEntity), { ...options, existingKeys, afterBatch: checked, parallel: 2 });
   // Never more than the existing rows (a row the server refused, a key jobs() repeated).
   const counted = Math.min(conflicting, outcome.existing);
   const holder = first as KeyHolder | null;
@@ -193,7 +207,7 @@ export async function enqueueTick(
   };
 }
 
-async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string, onEntity?: () => Promise<void> | undefined): AsyncGenerator<NewJobRow | RefusedRow> {
+async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string, maxEntities: number, onEntity?: () => Promise<void> | undefined): AsyncGenerator<NewJobRow | RefusedRow> {
   const base = {
     queue: schedule.queue,
     kind: schedule.name,
@@ -210,6 +224,7 @@ async function* tickRows(schedule: Schedule, scheduledAt: Date, period: string, 
   let index = 0;
   for await (const item of schedule.jobs({ scheduledAt, periodKey: period })) {
     index += 1;
+    if (index > maxEntities) throw new FanoutTooLargeError(`jobs() yielded more than ${maxEntities.toLocaleString('en-US')} entities; the fan-out was stopped there`);
     const told = onEntity?.(); // most entities: nothing to await (one microtask each would add up)
     if (told) await told;
     // Each field read once: a getter or a Proxy that throws refuses this entity alone.

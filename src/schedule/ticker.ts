@@ -8,7 +8,7 @@ import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
-import { enqueueTick, keysTakenNote } from './fanout.ts';
+import { enqueueTick, FanoutTooLargeError, keysTakenNote } from './fanout.ts';
 import { FanoutAbandonedError, FanoutLease, TickTakenOverError } from './fanoutLease.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { OverlapGuard } from './overlapGuard.ts';
@@ -41,6 +41,8 @@ export interface TickerDeps {
    * listing nothing).
    */
   overlapGuard?: OverlapGuard;
+  /** Most entities one tick's jobs() may yield (default MAX_TICK_ENTITIES): past it the tick is failed, not retried. */
+  maxTickEntities?: number;
 }
 
 /** A tick whose fan-out this daemon owns (claimTickFanout returned its ledger row id). */
@@ -368,7 +370,7 @@ export class ScheduleTicker {
       for (let attempt = 1; ; attempt++) {
         let result: Awaited<ReturnType<typeof enqueueTick>>;
         try {
-          result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onEntity, onRefused, signal: stop });
+          result = await enqueueTick(store, this.schedule, { scheduledAt, periodKey }, { afterBatch, onEntity, onRefused, signal: stop, maxEntities: this.deps.maxTickEntities });
         } catch (error) {
           if (stop.aborted) break; // shutdown, or the lease lost or run out: handed back below
           // The database's trouble (a lost connection, a lock wait timed out or a deadlock
@@ -376,7 +378,8 @@ export class ScheduleTicker {
           // fails and the tick, still unfinished, is resumed by a later pass.
           if (error instanceof TickTakenOverError || isDatabaseTrouble(error)) throw error;
           const reason = errorLine(error, 200);
-          if (attempt >= retry.attempts) {
+          // Too many entities: another attempt would read them all again, and as many.
+          if (attempt >= retry.attempts || error instanceof FanoutTooLargeError) {
             this.abandoned.delete(id);
             await this.recordFailed(id, at, attempt, reason, insertedSoFar);
             return;
