@@ -165,7 +165,8 @@ export class ScheduleTicker {
     if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
       for (const tick of await store.resumableTicks(this.schedule.name, claimedBy)) {
         if (signal?.aborted) return;
-        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal, { resumed: true });
+        // In the period key it was claimed with: the schedule's period may have changed since.
+        await this.fanOut(tick.scheduledAt, tick.caughtUp, tick.note, now, signal, { resumed: true, periodKey: tick.periodKey });
       }
       this.resumeCheckedAt = performance.now();
     }
@@ -272,11 +273,20 @@ export class ScheduleTicker {
    * the connection it was taken on, before this returns: a later tick's lock, taken by a
    * later call, is never the one released.
    */
-  private async fanOut(scheduledAt: Date, late: boolean, note: string | null, now: Date, signal?: AbortSignal, { resumed = false } = {}): Promise<void> {
+  private async fanOut(
+    scheduledAt: Date,
+    late: boolean,
+    note: string | null,
+    now: Date,
+    signal?: AbortSignal,
+    { resumed = false, periodKey: claimedKey }: { resumed?: boolean; periodKey?: string } = {},
+  ): Promise<void> {
     const { store, claimedBy } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
-    // Once per tick: the ledger row and every job key of the fan-out share it.
-    const periodKey = periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt);
+    // Once per tick: the ledger row and every job key of the fan-out share it. A resumed
+    // tick keeps its row's, so its jobs stay in one period key whatever the schedule's
+    // period became since it was claimed (an edit between deploys).
+    const periodKey = claimedKey ?? periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, scheduledAt);
     const id = await store.claimTickFanout({
       scheduleName: this.schedule.name,
       scheduledAt,
