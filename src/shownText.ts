@@ -26,3 +26,15 @@ export function shownText(text: string, max = SHOWN_TEXT_MAX): string {
 export function unreadablePayloadNote(bytes: number): string {
   return `(not readable here: ${bytes} bytes, larger than the server's max_allowed_packet; raise it to read the payload)`;
 }
+
+/** What to show for a stored time that is no instant (a zero date, written by hand with strict mode off). */
+export const INVALID_TIME_TEXT = 'not a valid time';
+
+/**
+ * An instant as ISO 8601 UTC, or INVALID_TIME_TEXT for an Invalid Date: a DATETIME the
+ * server returned as `0000-00-00 00:00:00` (a NULL or bad value written by hand with
+ * strict mode off, or ALLOW_INVALID_DATES), which `toISOString` would throw on.
+ */
+export function instantText(date: Date): string {
+  return Number.isNaN(date.getTime()) ? INVALID_TIME_TEXT : date.toISOString();
+}

@@ -4,9 +4,9 @@
  */
 import type { DeadLetterDetail, DeadLetterGroup, DeadLetterSummary } from '../admin.ts';
 import { renderTable } from './textTable.ts';
-import { unreadablePayloadNote } from '../shownText.ts';
+import { instantText, unreadablePayloadNote } from '../shownText.ts';
 
-const iso = (date: Date | null): string => (date === null ? '' : date.toISOString());
+const iso = (date: Date | null): string => (date === null ? '' : instantText(date));
 
 /** The table `dead list` prints: oldest first, one line each (the reason's first line). */
 export function deadLetterTable(letters: DeadLetterSummary[], { withResolution = false } = {}): string {

@@ -11,7 +11,7 @@ import {
 } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
 import { longerThanChars } from '../../runtime/chars.ts';
-import { shownText } from '../../shownText.ts';
+import { instantText, shownText } from '../../shownText.ts';
 import type { Command, ParsedArgs } from '../command.ts';
 import { DATABASE_ONLY_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
@@ -154,7 +154,7 @@ async function list(args: ParsedArgs): Promise<number> {
   const which = includeReviewed ? 'dead letters' : 'unreviewed dead letters';
   if (values.group) {
     const groups = await withDeadLetters(args, (dead) => dead.groups({ ...filter, includeReviewed }));
-    if (values.json) out(jsonText(groups.map((g) => ({ ...g, firstDeadAt: g.firstDeadAt.toISOString(), lastDeadAt: g.lastDeadAt.toISOString() }))));
+    if (values.json) out(jsonText(groups.map((g) => ({ ...g, firstDeadAt: instantText(g.firstDeadAt), lastDeadAt: instantText(g.lastDeadAt) }))));
     else out(groups.length === 0 ? `no ${which}${filtered(filter)}` : deadLetterGroupTable(groups));
     return 0;
   }

@@ -3,6 +3,7 @@ import { DATABASE_ONLY_HELP, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { jsonText } from '../printable.ts';
 import { renderTable } from '../textTable.ts';
+import { instantText } from '../../shownText.ts';
 
 /** `cronq limits [--json]`: every cluster-wide concurrency limit and how many of its kind run now. */
 export const limitsCommand: Command = {
@@ -43,6 +44,6 @@ export function limitsText(limits: KindLimitStatus[]): string {
   if (limits.length === 0) return 'no concurrency limits';
   return renderTable(
     [{ header: 'KIND' }, { header: 'LIMIT', align: 'right' }, { header: 'RUNNING', align: 'right' }, { header: 'SET AT' }],
-    limits.map((l) => [l.kind, String(l.maxRunning), String(l.running), l.updatedAt.toISOString()]),
+    limits.map((l) => [l.kind, String(l.maxRunning), String(l.running), instantText(l.updatedAt)]),
   );
 }

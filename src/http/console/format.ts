@@ -1,8 +1,10 @@
 /** How the console prints times and durations: UTC instants and short ages. */
+import { INVALID_TIME_TEXT } from '../../shownText.ts';
 
-/** An instant as `YYYY-MM-DD HH:MM:SS` UTC, or '—' for none. */
+/** An instant as `YYYY-MM-DD HH:MM:SS` UTC, '—' for none, INVALID_TIME_TEXT for a zero date stored by hand. */
 export function when(date: Date | null | undefined): string {
-  return date ? date.toISOString().slice(0, 19).replace('T', ' ') : '—';
+  if (!date) return '—';
+  return Number.isNaN(date.getTime()) ? INVALID_TIME_TEXT : date.toISOString().slice(0, 19).replace('T', ' ');
 }
 
 /** A duration in seconds as `45s`, `12m`, `3h`, `2d`; '—' for null. */
