@@ -68,6 +68,14 @@ export type DeadLetterQuery = DeadLetterFilter & { includeReviewed?: boolean };
  * once, however many operators race on it: the loser gets 'already_reviewed' and
  * changes nothing. Reasons are required (1–1000 characters; UsageError).
  */
+/** Progress and interruption of a bulk triage (requeueMatching, discardMatching). */
+export interface BulkTriageOptions {
+  /** Called after each committed batch with the totals so far. */
+  onBatch?: (soFar: BulkReviewResult) => void;
+  /** Once aborted, no further batch starts; the result says `interrupted: true`. */
+  signal?: AbortSignal;
+}
+
 export interface DeadLetterAdmin {
   /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (1–1000, default 1000); `more` when others match. */
   list(query?: DeadLetterQuery & { limit?: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }>;
@@ -79,10 +87,14 @@ export interface DeadLetterAdmin {
   requeue(id: number, reason: string): Promise<ReviewOutcome>;
   /** Leaves the job dead and marks the dead letter reviewed. */
   discard(id: number, reason: string): Promise<ReviewOutcome>;
-  /** requeue for every unreviewed dead letter matching `filter` (all when empty), 500 per transaction. */
-  requeueMatching(filter: DeadLetterFilter, reason: string): Promise<BulkReviewResult>;
-  /** discard for every unreviewed dead letter matching `filter` (all when empty), 500 per transaction. */
-  discardMatching(filter: DeadLetterFilter, reason: string): Promise<BulkReviewResult>;
+  /**
+   * requeue for every unreviewed dead letter matching `filter` (all when empty), 500 per
+   * transaction; `onBatch` hears the totals after each, an aborted `signal` stops it
+   * between two (`interrupted: true`).
+   */
+  requeueMatching(filter: DeadLetterFilter, reason: string, options?: BulkTriageOptions): Promise<BulkReviewResult>;
+  /** discard for every unreviewed dead letter matching `filter` (all when empty), 500 per transaction; options as requeueMatching. */
+  discardMatching(filter: DeadLetterFilter, reason: string, options?: BulkTriageOptions): Promise<BulkReviewResult>;
 }
 
 /** A loaded schedule with its coming fire times and its latest tick-ledger row. */
@@ -314,8 +326,10 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       get: async (id) => store.getDeadLetter(checkedId(id)),
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
       discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),
-      requeueMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.requeueMatching'), 'requeue', reason),
-      discardMatching: async (filter, reason) => store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.discardMatching'), 'discard', reason),
+      requeueMatching: async (filter, reason, options) =>
+        store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.requeueMatching'), 'requeue', reason, checkedTriageOptions(options, 'deadLetters.requeueMatching')),
+      discardMatching: async (filter, reason, options) =>
+        store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.discardMatching'), 'discard', reason, checkedTriageOptions(options, 'deadLetters.discardMatching')),
     },
     pauses: createPauseAdmin(store, schedules),
     limits: () => store.kindLimits(),
@@ -496,6 +510,14 @@ function checkedOptions<T extends object>(options: T | undefined, known: readonl
   if (typeof options !== 'object' || options === null) throw new UsageError(`${what}: options must be an object (got ${shownValue(options)})`);
   refuseUnknownOptions(options, known, what);
   return options;
+}
+
+/** A bulk triage's options, checked: only onBatch (a function) and signal (an AbortSignal). */
+function checkedTriageOptions(options: BulkTriageOptions | undefined, what: string): BulkTriageOptions {
+  const { onBatch, signal } = checkedOptions(options, ['onBatch', 'signal'], what);
+  if (onBatch !== undefined && typeof onBatch !== 'function') throw new UsageError(`${what}: onBatch must be a function (got ${shownValue(onBatch)})`);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new UsageError(`${what}: signal must be an AbortSignal (got ${shownValue(signal)})`);
+  return { onBatch, signal };
 }
 
 /** A refused value as a message shows it: its type and, for a short primitive, the value. */

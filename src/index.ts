@@ -14,6 +14,7 @@ export type {
   CancelOutcome,
   CancelTarget,
   CronqAdmin,
+  BulkTriageOptions,
   DeadLetterAdmin,
   DeadLetterDetail,
   DeadLetterFilter,

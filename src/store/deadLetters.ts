@@ -108,6 +108,22 @@ export interface BulkReviewResult {
   skippedJobNotDead: number;
   /** Requeue only: matching dead letters left unreviewed because their job died again later. */
   skippedSuperseded: number;
+  /**
+   * True when `signal` stopped it between two batches: the counts are what the committed
+   * batches did, and the matching dead letters after them are still unreviewed (running
+   * it again goes on from there; it never resolves one twice).
+   */
+  interrupted?: boolean;
+}
+
+/** How a bulk resolution reports and stops. */
+export interface BulkReviewOptions {
+  /** Dead letters resolved per transaction (REVIEW_BATCH_SIZE). */
+  batchSize?: number;
+  /** Called after each committed batch with the totals so far. */
+  onBatch?: (soFar: BulkReviewResult) => void;
+  /** Once aborted, no further batch starts (the one in flight commits or rolls back whole). */
+  signal?: AbortSignal;
 }
 
 const time = (value: string | Date): Date => parseDbTime(value)!;
@@ -393,20 +409,23 @@ export async function resolveDeadLetter(db: Db, id: number, action: ReviewAction
  * `FOR UPDATE SKIP LOCKED` (rows another operator holds right now are left to them)
  * and then applies exactly what `resolveDeadLetter` would. An empty filter means every
  * unreviewed dead letter. Returns how many it resolved and, for requeue, how many it
- * left unreviewed because the job is no longer dead or died again later.
+ * left unreviewed because the job is no longer dead or died again later. `onBatch` hears
+ * the totals after each commit; an aborted `signal` stops it before the next batch
+ * (`interrupted`), so a run stopped midway has resolved whole batches only.
  */
 export async function resolveMatching(
   db: Db,
   filter: DeadLetterFilter,
   action: ReviewAction,
   reason: string,
-  { batchSize = REVIEW_BATCH_SIZE }: { batchSize?: number } = {},
+  { batchSize = REVIEW_BATCH_SIZE, onBatch, signal }: BulkReviewOptions = {},
 ): Promise<BulkReviewResult> {
   const why = checkReason(reason);
   const [{ until }] = rows<{ until: string }>(await db.execute(sql`SELECT CAST(${NOW} AS CHAR) AS until`));
   const total: BulkReviewResult = { touched: 0, skippedJobNotDead: 0, skippedSuperseded: 0 };
   let cursor: { deadAt: string; id: number } | null = null;
   for (;;) {
+    if (signal?.aborted) return { ...total, interrupted: true };
     const after: SQL = cursor
       ? sql`((dead_at = ${cursor.deadAt} AND id > ${cursor.id}) OR dead_at > ${cursor.deadAt}) AND `
       : sql``;
@@ -428,6 +447,7 @@ export async function resolveMatching(
     total.skippedJobNotDead += batch.outcome.jobNotDead.size;
     total.skippedSuperseded += batch.outcome.superseded.size;
     cursor = { deadAt: batch.last.dead_at_text, id: Number(batch.last.id) };
+    onBatch?.({ ...total });
     if (batch.count < batchSize) break;
   }
   return total;

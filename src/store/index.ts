@@ -16,6 +16,7 @@ import {
   listDeadLetters,
   resolveDeadLetter,
   resolveMatching,
+  type BulkReviewOptions,
   type BulkReviewResult,
   type DeadLetterDetail,
   type DeadLetterFilter,
@@ -300,7 +301,7 @@ export class Store implements JobWriter {
   }
 
   /** Requeues or discards every unreviewed dead letter matching a filter, in batches (resolveMatching). */
-  resolveMatching(filter: DeadLetterFilter, action: ReviewAction, reason: string, options?: { batchSize?: number }): Promise<BulkReviewResult> {
+  resolveMatching(filter: DeadLetterFilter, action: ReviewAction, reason: string, options?: BulkReviewOptions): Promise<BulkReviewResult> {
     return resolveMatching(this.db, filter, action, reason, options);
   }
 

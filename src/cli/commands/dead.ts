@@ -4,6 +4,8 @@ import {
   LISTING_MAX,
   MAX_REASON_LENGTH,
   REVIEW_BATCH_SIZE,
+  type BulkReviewResult,
+  type BulkTriageOptions,
   type DeadLetterAdmin,
   type DeadLetterFilter,
   type ReviewAction,
@@ -72,11 +74,14 @@ letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are U
   --reason R        requeue, discard: why (required, up to ${MAX_REASON_LENGTH} characters)
   --all-matching    requeue, discard: instead of ID, every unreviewed dead letter matching
                     --kind/--queue/--since (all of them when none is given), ${REVIEW_BATCH_SIZE} per
-                    transaction; prints how many it resolved
+                    transaction; prints how many it resolved, and on stderr how many so
+                    far every 2 s. Ctrl-C (SIGINT/SIGTERM) stops it after the batch in
+                    progress and prints what it did (exit 130); running it again goes on
+                    and resolves none twice
 
 Exit status: 0 done; 64 bad usage, unknown id, already reviewed, job not dead; 75 the
 database is busy (another transaction held the rows: nothing changed, run it again);
-1 other errors.
+130 --all-matching stopped by a signal (the batches done stay done); 1 other errors.
 
 ${DATABASE_ONLY_HELP}`,
   options: {
@@ -208,13 +213,20 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
 
   if (bulk) {
     const filter = parseFilter(values);
-    const result = await withDeadLetters(args, (dead) => (action === 'requeue' ? dead.requeueMatching(filter, reason) : dead.discardMatching(filter, reason)));
+    const result = await untilSignalled(`dead ${sub}`, past, (options) =>
+      withDeadLetters(args, (dead) => (action === 'requeue' ? dead.requeueMatching(filter, reason, options) : dead.discardMatching(filter, reason, options))),
+    );
     const skipped = [
       result.skippedJobNotDead > 0 && `${result.skippedJobNotDead} whose job is no longer dead`,
       result.skippedSuperseded > 0 && `${result.skippedSuperseded} whose job died again later (see its newer dead letter)`,
     ].filter(Boolean);
     const tail = skipped.length === 0 ? '' : `; left unreviewed: ${skipped.join(', ')}`;
-    out(`${past} ${result.touched} dead letter${result.touched === 1 ? '' : 's'}${filtered(filter)}${tail}`);
+    const summary = `${past} ${result.touched} dead letter${result.touched === 1 ? '' : 's'}${filtered(filter)}${tail}`;
+    if (result.interrupted) {
+      out(`interrupted: ${summary}; the rest are unreviewed (run the same command again to go on: it never resolves a dead letter twice)`);
+      return EXIT_INTERRUPTED;
+    }
+    out(summary);
     return 0;
   }
 
@@ -227,6 +239,45 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
       : `discarded dead letter ${id}: job ${outcome.jobId} (key ${outcome.key}) stays dead`,
   );
   return 0;
+}
+
+/** Exit status of a bulk triage stopped by SIGINT or SIGTERM between two batches (128 + SIGINT). */
+const EXIT_INTERRUPTED = 130;
+/** How often a bulk triage says on stderr how far it got. */
+const PROGRESS_EVERY_MS = 2000;
+
+/**
+ * Runs a bulk triage so that the first SIGINT or SIGTERM stops it after the batch in
+ * flight (which commits or rolls back whole) instead of killing it with its count
+ * unknown; a second signal (the default handler, restored) stops at once. Says on stderr
+ * how many it resolved so far, every PROGRESS_EVERY_MS.
+ */
+async function untilSignalled(
+  command: string,
+  past: string,
+  work: (options: BulkTriageOptions) => Promise<BulkReviewResult>,
+): Promise<BulkReviewResult> {
+  const stop = new AbortController();
+  const onSignal = () => {
+    process.stderr.write(`${cliLine(command, 'stopping after the batch in progress (a second signal stops at once)')}\n`);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    stop.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let shownAt = Date.now();
+  const onBatch = (soFar: BulkReviewResult) => {
+    if (Date.now() - shownAt < PROGRESS_EVERY_MS) return;
+    shownAt = Date.now();
+    process.stderr.write(`${cliLine(command, `${past} ${soFar.touched} so far…`)}\n`);
+  };
+  try {
+    return await work({ onBatch, signal: stop.signal });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }
 
 function refusal(outcome: Exclude<ReviewOutcome, { status: 'done' }>): UsageError {
