@@ -92,7 +92,33 @@ describe('collectStats', () => {
   });
 
   it('reports no queues and zero dead letters on an empty database', async () => {
-    expect(await collectStats(t.database.db)).toEqual({ queues: [], deadLetters: { awaitingReview: 0, capped: false }, schedules: [], pauses: [] });
+    expect(await collectStats(t.database.db)).toEqual({
+      queues: [],
+      deadLetters: { awaitingReview: 0, capped: false },
+      schedules: [],
+      pauses: [],
+      unknownStatus: { jobs: 0, capped: false, exampleIds: [] },
+    });
+  });
+
+  it('counts and names jobs whose status an UPDATE without strict mode set to a value outside the enum, which nothing else sees', async () => {
+    await jobs('default', 'ready', 3);
+    await t.sql(`SET SESSION sql_mode = ''`);
+    try {
+      await t.sql(`UPDATE cronq_jobs SET status = 'retry' ORDER BY id LIMIT 2`);
+    } finally {
+      await t.sql(`SET SESSION sql_mode = DEFAULT`);
+    }
+    const ids = (await t.sql(`SELECT id FROM cronq_jobs WHERE status + 0 = 0 ORDER BY id`)).map((r) => Number(r.id));
+    expect(ids).toHaveLength(2);
+    const stats = await collectStats(t.database.db);
+    expect(stats.unknownStatus).toEqual({ jobs: 2, capped: false, exampleIds: ids });
+    expect(stats.queues).toEqual([expect.objectContaining({ queue: 'default', ready: 1, reserved: 0, done: 0, dead: 0, cancelled: 0 })]);
+    const shown = await runCli(['stats'], { DATABASE_URL: t.url, CRONQ_SCHEDULES: '' });
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(shown.stdout).toContain(
+      `jobs with an unknown status (written by hand with strict mode off; they never run): 2, ids ${ids.join(', ')} (SELECT id, job_key FROM cronq_jobs WHERE status = '')`,
+    );
   });
 });
 
@@ -172,6 +198,7 @@ describe('cronq stats (CLI)', () => {
       deadLetters: { awaitingReview: 1, capped: false },
       schedules: [],
       pauses: [],
+      unknownStatus: { jobs: 0, capped: false, exampleIds: [] },
       health: expect.any(Array), // the schedules folder's (schedule-health.test.ts covers it)
     });
     expect(stats.queues[0].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(60);

@@ -50,7 +50,28 @@ export interface Stats {
   schedules: ScheduleStats[];
   /** Every pause in force (schedules, then queues, by name): who paused what, when, why. */
   pauses: Pause[];
+  /** Jobs whose status is none of cronq's (see UnknownStatusStats); collectStats always sets it. */
+  unknownStatus?: UnknownStatusStats;
 }
+
+/**
+ * Job rows whose `status` is the ENUM's error value '' (index 0): what the server stores
+ * for a value outside the list (`SET status = 'retry'`) when strict mode is off. No
+ * claim, cancel, recovery or prune ever selects them, so they sit unseen; stats count them.
+ */
+export interface UnknownStatusStats {
+  /** How many, counted up to UNKNOWN_STATUS_COUNT_CAP. */
+  jobs: number;
+  /** True when there are more than the cap: `jobs` is the cap, a lower bound. */
+  capped: boolean;
+  /** The smallest few of their ids, for a look from SQL. */
+  exampleIds: number[];
+}
+
+/** Jobs with an unknown status are counted up to this many. */
+export const UNKNOWN_STATUS_COUNT_CAP = 10_000;
+/** How many of their ids stats name. */
+const UNKNOWN_STATUS_EXAMPLES = 5;
 
 /** A schedule's latest tick ledger row. */
 export interface ScheduleStats {
@@ -179,6 +200,21 @@ export async function deadLetterStats(exec: Executor): Promise<DeadLetterStats> 
 }
 
 /**
+ * Jobs whose status is the ENUM's error value, on the claim index's `status = ''` prefix
+ * up to UNKNOWN_STATUS_COUNT_CAP (none: one index probe).
+ */
+export async function unknownStatusStats(exec: Executor): Promise<UnknownStatusStats> {
+  const found = rows<{ id: number }>(
+    await exec.execute(sql`SELECT id FROM cronq_jobs WHERE status = '' ORDER BY id LIMIT ${UNKNOWN_STATUS_COUNT_CAP + 1}`),
+  );
+  return {
+    jobs: Math.min(found.length, UNKNOWN_STATUS_COUNT_CAP),
+    capped: found.length > UNKNOWN_STATUS_COUNT_CAP,
+    exampleIds: found.slice(0, UNKNOWN_STATUS_EXAMPLES).map((r) => Number(r.id)),
+  };
+}
+
+/**
  * Each schedule's latest ledger row and the lateness of its latest enqueued tick. Both
  * read the unique (schedule_name, scheduled_at) index: MAX(scheduled_at) per schedule,
  * and per schedule a backward walk to its newest enqueued tick.
@@ -230,5 +266,6 @@ export async function collectStats(db: Executor): Promise<Stats> {
   const deadLetters = await deadLetterStats(db);
   const schedules = await scheduleStats(db);
   const pauses = await listPauses(db);
-  return { queues, deadLetters, schedules, pauses };
+  const unknownStatus = await unknownStatusStats(db);
+  return { queues, deadLetters, schedules, pauses, unknownStatus };
 }

@@ -35,6 +35,8 @@ size: such a count prints as N+ (at least N).
                              "note", "finishedAt" }, "latenessMs" }],
              "pauses": [{ "target" (schedule or queue), "name", "reason" (null
                           when none), "pausedBy", "pausedAt" }],
+             "unknownStatus": { "jobs", "capped", "exampleIds" } (jobs whose status
+                          is the ENUM's '' error value: written by hand, they never run),
              "health": [{ "schedule", "expectWithinMs" (null: no expect),
                           "lastSuccessAt" (null: none among the latest ticks),
                           "overdue" (true|false), "overdueSince" }] }
@@ -57,6 +59,16 @@ ${COMMON_HELP}`,
   },
 };
 
+/** The line about jobs whose status is none of cronq's, when there are any. */
+function unknownStatusText(unknown: Stats['unknownStatus']): string {
+  if (!unknown || unknown.jobs === 0) return '';
+  const ids = unknown.exampleIds.join(', ');
+  return (
+    `\njobs with an unknown status (written by hand with strict mode off; they never run): ${unknown.jobs}${unknown.capped ? '+' : ''}, ` +
+    `ids ${ids}${unknown.jobs > unknown.exampleIds.length ? ', …' : ''} (SELECT id, job_key FROM cronq_jobs WHERE status = '')`
+  );
+}
+
 /** The text `cronq stats` prints: a table of queues, then the dead-letter line. */
 export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string {
   const queues =
@@ -76,7 +88,7 @@ export function statsText(stats: Stats & { health?: ScheduleHealth[] }): string 
         );
   const capped = stats.queues.some((q) => q.capped.length > 0) ? '\n(N+: at least N; counting stops there)' : '';
   const review = `${stats.deadLetters.awaitingReview}${stats.deadLetters.capped ? '+' : ''}`;
-  const text = `${queues}${capped}\n\ndead letters awaiting review: ${review}${pausesText(stats.pauses)}`;
+  const text = `${queues}${capped}\n\ndead letters awaiting review: ${review}${unknownStatusText(stats.unknownStatus)}${pausesText(stats.pauses)}`;
   if (stats.schedules.length === 0) return `${text}${healthText(stats.health)}`;
   const schedules = renderTable(
     [{ header: 'SCHEDULE' }, { header: 'LAST TICK' }, { header: 'OUTCOME' }, { header: 'LATENESS', align: 'right' }],
