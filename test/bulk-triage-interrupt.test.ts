@@ -50,7 +50,7 @@ describe('interrupting a bulk requeue', () => {
     expect(seen).toEqual([{ touched: 10, skippedJobNotDead: 0, skippedSuperseded: 0 }]);
     expect(await counts()).toEqual({ open: 15, reviewed: 10 });
     const second = await resolveMatching(t.database.db, {}, 'requeue', 'second', { batchSize: 10 });
-    expect(second).toEqual({ touched: 15, skippedJobNotDead: 0, skippedSuperseded: 0 });
+    expect(second).toEqual({ touched: 15, skippedJobNotDead: 0, skippedSuperseded: 0, skippedHeld: 0 });
     expect(await t.sql(`SELECT resolution, COUNT(*) AS n FROM cronq_dead_letters GROUP BY resolution ORDER BY resolution`)).toEqual([
       { resolution: 'requeued: first', n: 10 },
       { resolution: 'requeued: second', n: 15 },

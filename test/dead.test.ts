@@ -19,6 +19,7 @@ import { THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { runCli } from './support/cli.ts';
 import { runMain } from './support/runMain.ts';
 import { useTestDatabase } from './support/db.ts';
+import { whileLocked } from './support/rowLock.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 let env: Record<string, string>;
@@ -324,7 +325,7 @@ describe('bulk requeue and discard', () => {
     const reviewed = await crafted({ key: 'rep:reviewed', kind: 'report', reviewed: 'discarded: earlier' });
     const notDead = await crafted({ key: 'rep:ready', kind: 'report', jobStatus: 'ready' });
     const result = await resolveMatching(db(), { kind: 'report' }, 'requeue', 'report server back', { batchSize: 3 });
-    expect(result).toEqual({ touched: 7, skippedJobNotDead: 1, skippedSuperseded: 0 });
+    expect(result).toEqual({ touched: 7, skippedJobNotDead: 1, skippedSuperseded: 0, skippedHeld: 0 });
     const requeued = await t.sql("SELECT id FROM cronq_jobs WHERE status = 'ready' AND attempts = 0 ORDER BY id");
     expect(requeued.map((r: any) => r.id)).toEqual(matching.map((m) => m.jobId).sort((x, y) => x - y));
     expect(await jobRow(notDead.jobId)).toMatchObject({ status: 'ready', attempts: 3 });
@@ -365,13 +366,26 @@ describe('bulk requeue and discard', () => {
     }
   });
 
+  it('says how many it passed over because another transaction held them and then left them unreviewed', async () => {
+    const letters = await Promise.all(Array.from({ length: 5 }, (_, i) => crafted({ key: `held:${i}`, agoSeconds: 10 + i })));
+    const held = letters[2].letterId;
+    const result = await whileLocked(t.url, { sql: 'SELECT id FROM cronq_dead_letters WHERE id = ? FOR UPDATE', values: [held] }, () =>
+      resolveMatching(db(), {}, 'discard', 'bulk', { batchSize: 2 }),
+    );
+    expect(result).toEqual({ touched: 4, skippedJobNotDead: 0, skippedSuperseded: 0, skippedHeld: 1 });
+    expect(await letterRow(held)).toEqual({ reviewed_at: null, resolution: null });
+    const cli = await runCli(['dead', 'discard', '--all-matching', '--reason', 'again'], env);
+    expect(cli).toMatchObject({ code: 0, stderr: '' });
+    expect(cli.stdout.trim()).toBe('discarded 1 dead letter');
+  });
+
   it('skips an older dead letter of a job that died again, and requeues through the newer one', async () => {
     const { jobId, letterId: older } = await crafted({ key: 'twice-dead', agoSeconds: 100 });
     await t.sql(
       "INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts, dead_at) VALUES (?, 'default', 'report', 'twice-dead', '{}', 'Error: again', 3, UTC_TIMESTAMP(6) - INTERVAL 5 SECOND)",
       [jobId],
     );
-    expect(await resolveMatching(db(), {}, 'requeue', 'x')).toEqual({ touched: 1, skippedJobNotDead: 0, skippedSuperseded: 1 });
+    expect(await resolveMatching(db(), {}, 'requeue', 'x')).toEqual({ touched: 1, skippedJobNotDead: 0, skippedSuperseded: 1, skippedHeld: 0 });
     expect(await letterRow(older)).toEqual({ reviewed_at: null, resolution: null });
     expect((await jobRow(jobId)).status).toBe('ready');
   });

@@ -109,6 +109,13 @@ export interface BulkReviewResult {
   /** Requeue only: matching dead letters left unreviewed because their job died again later. */
   skippedSuperseded: number;
   /**
+   * Matching dead letters (that existed at the start) still unreviewed at the end beyond
+   * the two above: ones another transaction held when their batch passed (SKIP LOCKED),
+   * which it then did not resolve (an operator's by-hand transaction rolled back, say).
+   * A lower bound when others resolve matching rows meanwhile. Absent when interrupted.
+   */
+  skippedHeld?: number;
+  /**
    * True when `signal` stopped it between two batches: the counts are what the committed
    * batches did, and the matching dead letters after them are still unreviewed (running
    * it again goes on from there; it never resolves one twice).
@@ -450,5 +457,10 @@ export async function resolveMatching(
     onBatch?.({ ...total });
     if (batch.count < batchSize) break;
   }
-  return total;
+  // A plain count: what SKIP LOCKED passed over and nobody resolved shows up here.
+  const [{ open }] = rows<{ open: number }>(
+    await db.execute(sql`SELECT COUNT(*) AS open FROM cronq_dead_letters
+      WHERE reviewed_at IS NULL AND dead_at <= ${until} AND ${filterSql(filter)}`),
+  );
+  return { ...total, skippedHeld: Math.max(0, Number(open) - total.skippedJobNotDead - total.skippedSuperseded) };
 }

@@ -219,6 +219,7 @@ async function resolve(args: ParsedArgs, sub: 'requeue' | 'discard', rest: strin
     const skipped = [
       result.skippedJobNotDead > 0 && `${result.skippedJobNotDead} whose job is no longer dead`,
       result.skippedSuperseded > 0 && `${result.skippedSuperseded} whose job died again later (see its newer dead letter)`,
+      (result.skippedHeld ?? 0) > 0 && `${result.skippedHeld} held by another transaction as it passed (run it again for those)`,
     ].filter(Boolean);
     const tail = skipped.length === 0 ? '' : `; left unreviewed: ${skipped.join(', ')}`;
     const summary = `${past} ${result.touched} dead letter${result.touched === 1 ? '' : 's'}${filtered(filter)}${tail}`;
