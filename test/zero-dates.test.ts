@@ -7,7 +7,7 @@ import { useTestDatabase } from './support/db.ts';
  * zero date, `0000-00-00 00:00:00`, which reads as no instant at all. The triage and
  * limits commands print such a time as 'not a valid time' instead of failing whole.
  */
-const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters', 'cronq_kind_limits'] });
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters', 'cronq_kind_limits', 'cronq_pauses'] });
 let env: Record<string, string>;
 
 beforeAll(() => {
@@ -69,5 +69,22 @@ describe('times written as NULL by hand with strict mode off', () => {
     const r = await runCli(['limits'], env);
     expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(r.stdout).toMatch(/^report\s+2\s+0\s+not a valid time$/m);
+  });
+
+  it('cronq stats prints a pause whose paused_at is the zero date, and cronq resume ends it and says so with exit 0', async () => {
+    await t.sql(`INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('queue', 'mail', 'smtp down', 'ops')`);
+    await t.sql(`SET SESSION sql_mode = ''`);
+    try {
+      await t.sql(`UPDATE cronq_pauses SET paused_at = NULL`);
+    } finally {
+      await t.sql(`SET SESSION sql_mode = DEFAULT`);
+    }
+    const stats = await runCli(['stats'], env);
+    expect(stats).toMatchObject({ code: 0, stderr: '' });
+    expect(stats.stdout).toContain('mail paused by ops since not a valid time: smtp down');
+    const resumed = await runCli(['resume', '--queue', 'mail'], env);
+    expect(resumed).toMatchObject({ code: 0, stderr: '' });
+    expect(resumed.stdout.trim()).toBe('queue mail resumed (was paused by ops since not a valid time: smtp down)');
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { formatDuration } from '../duration.ts';
+import { instantText } from '../shownText.ts';
 import type { ResolvedCatchUp } from './define.ts';
 
 /** A tick is "caught up" rather than on time when handled more than this after its instant. */
@@ -88,5 +89,5 @@ export function pausedNote(pause: { pausedBy: string; pausedAt: Date; reason: st
   // One line: a reason's line breaks would print as lines of their own (in `cronq stats`, say), reading as other output.
   const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
   const reason = pause.reason === null ? null : oneLine(pause.reason);
-  return `paused by ${oneLine(pause.pausedBy)} since ${pause.pausedAt.toISOString()}${reason ? `: ${reason}` : ''}`;
+  return `paused by ${oneLine(pause.pausedBy)} since ${instantText(pause.pausedAt)}${reason ? `: ${reason}` : ''}`;
 }

@@ -1,6 +1,7 @@
 import { describePause, LISTING_MAX, type TickRow } from '../../admin.ts';
 import { baseConfig, parseIntFlag } from '../../config.ts';
 import { formatDuration } from '../../duration.ts';
+import { instantText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { jsonText } from '../printable.ts';
@@ -47,7 +48,7 @@ ${COMMON_HELP}`,
         period: s.period,
         next: s.next.map((d) => d.toISOString()),
         lastTick: s.lastTick ? tickJson(s.lastTick) : null,
-        paused: s.paused && { by: s.paused.pausedBy, at: s.paused.pausedAt.toISOString(), reason: s.paused.reason },
+        paused: s.paused && { by: s.paused.pausedBy, at: instantText(s.paused.pausedAt), reason: s.paused.reason },
         expectWithinMs: s.health.expectWithinMs,
         lastSuccessAt: s.health.lastSuccessAt?.toISOString() ?? null,
         overdue: s.health.overdue,
