@@ -261,7 +261,7 @@ describe('bulk filters', () => {
       expect((await refusalOf(cronq.admin.cancelMatching({ kind: 7 } as never, { reason: 'x' }))).message).toBe('cancelMatching: kind must be a non-empty string (got 7)');
       expect(await count("status = 'ready'")).toBe(3);
       // The same filter, spelt right, cancels the one report.
-      expect(await cronq.admin.cancelMatching({ kind: 'report' }, { reason: 'x' })).toEqual({ ready: 1, running: 0 });
+      expect(await cronq.admin.cancelMatching({ kind: 'report' }, { reason: 'x' })).toEqual({ ready: 1, running: 0, skippedHeld: 0 });
     } finally {
       await cronq.stop();
     }

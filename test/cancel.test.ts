@@ -6,6 +6,7 @@ import { countPrunable, cutoffBefore } from '../src/store/prune.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { runCli } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
+import { whileLocked } from './support/rowLock.ts';
 import { EventLog } from './support/events.ts';
 import { THIRTY_SECOND_LEASES } from './support/jobs.ts';
 import { runMain } from './support/runMain.ts';
@@ -126,10 +127,22 @@ describe('cancelling many jobs', () => {
     await t.sql("UPDATE cronq_jobs SET status = 'reserved', lease_fence = REPEAT('b', 32), lease_deadline = UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE WHERE id = ?", [running]);
     const done = await crafted('a5', 'done', 'a');
     const otherKind = await crafted('b1', 'ready', 'b');
-    expect(await cancelMatching(t.database.db, { kind: 'a' }, { by: 'ops', reason: 'bad deploy' }, { batchSize: 2 })).toEqual({ ready: 3, running: 1 });
+    expect(await cancelMatching(t.database.db, { kind: 'a' }, { by: 'ops', reason: 'bad deploy' }, { batchSize: 2 })).toEqual({ ready: 3, running: 1, skippedHeld: 0 });
     for (const id of [...ready, running]) expect((await jobRow(id)).status).toBe('cancelled');
     expect((await jobRow(done)).status).toBe('done');
     expect((await jobRow(otherKind)).status).toBe('ready');
+  });
+
+  it('says how many matching jobs another transaction held through both passes, and a second run cancels them', async () => {
+    const ids = [await crafted('h1', 'ready', 'h'), await crafted('h2', 'ready', 'h'), await crafted('h3', 'ready', 'h')];
+    const result = await whileLocked(t.url, { sql: 'SELECT id FROM cronq_jobs WHERE id = ? FOR UPDATE', values: [ids[1]] }, () =>
+      cancelMatching(t.database.db, { kind: 'h' }, { by: 'ops', reason: 'stop' }, { batchSize: 2 }),
+    );
+    expect(result).toEqual({ ready: 2, running: 0, skippedHeld: 1 });
+    expect((await jobRow(ids[1])).status).toBe('ready');
+    const cli = await runCli(['cancel', '--all-matching', '--kind', 'h', '--reason', 'stop'], env);
+    expect(cli).toMatchObject({ code: 0, stderr: '' });
+    expect(cli.stdout.trim()).toBe('cancelled 1 job (kind h): 1 waiting, 0 running (their handlers stop at the next lease renewal)');
   });
 
   it('prints how many it cancelled from the CLI', async () => {

@@ -58,6 +58,12 @@ export interface BulkCancelResult {
   ready: number;
   /** Jobs cancelled while their handler ran (it is told at its next lease renewal). */
   running: number;
+  /**
+   * Matching jobs (that existed at the start) still 'ready' or 'reserved' at the end:
+   * another transaction held them through both passes (SKIP LOCKED), a by-hand
+   * `SELECT ... FOR UPDATE` say. Running it again cancels them. Absent when nothing matched.
+   */
+  skippedHeld?: number;
 }
 
 /** Who cancelled a job its caller held a lease on, and why. */
@@ -151,7 +157,9 @@ export async function cancelMatching(
       after = Number(batch.at(-1)!.id);
     }
   }
-  return total;
+  // A plain count: the jobs both passes skipped as held and that are still unfinished.
+  const [{ open }] = rows<{ open: number }>(await db.execute(sql`SELECT COUNT(*) AS open FROM cronq_jobs WHERE id <= ${Number(top)} AND ${matching}`));
+  return { ...total, skippedHeld: Number(open) };
 }
 
 /**

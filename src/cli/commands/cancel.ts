@@ -70,7 +70,11 @@ ${DATABASE_ONLY_HELP}`,
       const filter = parseFilter(values);
       const result = await withCronq(args, (cronq) => cronq.admin.cancelMatching(filter, { reason, by }));
       const count = result.ready + result.running;
-      out(`cancelled ${count} job${count === 1 ? '' : 's'}${described(filter)}: ${result.ready} waiting, ${result.running} running (their handlers stop at the next lease renewal)`);
+      const held = result.skippedHeld ?? 0;
+      out(
+        `cancelled ${count} job${count === 1 ? '' : 's'}${described(filter)}: ${result.ready} waiting, ${result.running} running (their handlers stop at the next lease renewal)` +
+          (held > 0 ? `; left: ${held} held by another transaction as it passed (run it again for those)` : ''),
+      );
       return 0;
     }
     // A key is compared byte for byte: one of blanks is a key like any other, only an empty one is none.
