@@ -126,5 +126,9 @@ export async function servingOf(exec: Executor, query: { jobId: number; kind: st
   if (Number(row.alive) > 0) return { alive: true, unservedForMs: 0 };
   const now = parseDbTime(row.now)!.getTime();
   const since = parseDbTime(row.last_served) ?? parseDbTime(row.created_at);
-  return { alive: false, unservedForMs: since === null ? 0 : Math.max(0, now - since.getTime()) };
+  if (since === null) return { alive: false, unservedForMs: 0 };
+  // A zero date written by hand (strict mode off) reads as no instant: the earliest there
+  // is, as the server orders it, so long unserved; never NaN, which no SQL interval takes.
+  if (Number.isNaN(since.getTime())) return { alive: false, unservedForMs: Number.MAX_SAFE_INTEGER };
+  return { alive: false, unservedForMs: Math.max(0, now - since.getTime()) };
 }
