@@ -194,6 +194,19 @@ describe('claiming a limited queue', () => {
     expect((await claimReady(t.database.claims, request, 1)).map((j) => j.queue)).toEqual(['two', 'two', 'two']);
   });
 
+  it('holds a kind whose limit row is set to 0 by hand: nothing is claimed until it is raised, and cronq limits marks it held', async () => {
+    await t.sql('DELETE FROM cronq_jobs');
+    await t.sql("REPLACE INTO cronq_kind_limits (kind, max_running) VALUES ('capped', 0)");
+    await insertJobsIfAbsent(t.database.db, Array.from({ length: 3 }, (_, i) => jobRow(`held-${i}`, { kind: 'capped', queue: 'capped' })));
+    const atLimit = new Set<string>();
+    expect(await claim(10, atLimit)).toHaveLength(0);
+    expect([...atLimit]).toEqual(['capped']);
+    const text = await runCli(['limits'], { DATABASE_URL: t.url });
+    expect(text.stdout).toMatch(/^capped\s+0 \(held\)\s+0\s+\d{4}-/m);
+    await t.sql("UPDATE cronq_kind_limits SET max_running = 1 WHERE kind = 'capped'");
+    expect(await claim(10)).toHaveLength(1);
+  });
+
   it('claims nothing from a limited queue whose limit row is missing', async () => {
     await t.sql('DELETE FROM cronq_jobs');
     await t.sql("DELETE FROM cronq_kind_limits WHERE kind = 'capped'");

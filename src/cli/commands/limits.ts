@@ -16,6 +16,7 @@ Prints every kind with a cluster-wide concurrency limit (a task's or schedule's
 (reserved with a lease that has not run out: jobs claimed ahead of a free
 handler count too), and when the limit was last written. Each daemon writes its
 limits when its workers start, so the latest daemon's value is the one in force.
+A limit set to 0 by hand shows as '0 (held)': nothing of its kind is claimed.
 
   --json   one JSON array: [{ "kind", "maxRunning", "running", "updatedAt" }]
            More keys may be added; ignore the ones you do not know.
@@ -44,6 +45,7 @@ export function limitsText(limits: KindLimitStatus[]): string {
   if (limits.length === 0) return 'no concurrency limits';
   return renderTable(
     [{ header: 'KIND' }, { header: 'LIMIT', align: 'right' }, { header: 'RUNNING', align: 'right' }, { header: 'SET AT' }],
-    limits.map((l) => [l.kind, String(l.maxRunning), String(l.running), instantText(l.updatedAt)]),
+    // 0 (set by hand): nothing of the kind is claimed until the row is raised or a daemon rewrites it.
+    limits.map((l) => [l.kind, l.maxRunning === 0 ? '0 (held)' : String(l.maxRunning), String(l.running), instantText(l.updatedAt)]),
   );
 }
