@@ -122,6 +122,21 @@ describe('listing dead letters', () => {
     expect(await keys({ limit: 10, since: new Date(Date.now() - 600_000), includeReviewed: true })).toEqual(['b', 'c']);
   });
 
+  it('carries at most 1,000 characters of a reason written by hand as one huge line, and dead list prints it cut to one short row', async () => {
+    const { letterId } = await crafted({ key: 'huge', reason: `Error: ${'x'.repeat(60_000)}\nsecond line` });
+    const { letters } = await listDeadLetters(db(), { limit: 10 });
+    expect(letters.map((l) => l.reason.length)).toEqual([1_000]);
+    expect(letters[0].reason.startsWith('Error: xxx')).toBe(true);
+    const shown = await runCli(['dead', 'list'], env);
+    expect(shown.code).toBe(0);
+    const row = shown.stdout.split('\n').find((line) => line.trimStart().startsWith(String(letterId)));
+    expect(row).toMatch(/Error: x+…$/);
+    expect(row!.length).toBeLessThan(500);
+    // The whole reason is still there to read.
+    const full = await runCli(['dead', 'show', String(letterId), '--json'], env);
+    expect(JSON.parse(full.stdout).failureReason).toHaveLength('Error: '.length + 60_000 + '\nsecond line'.length);
+  });
+
   it('says when more rows match than the limit', async () => {
     for (let i = 0; i < 3; i++) await crafted({ key: `k${i}`, agoSeconds: 100 - i });
     const { letters, more } = await listDeadLetters(db(), { limit: 2 });

@@ -18,7 +18,8 @@ export function deadLetterTable(letters: DeadLetterSummary[], { withResolution =
       { header: 'KEY', maxWidth: 60 },
       { header: 'ATTEMPTS', align: 'right' },
       ...(withResolution ? [{ header: 'RESOLUTION', maxWidth: 40 }] : []),
-      { header: 'REASON' },
+      // One row each: the reason's first line (at most LISTED_REASON_MAX characters) cut to a terminal's few lines.
+      { header: 'REASON', maxWidth: 300 },
     ],
     letters.map((l) => [
       String(l.id),

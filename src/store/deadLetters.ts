@@ -26,6 +26,15 @@ import { NO_LEASE, NO_TIME, NOW, parseDbTime, PAYLOAD_KEPT, rows, toDbTime } fro
 /** The first line of failure_reason, computed by the server so long reasons stay there. */
 const FIRST_LINE = sql.raw('SUBSTRING_INDEX(failure_reason, CHAR(10 USING utf8mb4), 1)');
 
+/**
+ * Most characters of a reason's first line a listing carries (DeadLetterSummary.reason):
+ * the daemon writes reasons of at most 2,000 characters, but one written by hand in SQL
+ * may be a single line of megabytes, and a page of 100 such rows would carry them all.
+ * The whole reason is in `get` (cronq dead show).
+ */
+export const LISTED_REASON_MAX = 1_000;
+const LISTED_FIRST_LINE = sql.raw(`LEFT(SUBSTRING_INDEX(failure_reason, CHAR(10 USING utf8mb4), 1), ${LISTED_REASON_MAX})`);
+
 /** Dead letters resolved per transaction by the bulk operations. */
 export const REVIEW_BATCH_SIZE = 500;
 /** Longest accepted triage reason (it is stored in `resolution` after 'requeued: '). */
@@ -48,7 +57,7 @@ export interface DeadLetterSummary {
   key: string;
   attempts: number;
   deadAt: Date;
-  /** The first line of failure_reason. */
+  /** The first line of failure_reason, its first LISTED_REASON_MAX characters. */
   reason: string;
   reviewedAt: Date | null;
   resolution: string | null;
@@ -158,7 +167,7 @@ type SummaryRow = {
   reason: string;
 };
 
-const SUMMARY_COLUMNS = sql`id, job_id, queue, kind, job_key, attempts, dead_at, reviewed_at, resolution, ${FIRST_LINE} AS reason`;
+const SUMMARY_COLUMNS = sql`id, job_id, queue, kind, job_key, attempts, dead_at, reviewed_at, resolution, ${LISTED_FIRST_LINE} AS reason`;
 
 function toSummary(r: SummaryRow): DeadLetterSummary {
   return {

@@ -54,7 +54,7 @@ Triage of cronq_dead_letters, the jobs that failed for good. ID is always the de
 letter's own id (cronq_dead_letters.id), the one 'dead list' prints. Times are UTC.
 
   list      unreviewed dead letters, oldest first: id, dead at, kind, key, attempts
-            and the first line of the failure reason
+            and the first line of the failure reason (cut to 300 characters)
   show      one dead letter in full: payload, whole failure reason, the job's status now
   requeue   put the same job row back to 'ready', attempts and lease expiries 0,
             available now (its key stays: no duplicate), and mark the dead letter
