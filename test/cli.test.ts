@@ -302,6 +302,24 @@ describe('text output and the terminal', () => {
     }
   });
 
+  it('prints characters that show as nothing (zero-width space, word joiner, BOM, soft hyphen) as escapes, keeping emoji joiners; --json still parses to the stored text', async () => {
+    const key = 'user:\u200b42';
+    const reason = 'Error: \ufeffcharge\u2060d \xadx 👩\u200d💻';
+    await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'traced', ?, '{}', ?, 5)", [key, reason]);
+    try {
+      const shown = await runMain(['dead', 'list'], env());
+      expect(shown.stdout).not.toMatch(/[\u200b\u2060\ufeff\xad]/);
+      expect(shown.stdout).toContain('user:\\u200b42');
+      expect(shown.stdout).toContain('Error: \\ufeffcharge\\u2060d \\xadx 👩\u200d💻');
+      const json = await runMain(['dead', 'list', '--json'], env());
+      expect(json.stdout).not.toMatch(/[\u200b\u2060\ufeff\xad]/);
+      const [letter] = JSON.parse(json.stdout);
+      expect([letter.key, letter.reason]).toEqual([key, reason]);
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+
   it('prints bidirectional controls as escapes, so a key or reason cannot read as something it does not say; --json still parses to the stored text', async () => {
     const reason = 'Error: paid \u202e0001$ \u2066x\u2069';
     await t.sql("INSERT INTO cronq_dead_letters (job_id, queue, kind, job_key, payload, failure_reason, attempts) VALUES (1, 'default', 'traced', 'bidi:1', '{}', ?, 5)", [reason]);

@@ -1,10 +1,13 @@
 /**
  * C0 controls but tab and newline, DEL, and C1 controls: what a terminal may act on
- * instead of showing; and the bidirectional controls (U+061C, U+200E-U+200F,
+ * instead of showing; the bidirectional controls (U+061C, U+200E-U+200F,
  * U+202A-U+202E, U+2066-U+2069), which reorder the text shown around them so a line
- * reads as something it does not say.
+ * reads as something it does not say; and the characters that show as nothing (soft
+ * hyphen U+00AD, U+180E, zero-width space U+200B, word joiner and invisible operators
+ * U+2060-U+2064, U+FEFF), so keys differing only by one do not look alike. The
+ * zero-width joiners U+200C/U+200D stay: emoji sequences and some scripts are made of them.
  */
-const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 
 /**
  * `text` with every control character a terminal would act on (ESC sequences that clear
@@ -18,7 +21,7 @@ export function printable(text: string): string {
 }
 
 /** Every control printable escapes, and tabs and line breaks as well. */
-const CONTROL_IN_LINE = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_IN_LINE = /[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 
 /**
  * `text` as printable shows it, with tabs and line breaks escaped too (`\x09`, `\x0a`):
@@ -28,14 +31,14 @@ export function printableLine(text: string): string {
   return text.replace(CONTROL_IN_LINE, escaped);
 }
 
-/** The one escape of a control character: `\x1b`, or `\u202e` for a bidirectional control (valid in JSON text too). */
+/** The one escape of a control character: `\x1b`, or `\u202e` above U+00FF (valid in JSON text too). */
 function escaped(c: string): string {
   const code = c.charCodeAt(0);
   return code > 0xff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\x${code.toString(16).padStart(2, '0')}`;
 }
 
 /** DEL and C1 controls, which JSON.stringify leaves raw (it escapes only C0). */
-const RAW_IN_JSON = /[\x7f-\x9f]/g;
+const RAW_IN_JSON = /[\x7f-\x9f\xad]/g;
 
 /**
  * `value` as JSON (JSON.stringify's `space`) with DEL and C1 controls written as `\u0085`

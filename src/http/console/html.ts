@@ -22,9 +22,11 @@ const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;'
  * What escapeHtml replaces: the five HTML specials; C0 controls but tab and newline, DEL
  * and C1 controls (as the CLI's printable); and the bidi controls that reorder what is
  * shown: marks U+200E, U+200F, U+061C, embeddings and overrides U+202A–202E, isolates
- * U+2066–2069 (a key `refund:\u202E0000001-resu` read as `refund:user-1000000`).
+ * U+2066–2069 (a key `refund:\u202E0000001-resu` read as `refund:user-1000000`); and the
+ * characters that show as nothing (U+00AD, U+180E, U+200B, U+2060–2064, U+FEFF), as the
+ * CLI escapes them too (the joiners U+200C/U+200D stay: emoji are made of them).
  */
-const SPECIAL = /[&<>"'\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const SPECIAL = /[&<>"'\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 
 /** A control or bidi character as visible text: `\x1b` below U+0100, `\u202e` above (as the CLI writes `\x1b`). */
 function visible(c: string): string {
