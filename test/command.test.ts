@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -169,6 +169,24 @@ describe('commandHandler', () => {
     const lines = log.named('command_output').map((e) => `${e.stream}:${e.line}`);
     expect(lines).toEqual(expect.arrayContaining(['stdout:out one', 'stderr:err one', 'stdout:no newline']));
     expect(log.named('command_output').every((e) => e.level === 20)).toBe(true);
+  });
+
+  it('logs a line longer than a piece cut at a space, so a URL near the cut is masked whole, and never splits a character', async () => {
+    const log = new EventLog('debug');
+    // The URL starts 20 characters before the 8,192nd: a cut there would leave its password split over two pieces, unmasked.
+    const url = 'mysql://app:hunter2secret@db.internal:3306/app';
+    const line = `${'w '.repeat((8_192 - 20) / 2)}${url} ${'y'.repeat(3_000)}`;
+    const emoji = `${'e'.repeat(8_191)}😀${'z'.repeat(10)}`; // no space: the pair straddles the 8,192nd character
+    const file = join(mkdtempSync(join(tmpdir(), 'cronq-lines-')), 'out.txt');
+    writeFileSync(file, `${line}\n${emoji}\n`);
+    await run({ command: `cat '${file}'` }, fakeJob(), context({ log }));
+    rmSync(join(file, '..'), { recursive: true, force: true });
+    const pieces = log.named('command_output').map((e) => e.line as string);
+    expect(pieces.join('')).not.toContain('hunter2secret');
+    expect(pieces.some((p) => p.includes('mysql://app:***@db.internal:3306/app'))).toBe(true);
+    expect(pieces.every((p) => p.length <= 8_192)).toBe(true);
+    expect(pieces.some((p) => /[\ud800-\udbff]$/.test(p) || /^[\udc00-\udfff]/.test(p))).toBe(false);
+    expect(pieces.join('')).toContain('😀');
   });
 
   it('kills a command that runs past its timeout and says it timed out', async () => {

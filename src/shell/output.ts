@@ -71,6 +71,26 @@ export function watchOutput(child: ChildProcess, log: Logger): Output {
   };
 }
 
+/** How far back from a piece's full length its cut looks for a space (pieceEnd). */
+const CUT_LOOKBACK_CHARS = 1_024;
+
+/**
+ * Where the piece of `line` from `at` ends: after the last whitespace within
+ * CUT_LOOKBACK_CHARS of MAX_LINE_CHARS, so a word (a URL whose password maskUrl must see
+ * whole) up to that long is never split between two logged pieces; else at
+ * MAX_LINE_CHARS, moved back one so as not to split a surrogate pair. Looks at no more
+ * than CUT_LOOKBACK_CHARS characters per piece, so splitting stays linear.
+ */
+function pieceEnd(line: string, at: number): number {
+  const full = at + MAX_LINE_CHARS;
+  for (let i = full - 1; i >= full - CUT_LOOKBACK_CHARS; i--) {
+    const c = line.charCodeAt(i);
+    if (c === 0x20 || c === 0x09) return i + 1;
+  }
+  const high = line.charCodeAt(full - 1);
+  return high >= 0xd800 && high <= 0xdbff ? full - 1 : full;
+}
+
 /** Splits a byte stream into UTF-8 lines; a line longer than MAX_LINE_CHARS comes out in pieces. */
 class LineSplitter {
   private readonly decoder = new StringDecoder('utf8');
@@ -89,12 +109,13 @@ class LineSplitter {
     this.pending = this.emitPieces(text.slice(from), false);
   }
 
-  /** Emits `line` in pieces of MAX_LINE_CHARS; unless `whole`, returns the last short piece instead of emitting it. */
+  /** Emits `line` in pieces of at most MAX_LINE_CHARS (pieceEnd); unless `whole`, returns the last short piece instead of emitting it. */
   private emitPieces(line: string, whole: boolean): string {
     let at = 0;
     while (line.length - at > MAX_LINE_CHARS) {
-      this.emit(line.slice(at, at + MAX_LINE_CHARS));
-      at += MAX_LINE_CHARS;
+      const end = pieceEnd(line, at);
+      this.emit(line.slice(at, end));
+      at = end;
     }
     const last = line.slice(at);
     if (!whole) return last;
