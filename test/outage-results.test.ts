@@ -84,6 +84,42 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
     expect(log.named('job_finish_abandoned')).toEqual([]);
   });
 
+  it('a completion sent to a server that froze until its lease ran out is written once it thaws (the job still its own), not discarded and run again', async () => {
+    const log = new EventLog('info');
+    let runs = 0;
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const task = defineTask({
+      name: 'frozen-completion',
+      lease: '1s',
+      maxAttempts: 3,
+      async handle() {
+        runs += 1;
+        started();
+        await finished;
+      },
+    });
+    engine = createCronq({ databaseUrl: url, tasks: [task], logger: log.logger, pollInterval: '50ms', recoveryInterval: '100ms' });
+    const { id } = await engine.enqueue(task, { key: 'frozen:1', payload: {} });
+    await engine.start();
+    await running;
+    // Frozen, not gone: statements sent now wait in the server's socket and run once it
+    // thaws, on a database clock already past the 1 s lease; nothing fails meanwhile.
+    process.kill(server.pid!, 'SIGSTOP');
+    finish();
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    process.kill(server.pid!, 'SIGCONT');
+    const job = await eventually(async () => {
+      const [found] = await query("SELECT status, attempts, lease_expiries FROM cronq_jobs WHERE id = ? AND status IN ('done', 'dead')", [id]);
+      return found;
+    }, 15_000, 'the job to finish');
+    expect(job).toEqual({ status: 'done', attempts: 1, lease_expiries: 0 });
+    expect(runs).toBe(1);
+    expect(log.named('job_lease_lost')).toEqual([]);
+  });
+
   it('a SIGTERM while the database is frozen exits within the grace and a bounded margin, logging once what it still waited for', async () => {
     const d = (daemon = new DaemonProcess(['--concurrency', '4', '--poll', '50ms', '--grace', '1s', '--no-migrate'], {
       DATABASE_URL: url,

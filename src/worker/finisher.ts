@@ -328,15 +328,31 @@ export class Finisher {
           continue;
         }
         health.ok(sentAt);
+        const retried = await this.reclaimLate(runs.filter((run) => !done.has(run.job.id)));
         for (const run of runs) {
+          if (retried.has(run)) continue;
           this.recordCompleted(run, done.has(run.job.id));
           this.settle(run);
         }
-        return;
+        if (retried.size === 0) return;
+        runs = [...retried];
       }
     } finally {
       for (const stop of renewals ?? []) stop();
     }
+  }
+
+  /**
+   * Of the runs a completion found not leased, those whose deadline passed while it was in
+   * flight (a server that froze with it in its socket ran it, thawed, past the deadline):
+   * the fence saw the time, not the job gone. Each takes its lease back while the job is
+   * still reserved under its token (reclaimLease); returns those that did (or that wait
+   * out an outage the reclaim met), to be written again. The others are left as they were.
+   */
+  private async reclaimLate(notDone: JobRun[]): Promise<Set<JobRun>> {
+    const late = notDone.filter((run) => !run.leaseLost && run.leaseDeadline <= Date.now());
+    await Promise.all(late.map((run) => run.reclaimLease()));
+    return new Set(late.filter((run) => !run.leaseLost && (run.leaseDeadline > Date.now() || !this.deps.health.healthy)));
   }
 
   /** Settles the runs whose lease was found lost (already logged); returns the others. */

@@ -6,6 +6,8 @@ import type { WorkerStore } from './workerStore.ts';
 export interface RenewableRun {
   readonly lease: Lease;
   readonly leaseMs: number;
+  /** When the lease ends as far as this process knows (Date.now() time). */
+  readonly leaseDeadline: number;
   /** The lease was found gone: renewing stops. */
   readonly leaseLost: boolean;
   /** The run's final write is done or given up: renewing stops. */
@@ -41,7 +43,13 @@ export function keepLeaseAlive(run: RenewableRun, store: RenewalStore, health: D
  */
 export async function renewOnce(run: RenewableRun, store: RenewalStore, health: DbHealth): Promise<void> {
   if (!health.healthy) return;
-  await sendRenewal(run, health, () => store.renew(run.lease, run.leaseMs), store);
+  const renew = async () => {
+    if (await store.renew(run.lease, run.leaseMs)) return true;
+    // Sent in time, answered past the deadline (a server frozen with it in its socket ran it
+    // once thawed): the fence saw the time, not the job gone. Take it back while still ours.
+    return Date.now() >= run.leaseDeadline && store.renewUnrecovered(run.lease, run.leaseMs);
+  };
+  await sendRenewal(run, health, renew, store);
 }
 
 /**
