@@ -748,6 +748,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         onEnqueued: () => pool?.wake(),
         observer,
         daemon: { id: lockedBy, heartbeatMs },
+        dbHealth: healthTracker,
       });
       scheduler.start();
     }

@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
+import type { DbHealth } from '../runtime/dbHealth.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { HealthWatch } from './healthWatch.ts';
@@ -29,6 +30,12 @@ export interface SchedulerOptions {
    * left out: listed nowhere, so never ended by another daemon as stalled.
    */
   daemon?: ListedDaemon | null;
+  /**
+   * The daemon's database health: a pass that loses the connection reports the outage
+   * there (logged once by whoever meets it first) instead of as a schedule_error per
+   * schedule per retry. Left out: every failed pass logs schedule_error.
+   */
+  dbHealth?: DbHealth;
 }
 
 /**
@@ -64,6 +71,7 @@ export class Scheduler {
           onEnqueued: options.onEnqueued,
           observer: options.observer,
           overlapGuard,
+          dbHealth: options.dbHealth,
         }),
     );
     this.health = new HealthWatch(options.schedules, { store: options.store, clock: options.clock, log: options.log, everyMs: options.healthCheckEveryMs });

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
 import { sleep } from '../runtime/wakeup.ts';
-import { isDatabaseTrouble } from '../runtime/dbHealth.ts';
+import { isDatabaseTrouble, isOutage, type DbHealth } from '../runtime/dbHealth.ts';
 import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
@@ -43,6 +43,8 @@ export interface TickerDeps {
   overlapGuard?: OverlapGuard;
   /** Most entities one tick's jobs() may yield (default MAX_TICK_ENTITIES): past it the tick is failed, not retried. */
   maxTickEntities?: number;
+  /** Where a pass that lost the connection reports the outage, instead of logging schedule_error (SchedulerOptions.dbHealth). */
+  dbHealth?: DbHealth;
 }
 
 /** A tick whose fan-out this daemon owns (claimTickFanout returned its ledger row id). */
@@ -135,14 +137,18 @@ export class ScheduleTicker {
       try {
         // In the try: a clock gone wrong (an invalid Date) is a failed pass, retried with backoff, not the loop's end.
         next = nextFireAfter(this.schedule.cron, this.schedule.timezone, now);
+        const sentAt = Date.now();
         await this.catchUp(now, signal);
+        if (failures > 0) this.deps.dbHealth?.ok(sentAt);
         failures = 0;
       } catch (error) {
         if (signal.aborted) return;
         failures += 1;
         this.resumeCheckedAt = Number.NEGATIVE_INFINITY; // our own unfinished tick is resumable
         const retryMs = retryDelayMs(PASS_RETRY, failures);
-        this.log.error({ event: 'schedule_error', error: errorText(error, DB_ERROR_TEXT_MAX), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
+        // Losing the database is the daemon's outage, logged once (db_unavailable) by its health.
+        if (this.deps.dbHealth && isOutage(error)) this.deps.dbHealth.backoffAfter(error, 'scheduler');
+        else this.log.error({ event: 'schedule_error', error: errorText(error, DB_ERROR_TEXT_MAX), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
         const resumeAt = clock.now().getTime() + retryMs;
         // A clock gone wrong (no valid time) cannot time its own backoff: a timer does.
         if (Number.isFinite(resumeAt)) await clock.sleepUntil(new Date(resumeAt), signal);
