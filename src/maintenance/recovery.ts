@@ -147,7 +147,7 @@ export async function recoveryLoop(options: RecoveryOptions, signal: AbortSignal
       options.health.ok(sentAt);
       await sleep(options.everyMs, signal);
     } catch (error) {
-      await sleep(Math.max(options.health.backoffAfter(error, 'recovery'), 1_000), signal);
+      await sleep(Math.max(options.health.backoffAfter(error, 'recovery', sentAt), 1_000), signal);
     }
   }
 }

@@ -14,6 +14,8 @@ import type { Logger } from '../logger.ts';
  */
 export class DbHealth {
   private failingSince: number | null = null;
+  /** When the last outage ended (Date.now()); statements sent before it failing late declare none. */
+  private recoveredAt = Number.NEGATIVE_INFINITY;
   private failures = 0;
   private readonly statementErrorLoggedAt = new Map<string, number>();
   lastOkAt = Date.now();
@@ -33,6 +35,7 @@ export class DbHealth {
     if (this.failingSince === null || startedAt < this.failingSince) return;
     this.log.info({ event: 'db_recovered', down_ms: Date.now() - this.failingSince }, 'database reachable again');
     this.failingSince = null;
+    this.recoveredAt = Date.now();
     this.failures = 0;
     for (const wake of [...this.waiters]) wake();
   }
@@ -60,10 +63,19 @@ export class DbHealth {
     });
   }
 
-  /** Records a failed statement in `where`; returns how long the caller should back off. */
-  backoffAfter(error: unknown, where: string): number {
+  /**
+   * Records a failed statement in `where`; returns how long the caller should back off.
+   * `sentAt` (Date.now() when it was sent): a statement sent before the last outage ended
+   * that loses its connection only now (one a partition left hanging until its timeout)
+   * belongs to that outage, logged at debug, and declares no new one.
+   */
+  backoffAfter(error: unknown, where: string, sentAt?: number): number {
     if (!isConnectionError(error)) return this.statementError(error, where);
     this.failures += 1;
+    if (this.failingSince === null && sentAt !== undefined && sentAt < this.recoveredAt) {
+      this.log.debug({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX) }, 'a statement sent during the outage failed after it ended');
+      return retryDelayMs(OUTAGE_BACKOFF, 1);
+    }
     if (this.failingSince === null) {
       this.failingSince = Date.now();
       this.log.warn(

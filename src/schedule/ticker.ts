@@ -133,11 +133,11 @@ export class ScheduleTicker {
     let failures = 0;
     while (!signal.aborted) {
       const now = clock.now();
+      const sentAt = Date.now();
       let next: Date | null;
       try {
         // In the try: a clock gone wrong (an invalid Date) is a failed pass, retried with backoff, not the loop's end.
         next = nextFireAfter(this.schedule.cron, this.schedule.timezone, now);
-        const sentAt = Date.now();
         await this.catchUp(now, signal);
         if (failures > 0) this.deps.dbHealth?.ok(sentAt);
         failures = 0;
@@ -147,7 +147,7 @@ export class ScheduleTicker {
         this.resumeCheckedAt = Number.NEGATIVE_INFINITY; // our own unfinished tick is resumable
         const retryMs = retryDelayMs(PASS_RETRY, failures);
         // Losing the database is the daemon's outage, logged once (db_unavailable) by its health.
-        if (this.deps.dbHealth && isOutage(error)) this.deps.dbHealth.backoffAfter(error, 'scheduler');
+        if (this.deps.dbHealth && isOutage(error)) this.deps.dbHealth.backoffAfter(error, 'scheduler', sentAt);
         else this.log.error({ event: 'schedule_error', error: errorText(error, DB_ERROR_TEXT_MAX), retry_in_ms: retryMs }, 'schedule pass failed; retrying');
         const resumeAt = clock.now().getTime() + retryMs;
         // A clock gone wrong (no valid time) cannot time its own backoff: a timer does.

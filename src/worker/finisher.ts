@@ -162,6 +162,7 @@ export class Finisher {
    * not retried (the lease expires and recovery returns the job).
    */
   async releaseInterrupted(run: JobRun): Promise<boolean> {
+    const sentAt = Date.now();
     try {
       const released = await this.counted('release', () => this.deps.store.release(run.lease, 'interrupted by shutdown; released for another worker'));
       if (released) {
@@ -170,7 +171,7 @@ export class Finisher {
       }
       return released;
     } catch (error) {
-      this.deps.health.backoffAfter(error, 'release');
+      this.deps.health.backoffAfter(error, 'release', sentAt);
       return false;
     }
   }
@@ -184,6 +185,7 @@ export class Finisher {
   async releaseUnstarted(job: ClaimedJob, why: 'shutdown' | 'stale' | 'handoff'): Promise<boolean> {
     const { store, log, observer, health } = this.deps;
     const onShutdown = why === 'shutdown';
+    const sentAt = Date.now();
     try {
       const released = await this.counted('release', () => store.release(job.lease, UNSTARTED_RELEASES[why].reason));
       if (released && onShutdown) observer.shutdownReleased(1);
@@ -191,7 +193,7 @@ export class Finisher {
       log.info({ event, job_id: job.id, kind: job.kind }, !released ? 'claimed job was no longer ours to release' : UNSTARTED_RELEASES[why].logged);
       return released;
     } catch (error) {
-      health.backoffAfter(error, 'release');
+      health.backoffAfter(error, 'release', sentAt);
       log.warn({ event: 'claim_release_failed', job_id: job.id }, 'could not release; its lease will expire');
       return false;
     }
@@ -206,6 +208,7 @@ export class Finisher {
    */
   async moveToLimitedQueue(job: ClaimedJob, queue: string): Promise<void> {
     const { store, log, health } = this.deps;
+    const sentAt = Date.now();
     try {
       const moved = await this.counted('release', () =>
         store.moveToQueue(job.lease, queue, `a job of limited kind '${job.kind}' was in queue '${job.queue}', where its limit does not hold; moved to queue '${queue}'`),
@@ -220,7 +223,7 @@ export class Finisher {
           : 'claimed job was no longer ours to move',
       );
     } catch (error) {
-      health.backoffAfter(error, 'release');
+      health.backoffAfter(error, 'release', sentAt);
       log.warn({ event: 'claim_release_failed', job_id: job.id }, 'could not move the job to its limited queue; its lease will expire');
     }
   }
@@ -320,7 +323,7 @@ export class Finisher {
           renewals ??= runs.map((run) => run.keepLeaseAlive()); // keep the leases while the trouble lasts
           // An outage already reported is not reported again: the loop's top waits it out.
           if (!health.healthy && isOutage(error)) continue;
-          const wait = health.backoffAfter(error, 'complete');
+          const wait = health.backoffAfter(error, 'complete', sentAt);
           if (isOutage(error)) continue; // waited out at the loop's top, however long
           runs = this.abandonExpiring(runs, 'complete', Date.now() + wait);
           if (runs.length === 0) return;

@@ -61,7 +61,7 @@ export class DaemonHeartbeat {
         }
         health.ok(sentAt);
       } catch (error) {
-        health.backoffAfter(error, 'heartbeat');
+        health.backoffAfter(error, 'heartbeat', sentAt);
       }
     }
   }

@@ -357,7 +357,7 @@ export class WorkerPool {
         // The database's trouble: the pace measured before it says nothing about what can
         // start once it is back (the runs it held up finish at once then).
         this.prefetch.startOver();
-        await sleep(this.health.backoffAfter(error, 'claim'), this.stopping.signal);
+        await sleep(this.health.backoffAfter(error, 'claim', sentAt), this.stopping.signal);
         continue;
       } finally {
         this.claiming -= want;
@@ -469,7 +469,7 @@ export class WorkerPool {
       return true;
     } catch (error) {
       this.prefetch.startOver();
-      await sleep(this.health.backoffAfter(error, 'probe'), this.stopping.signal);
+      await sleep(this.health.backoffAfter(error, 'probe', sentAt), this.stopping.signal);
       return false;
     }
   }

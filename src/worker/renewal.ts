@@ -72,7 +72,7 @@ async function sendRenewal(run: RenewableRun, health: DbHealth, renew: () => Pro
     if (held) run.leaseRenewed(requestedAt);
     else await leaseGone(run, store);
   } catch (error) {
-    health.backoffAfter(error, 'renew');
+    health.backoffAfter(error, 'renew', requestedAt);
   }
 }
 
