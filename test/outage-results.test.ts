@@ -101,7 +101,8 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
         await finished;
       },
     });
-    engine = createCronq({ databaseUrl: url, tasks: [task], logger: log.logger, pollInterval: '50ms', recoveryInterval: '100ms' });
+    // Recovery's next pass comes after the thaw: this is about the completion's own statement.
+    engine = createCronq({ databaseUrl: url, tasks: [task], logger: log.logger, pollInterval: '50ms', recoveryInterval: '20s' });
     const { id } = await engine.enqueue(task, { key: 'frozen:1', payload: {} });
     await engine.start();
     await running;
