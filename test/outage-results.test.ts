@@ -45,23 +45,29 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
     await server?.destroy();
   });
 
-  it('a handler that succeeded on its last attempt while the database was away longer than its lease ends done, run once, not dead', async () => {
-    const log = new EventLog('info');
+  /** A task with a 1 s lease whose handler runs until `finish()`: `running` once it started, `runs()` how often it did. */
+  function heldTask(name: string, maxAttempts: number) {
     let runs = 0;
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => (finish = resolve));
-    const last = defineTask({
-      name: 'last-attempt',
+    const task = defineTask({
+      name,
       lease: '1s',
-      maxAttempts: 1,
+      maxAttempts,
       async handle() {
         runs += 1;
         started();
         await finished;
       },
     });
+    return { task, running, finish, runs: () => runs };
+  }
+
+  it('a handler that succeeded on its last attempt while the database was away longer than its lease ends done, run once, not dead', async () => {
+    const log = new EventLog('info');
+    const { task: last, running, finish, runs } = heldTask('last-attempt', 1);
     engine = createCronq({ databaseUrl: url, tasks: [last], logger: log.logger, pollInterval: '50ms', recoveryInterval: '100ms' });
     const { id } = await engine.enqueue(last, { key: 'last:1', payload: {} });
     await engine.start();
@@ -78,7 +84,7 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
       return found;
     }, 15_000, 'the job to finish');
     expect(job).toEqual({ status: 'done', attempts: 1, lease_expiries: 0 });
-    expect(runs).toBe(1);
+    expect(runs()).toBe(1);
     expect(await query('SELECT id FROM cronq_dead_letters')).toEqual([]);
     expect(log.named('job_completed')).toHaveLength(1);
     expect(log.named('job_finish_abandoned')).toEqual([]);
@@ -86,21 +92,7 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
 
   it('a completion sent to a server that froze until its lease ran out is written once it thaws (the job still its own), not discarded and run again', async () => {
     const log = new EventLog('info');
-    let runs = 0;
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    let finish!: () => void;
-    const finished = new Promise<void>((resolve) => (finish = resolve));
-    const task = defineTask({
-      name: 'frozen-completion',
-      lease: '1s',
-      maxAttempts: 3,
-      async handle() {
-        runs += 1;
-        started();
-        await finished;
-      },
-    });
+    const { task, running, finish, runs } = heldTask('frozen-completion', 3);
     // Recovery's next pass comes after the thaw: this is about the completion's own statement.
     engine = createCronq({ databaseUrl: url, tasks: [task], logger: log.logger, pollInterval: '50ms', recoveryInterval: '20s' });
     const { id } = await engine.enqueue(task, { key: 'frozen:1', payload: {} });
@@ -121,7 +113,7 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
       return found;
     }, 15_000, 'the job to finish');
     expect(job).toEqual({ status: 'done', attempts: 1, lease_expiries: 0 });
-    expect(runs).toBe(1);
+    expect(runs()).toBe(1);
     expect(log.named('job_lease_lost')).toEqual([]);
   });
 
