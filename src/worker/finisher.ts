@@ -72,6 +72,9 @@ const MOVED_KINDS_LOGGED = 1_000;
  * `cutOff()` (a shutdown out of time) ends every wait and retry at once, nothing more
  * written; `unwritten()` says what was still waiting then.
  */
+/** reclaimLate's answer for a batch that completed whole. */
+const NONE_RETRIED: ReadonlySet<JobRun> = new Set();
+
 export class Finisher {
   private pending: JobRun[] = [];
   /** Limited kinds whose jobs were found in another queue and moved (logged at warn the first time). */
@@ -331,7 +334,8 @@ export class Finisher {
           continue;
         }
         health.ok(sentAt);
-        const retried = await this.reclaimLate(runs.filter((run) => !done.has(run.job.id)));
+        // Most batches complete whole: only runs the fence refused are looked at again.
+        const retried = done.size === runs.length ? NONE_RETRIED : await this.reclaimLate(runs.filter((run) => !done.has(run.job.id)));
         for (const run of runs) {
           if (retried.has(run)) continue;
           this.recordCompleted(run, done.has(run.job.id));
