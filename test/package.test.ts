@@ -120,6 +120,14 @@ describe('the packed cronq, installed into a fresh app', { timeout: 60_000 }, ()
     expect(resultOf(r.stdout)).toEqual({ createCronq: 'function', task: 'from-cjs', deadLetters: 'object', PermanentError: 'function' });
   });
 
+  it('type-checks in a CommonJS TypeScript app on moduleResolution node10 ("node"), and under bundler, cronq/schema included', async () => {
+    // node10 reads no "exports": it needs package.json's main/types and typesVersions.
+    for (const config of ['tsconfig.node10.json', 'tsconfig.bundler.json']) {
+      const tsc = await inApp(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], {}, 150_000);
+      expect({ config, out: tsc.stdout + tsc.stderr, code: tsc.code }).toEqual({ config, out: '', code: 0 });
+    }
+  }, 180_000);
+
   it('compiles under tsc NodeNext strict (noUncheckedIndexedAccess, exactOptionalPropertyTypes), its .d.ts clean even without skipLibCheck, and the compiled app queries cronq/schema', async () => {
     // One pass without skipLibCheck (tsc still emits): drizzle-orm's own declarations fail
     // it, so only their errors are tolerated; cronq's declarations and the app must be clean.
