@@ -515,7 +515,10 @@ describe('claim', () => {
         const deadline = Date.now() + 10_000;
         while ((await t.sql("SELECT 1 FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", [thread])).length === 0) {
           if (Date.now() > deadline) throw new Error("the caller's insert never waited for the claim's row lock");
-          await sleep(5);
+          // InnoDB refreshes what information_schema.innodb_trx shows only once it has gone
+          // unread for 100 ms: polled faster, a first read made before the insert began to
+          // wait showed it RUNNING for good (this test failed so on loaded machines).
+          await sleep(150);
         }
         waiting.open();
         return insert;
