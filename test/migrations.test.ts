@@ -204,16 +204,22 @@ describe('a stop during a migration', () => {
   });
 });
 
-/** The database as 0006 left it, built by running 0000-0006 statement by statement, with a job in each lease state. */
-async function at0006WithJobs() {
+/** A database as the first `count` migrations left it, built by running them statement by statement and recording each. */
+async function afterMigrations(count: number) {
   const db = await emptyDatabase();
-  const before = committed.slice(0, 7);
-  expect(committed[7].folderMillis).toBeGreaterThan(before[6].folderMillis);
+  const before = committed.slice(0, count);
+  expect(committed[count].folderMillis).toBeGreaterThan(before[count - 1].folderMillis);
   await db.sql('CREATE TABLE cronq_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
   for (const migration of before) {
     for (const statement of migration.sql) if (statement.trim() !== '') await db.sql(statement);
     await db.sql('INSERT INTO cronq_migrations (hash, created_at) VALUES (?, ?)', [migration.hash, migration.folderMillis]);
   }
+  return db;
+}
+
+/** The database as 0006 left it (afterMigrations), with a job in each lease state. */
+async function at0006WithJobs() {
+  const db = await afterMigrations(7);
   await db.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, lease_token, lease_until, locked_by, finished_at) VALUES
     ('default', 'k', 'waiting', '{"a":1}', 'ready', 0, NULL, NULL, NULL, NULL),
     ('default', 'k', 'running', '{"a":2}', 'reserved', 1, REPEAT('c', 32), '2099-01-02 03:04:05.678901', 'host-a:4242', NULL),
@@ -319,5 +325,30 @@ describe('migration 0007 while daemons run', () => {
     } finally {
       await cronq.stop({ graceMs: 0 });
     }
+  });
+});
+
+describe('migration 0009 (the cron each tick was computed from) on a ledger that has rows', () => {
+  it('reads the old rows as of an unknown cron (NULL), and a daemon of the version before still writes ticks as it did', async () => {
+    const db = await afterMigrations(9);
+    // The statements of the version before (ledger.ts's claim and skip), column lists as they were.
+    const oldClaim = (at: string) =>
+      db.sql(`INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, caught_up, note, claimed_by, fanout_until, started_at)
+        VALUES ('mailer', '${at}', 'k', 'enqueued', FALSE, NULL, 'old:1', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`);
+    const oldSkip = (at: string) =>
+      db.sql(`INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at)
+        VALUES ('mailer', '${at}', 'k', 'skipped', TRUE, 'missed', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`);
+    await oldClaim('2030-01-01 00:00:00');
+    await oldSkip('2030-01-01 00:01:00');
+    await applyMigrations(db.database);
+    expect(await pendingMigrations(db.database)).toBe(0);
+    await oldClaim('2030-01-01 00:02:00');
+    await oldSkip('2030-01-01 00:03:00');
+    expect(await db.sql('SELECT outcome, cron, timezone FROM cronq_schedule_ticks ORDER BY scheduled_at')).toEqual([
+      { outcome: 'enqueued', cron: null, timezone: null },
+      { outcome: 'skipped', cron: null, timezone: null },
+      { outcome: 'enqueued', cron: null, timezone: null },
+      { outcome: 'skipped', cron: null, timezone: null },
+    ]);
   });
 });

@@ -111,6 +111,7 @@ describe('fan-out', () => {
       note: null,
       claimedBy: 'dead:1',
       leaseMs: 60_000,
+      source: { cron: '0 2 * * *', timezone: 'Europe/Berlin' },
     });
     await t.sql(
       `INSERT INTO cronq_jobs (kind, job_key, payload, schedule_name, period_key, scheduled_at) VALUES

@@ -11,6 +11,7 @@ import { isName, refuseUnknownOptions, validateQueue } from '../tasks/define.ts'
 import type { PauseTarget } from '../db/schema.ts';
 import type { Schedule } from '../schedule/define.ts';
 import { latestFireAtOrBefore, periodKeyOfFire } from '../schedule/period.ts';
+import { tickSourceOf } from '../schedule/tickSource.ts';
 import { pausedNote } from '../schedule/plan.ts';
 import type { Pause, PauseWriteOutcome, ResumeWriteOutcome, Store } from '../store/index.ts';
 
@@ -133,7 +134,7 @@ export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule
 async function anchorAfterPause(store: Store, schedule: Schedule, pause: Pause): Promise<void> {
   const at = latestFireAtOrBefore(schedule.cron, schedule.timezone, await store.now());
   if (at === null || at.getTime() < pause.pausedAt.getTime()) return;
-  await store.recordSkippedTicks(schedule.name, [
+  await store.recordSkippedTicks(schedule.name, tickSourceOf(schedule), [
     { scheduledAt: at, periodKey: periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, at), note: pausedNote(pause) },
   ]);
 }

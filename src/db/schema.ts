@@ -194,6 +194,13 @@ export const scheduleTicks = mysqlTable(
     note: varchar('note', { length: 255 }),
     claimedBy: varchar('claimed_by', { length: 255 }),
     fanoutUntil: timestamp('fanout_until'),
+    /**
+     * The cron (whitespace normalised) and time zone the tick was computed from, so a
+     * catch-up can tell an edited schedule's rows from its own; NULL on rows written
+     * before migration 0009 or by an older daemon (read as "unknown").
+     */
+    cron: varchar('cron', { length: 1000 }),
+    timezone: varchar('timezone', { length: 64 }),
     startedAt: timestamp('started_at').notNull().default(utcNow),
     finishedAt: timestamp('finished_at'),
   },

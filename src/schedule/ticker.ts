@@ -14,6 +14,7 @@ import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire 
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
+import { sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
 
 export interface TickerDeps {
   store: SchedulerStore;
@@ -104,6 +105,8 @@ export { FanoutAbandonedError, TickTakenOverError };
  * the clock, not by in-memory state, so a restart, a second daemon or a failed pass
  * simply resumes: ticks due since the latest ledger row are planned (DueTickPlanner),
  * skipped ones recorded, the others claimed and fanned out — by exactly one daemon.
+ * A latest row written under another cron or time zone (an edit: tickSource.ts) is
+ * caught up from only for the ticks after this ticker's first pass.
  */
 export class ScheduleTicker {
   private readonly log: Logger;
@@ -113,6 +116,14 @@ export class ScheduleTicker {
   private resumeCheckedAt = Number.NEGATIVE_INFINITY;
   /** Ledger row id → how often this daemon abandoned its fan-out (FanoutAbandonedError); at fanoutRetry.attempts the tick is failed. */
   private readonly abandoned = new Map<number, number>();
+  /** The cron and time zone this version's ledger rows record (tickSource.ts). */
+  private readonly source: TickSource;
+  /**
+   * `now` of this ticker's first pass: since then this version of the schedule has been
+   * running here, so its ticks missed after it are real ones, caught up even when another
+   * version wrote the ledger's latest row meanwhile (a rolling deploy).
+   */
+  private seenSince: Date | null = null;
 
   constructor(
     readonly schedule: Schedule,
@@ -121,6 +132,7 @@ export class ScheduleTicker {
     this.log = deps.log.child({ schedule: schedule.name });
     this.toleranceMs = deps.toleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
     this.overlapGuard = deps.overlapGuard ?? new OverlapGuard({ store: deps.store, log: deps.log, daemon: null });
+    this.source = tickSourceOf(schedule);
   }
 
   /**
@@ -166,6 +178,7 @@ export class ScheduleTicker {
   /** One pass: resume abandoned fan-outs, then plan and process every tick due up to `now`. */
   async catchUp(now: Date, signal?: AbortSignal): Promise<void> {
     const { store, claimedBy } = this.deps;
+    this.seenSince ??= now;
     // Abandoned fan-outs only appear when a lease (a minute, by default) runs out: looking
     // every few seconds of real time is enough, and keeps a pass to the statements it needs.
     if (performance.now() - this.resumeCheckedAt >= RESUME_CHECK_MS) {
@@ -181,11 +194,23 @@ export class ScheduleTicker {
       await this.startFresh(now, signal);
       return;
     }
+    let from = latest.scheduledAt;
+    const changed = sourceChangeNote(latest, this.source);
+    if (changed !== null) {
+      // Written under another cron or time zone: this version's ticks from that row up to
+      // when this ticker first saw the schedule were never the schedule's. None is caught
+      // up; the last of them anchors the ledger (on time: enqueued, else skipped) and the
+      // later ones are caught up as usual.
+      const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, this.seenSince);
+      if (anchor !== null && anchor.getTime() > from.getTime()) {
+        await this.anchor(anchor, now, changed, changed, signal);
+        from = anchor;
+      }
+    }
     // Every tick due since the latest ledger row, a page at a time however long the
     // outage: each page's skips are recorded (and the event loop is free) before the next
     // page is listed; only the ticks still to enqueue are held (DueTickPlanner).
     const planner = new DueTickPlanner(now, this.schedule.catchUp, this.toleranceMs);
-    let from = latest.scheduledAt;
     for (;;) {
       const page = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, now, SKIP_PAGE);
       if (page.length === 0) break;
@@ -222,13 +247,22 @@ export class ScheduleTicker {
   private async startFresh(now: Date, signal?: AbortSignal): Promise<void> {
     const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, now);
     if (anchor === null) return;
+    await this.anchor(anchor, now, null, 'before the schedule was first started', signal);
+  }
+
+  /**
+   * Writes the ledger row catch-up resumes from: the tick at `at` is recorded as skipped
+   * when the schedule is paused (its pause's note) or when it is late (`lateNote`), else
+   * enqueued on time with `onTimeNote`.
+   */
+  private async anchor(at: Date, now: Date, onTimeNote: string | null, lateNote: string, signal?: AbortSignal): Promise<void> {
     const paused = await this.pausedNote();
     if (paused !== null) {
-      await this.recordSkipped([{ at: anchor, note: paused }]);
-    } else if (now.getTime() - anchor.getTime() <= this.toleranceMs) {
-      await this.fanOut(anchor, false, null, now, signal);
+      await this.recordSkipped([{ at, note: paused }]);
+    } else if (now.getTime() - at.getTime() <= this.toleranceMs) {
+      await this.fanOut(at, false, onTimeNote, now, signal);
     } else {
-      await this.recordSkipped([{ at: anchor, note: 'before the schedule was first started' }]);
+      await this.recordSkipped([{ at, note: lateNote }]);
     }
   }
 
@@ -245,7 +279,7 @@ export class ScheduleTicker {
       periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
       note: t.note,
     }));
-    const recorded = await this.deps.store.recordSkippedTicks(this.schedule.name, rows);
+    const recorded = await this.deps.store.recordSkippedTicks(this.schedule.name, this.source, rows);
     if (recorded > 0) {
       this.log.warn(
         {
@@ -301,6 +335,7 @@ export class ScheduleTicker {
       note,
       claimedBy,
       leaseMs,
+      source: this.source,
     });
     if (id === null) return; // another daemon owns this tick
     const tick: OwnedTick = { id, claimedAt: performance.now(), scheduledAt, periodKey, late, note };

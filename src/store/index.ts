@@ -54,6 +54,7 @@ import {
   skipTickIfOwned,
   type SkippedTick,
   type TickClaim,
+  type TickSource,
   type TickRow,
 } from './ledger.ts';
 import { countPrunable, cutoffBefore, deletePrunable, findPrunable, scanStart, windowEnd, type PruneTarget } from './prune.ts';
@@ -235,8 +236,8 @@ export class Store implements JobWriter {
   }
 
   /** Records ticks deliberately not enqueued; returns how many rows were new. */
-  recordSkippedTicks(scheduleName: string, ticks: SkippedTick[]): Promise<number> {
-    return recordSkippedTicks(this.db, scheduleName, ticks);
+  recordSkippedTicks(scheduleName: string, source: TickSource, ticks: SkippedTick[]): Promise<number> {
+    return recordSkippedTicks(this.db, scheduleName, source, ticks);
   }
 
   /** Unfinished ticks of a schedule this scheduler may take over, oldest first. */

@@ -26,6 +26,16 @@ export interface TickRow {
   claimedBy: string | null;
   startedAt: Date;
   finishedAt: Date | null;
+  /** The cron the tick was computed from (as the writer gave it), or null: written before migration 0009 or by an older daemon. */
+  cron: string | null;
+  /** The time zone the tick was computed in, or null as `cron`. */
+  timezone: string | null;
+}
+
+/** What a row's tick was computed from, as its writer states it (TickRow.cron, TickRow.timezone). */
+export interface TickSource {
+  cron: string;
+  timezone: string;
 }
 
 type RawTick = {
@@ -41,6 +51,8 @@ type RawTick = {
   claimed_by: string | null;
   started_at: string;
   finished_at: string | null;
+  cron: string | null;
+  timezone: string | null;
 };
 
 function toTick(r: RawTick): TickRow {
@@ -57,11 +69,13 @@ function toTick(r: RawTick): TickRow {
     claimedBy: r.claimed_by,
     startedAt: parseDbTime(r.started_at)!,
     finishedAt: parseDbTime(r.finished_at),
+    cron: r.cron,
+    timezone: r.timezone,
   };
 }
 
 const COLUMNS = sql.raw(
-  'id, schedule_name, scheduled_at, period_key, outcome, jobs_enqueued, jobs_existing, caught_up, note, claimed_by, started_at, finished_at',
+  'id, schedule_name, scheduled_at, period_key, outcome, jobs_enqueued, jobs_existing, caught_up, note, claimed_by, started_at, finished_at, cron, timezone',
 );
 
 /** The schedule's latest ledger row by scheduled_at (enqueued or skipped), or null. */
@@ -99,6 +113,8 @@ export interface TickClaim {
   /** Unique per scheduler instance: the fence for finishing. */
   claimedBy: string;
   leaseMs: number;
+  /** Recorded on the row it inserts; a row taken over keeps its own. */
+  source: TickSource;
 }
 
 /**
@@ -111,9 +127,9 @@ export async function claimTickFanout(exec: Executor, claim: TickClaim): Promise
   const at = toDbTime(claim.scheduledAt);
   const inserted = header(
     await exec.execute(sql`INSERT INTO cronq_schedule_ticks
-        (schedule_name, scheduled_at, period_key, outcome, caught_up, note, claimed_by, fanout_until, started_at)
+        (schedule_name, scheduled_at, period_key, outcome, caught_up, note, claimed_by, fanout_until, started_at, cron, timezone)
       VALUES (${claim.scheduleName}, ${at}, ${claim.periodKey}, 'enqueued', ${claim.caughtUp}, ${claim.note},
-        ${claim.claimedBy}, ${NOW} + ${interval(claim.leaseMs)}, ${NOW})
+        ${claim.claimedBy}, ${NOW} + ${interval(claim.leaseMs)}, ${NOW}, ${claim.source.cron}, ${claim.source.timezone})
       ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`),
   );
   if (inserted.affectedRows === 1) return Number(inserted.insertId);
@@ -210,18 +226,21 @@ export interface SkippedTick {
 }
 
 /**
- * Records ticks deliberately not enqueued, each note cut to NOTE_MAX. A tick that already
- * has a row (another daemon enqueued or skipped it) keeps that row. Returns how many rows
- * were new.
+ * Records ticks deliberately not enqueued, each note cut to NOTE_MAX, as computed from
+ * `source`. A tick that already has a row (another daemon enqueued or skipped it) keeps
+ * that row. Returns how many rows were new.
  */
-export async function recordSkippedTicks(exec: Executor, scheduleName: string, ticks: SkippedTick[]): Promise<number> {
+export async function recordSkippedTicks(exec: Executor, scheduleName: string, source: TickSource, ticks: SkippedTick[]): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < ticks.length; i += 1000) {
     const values = ticks
       .slice(i, i + 1000)
-      .map((t) => sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${boundedNote(t.note)}, ${NOW}, ${NOW})`);
+      .map(
+        (t) =>
+          sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${boundedNote(t.note)}, ${NOW}, ${NOW}, ${source.cron}, ${source.timezone})`,
+      );
     const result = await exec.execute(sql`INSERT INTO cronq_schedule_ticks
-        (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at)
+        (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at, cron, timezone)
       VALUES ${sql.join(values, sql`, `)}
       ON DUPLICATE KEY UPDATE id = id`);
     inserted += header(result).affectedRows;

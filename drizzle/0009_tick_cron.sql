@@ -1,0 +1,1 @@
+ALTER TABLE `cronq_schedule_ticks` ADD `cron` varchar(1000), ADD `timezone` varchar(64);

@@ -1,0 +1,40 @@
+/**
+ * What a schedule's ticks are computed from, as the ledger records it on every row it
+ * writes (columns cron, timezone), and how a catch-up tells that a row was written under
+ * another cron or time zone: the schedule was edited since (README, "Catch-up"). Pure.
+ */
+import type { TickSource } from '../store/ledger.ts';
+import type { Schedule } from './define.ts';
+
+export type { TickSource };
+
+/**
+ * The cron with runs of whitespace made one space and its ends trimmed: a rewrite that
+ * only moves spaces is the same cron. Nothing more is normalised (`0 0 * * 0` and
+ * `0 0 * * 7` count as different), so an edit is never mistaken for no edit.
+ */
+export function normalisedCron(cron: string): string {
+  // The blanks and tabs cron reads as separators (dialect.ts), and nothing else.
+  return cron.replace(/^[ \t]+|[ \t]+$/g, '').split(/[ \t]+/).join(' ');
+}
+
+/** What this version of the schedule computes its ticks from, as its ledger rows record it. */
+export function tickSourceOf(schedule: Pick<Schedule, 'cron' | 'timezone'>): TickSource {
+  return { cron: normalisedCron(schedule.cron), timezone: schedule.timezone };
+}
+
+/**
+ * The ledger note of the first tick written after an edit of the cron or time zone, or
+ * null when `row` was computed from `source` itself, or from an unknown source (NULL
+ * columns: a row written before migration 0009 or by an older daemon, read as unchanged).
+ */
+export function sourceChangeNote(row: { cron: string | null; timezone: string | null }, source: TickSource): string | null {
+  if (row.cron === null || row.timezone === null) return null;
+  const cronChanged = normalisedCron(row.cron) !== source.cron;
+  const zoneChanged = row.timezone !== source.timezone;
+  if (!cronChanged && !zoneChanged) return null;
+  const cron = `cron changed from \`${row.cron}\` to \`${source.cron}\``;
+  const zone = `timezone changed from ${row.timezone} to ${source.timezone}`;
+  const what = cronChanged && zoneChanged ? `${cron}, ${zone}` : cronChanged ? cron : zone;
+  return `${what}: ticks before this were not the schedule's`;
+}

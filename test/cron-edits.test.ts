@@ -1,0 +1,153 @@
+/**
+ * A schedule whose cron or time zone was edited between deploys: the new version's ticks
+ * since the old version's latest ledger row were never ticks of the schedule, so they are
+ * not caught up (README, "Catch-up"). Each version is a ScheduleTicker of its own, its
+ * passes driven at chosen instants.
+ */
+import { describe, expect, it } from 'vitest';
+import { defineSchedule, type ScheduleOptions } from '../src/index.ts';
+import { silentLogger } from '../src/logger.ts';
+import { systemClock } from '../src/schedule/clock.ts';
+import { ScheduleTicker } from '../src/schedule/ticker.ts';
+import { Store } from '../src/store/index.ts';
+import { useTestDatabase } from './support/db.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks'] });
+
+/** One daemon's ticker of the schedule `mailer` as that version defines it. */
+function version(options: Partial<ScheduleOptions>, claimedBy: string): ScheduleTicker {
+  const schedule = defineSchedule({ name: 'mailer', cron: '0 0 1 * *', timezone: 'UTC', period: 'tick', handle() {}, ...options } as ScheduleOptions);
+  return new ScheduleTicker(schedule, { store: new Store(t.database), clock: systemClock, log: silentLogger(), claimedBy });
+}
+
+const at = (iso: string) => new Date(iso);
+
+async function jobTimes(): Promise<string[]> {
+  const rows = await t.sql("SELECT scheduled_at FROM cronq_jobs WHERE schedule_name = 'mailer' ORDER BY scheduled_at");
+  return rows.map((r) => new Date(r.scheduled_at).toISOString());
+}
+
+async function ledger(): Promise<Array<{ at: string; outcome: string; caughtUp: boolean; note: string | null; cron: string | null; timezone: string | null }>> {
+  const rows = await t.sql(
+    "SELECT scheduled_at, outcome, caught_up, note, cron, timezone FROM cronq_schedule_ticks WHERE schedule_name = 'mailer' ORDER BY scheduled_at",
+  );
+  return rows.map((r) => ({
+    at: new Date(r.scheduled_at).toISOString(),
+    outcome: r.outcome,
+    caughtUp: Boolean(r.caught_up),
+    note: r.note,
+    cron: r.cron,
+    timezone: r.timezone,
+  }));
+}
+
+describe('a schedule whose cron was edited', () => {
+  it('monthly made minutely enqueues only the on-time minute at the deploy, no burst of minutes that were never ticks', async () => {
+    await version({}, 'v1:1').catchUp(at('2030-01-01T00:00:05Z'));
+    await version({ cron: '* * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:00:30Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-01T00:00:00.000Z', '2030-01-03T10:00:00.000Z']);
+    expect(await ledger()).toEqual([
+      { at: '2030-01-01T00:00:00.000Z', outcome: 'enqueued', caughtUp: false, note: null, cron: '0 0 1 * *', timezone: 'UTC' },
+      {
+        at: '2030-01-03T10:00:00.000Z',
+        outcome: 'enqueued',
+        caughtUp: false,
+        note: "cron changed from `0 0 1 * *` to `* * * * *`: ticks before this were not the schedule's",
+        cron: '* * * * *',
+        timezone: 'UTC',
+      },
+    ]);
+  }, 60_000);
+
+  it('records the new cron’s latest past tick as skipped with the edit when it is late, and catches up normally after it', async () => {
+    await version({}, 'v1:1').catchUp(at('2030-01-01T00:00:05Z'));
+    const v2 = { cron: '0 8 * * *', catchUp: { mode: 'all', window: '3d' } } as const;
+    await version(v2, 'v2:1').catchUp(at('2030-01-03T10:00:00Z'));
+    // The new version's daemon is down over two of its own ticks: both are caught up.
+    await version(v2, 'v2:2').catchUp(at('2030-01-05T10:00:00Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-01T00:00:00.000Z', '2030-01-04T08:00:00.000Z', '2030-01-05T08:00:00.000Z']);
+    expect((await ledger()).map((r) => [r.at, r.outcome, r.note])).toEqual([
+      ['2030-01-01T00:00:00.000Z', 'enqueued', null],
+      ['2030-01-03T08:00:00.000Z', 'skipped', "cron changed from `0 0 1 * *` to `0 8 * * *`: ticks before this were not the schedule's"],
+      ['2030-01-04T08:00:00.000Z', 'enqueued', 'caught up'],
+      ['2030-01-05T08:00:00.000Z', 'enqueued', 'caught up'],
+    ]);
+  }, 60_000);
+
+  it('a time zone edit counts as an edit too: the new zone’s ticks since the old row are not caught up', async () => {
+    await version({ cron: '0 8 * * *' }, 'v1:1').catchUp(at('2030-01-01T08:00:05Z'));
+    await version({ cron: '0 8 * * *', timezone: 'America/New_York' }, 'v2:1').catchUp(at('2030-01-04T12:00:00Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-01T08:00:00.000Z']);
+    expect((await ledger()).map((r) => [r.at, r.outcome, r.note])).toEqual([
+      ['2030-01-01T08:00:00.000Z', 'enqueued', null],
+      ['2030-01-03T13:00:00.000Z', 'skipped', "timezone changed from UTC to America/New_York: ticks before this were not the schedule's"],
+    ]);
+  }, 60_000);
+
+  it('an unchanged minutely cron whose daemon was down for 3 minutes catches its 3 ticks up', async () => {
+    await version({ cron: '* * * * *' }, 'd:1').catchUp(at('2030-01-03T10:00:05Z'));
+    await version({ cron: '* * * * *' }, 'd:2').catchUp(at('2030-01-03T10:03:30Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-03T10:00:00.000Z', '2030-01-03T10:01:00.000Z', '2030-01-03T10:02:00.000Z', '2030-01-03T10:03:00.000Z']);
+    expect((await ledger()).map((r) => [r.at, r.caughtUp])).toEqual([
+      ['2030-01-03T10:00:00.000Z', false],
+      ['2030-01-03T10:01:00.000Z', true],
+      ['2030-01-03T10:02:00.000Z', true],
+      ['2030-01-03T10:03:00.000Z', false],
+    ]);
+  }, 60_000);
+
+  it('a rewrite that only moves blanks and tabs is no edit: the missed minutes are caught up', async () => {
+    await version({ cron: '* * * * *' }, 'd:1').catchUp(at('2030-01-03T10:00:05Z'));
+    await version({ cron: ' *  *\t* * * ' }, 'd:2').catchUp(at('2030-01-03T10:03:30Z'));
+
+    expect(await jobTimes()).toHaveLength(4);
+    expect((await ledger()).map((r) => r.cron)).toEqual(['* * * * *', '* * * * *', '* * * * *', '* * * * *']);
+  }, 60_000);
+
+  it('a row written before the ledger recorded crons (NULL) is caught up from as before: the new cron’s ticks within the window', async () => {
+    await t.sql(
+      `INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at)
+       VALUES ('mailer', '2030-01-01 00:00:00', '2030-01-01T00:00', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+    );
+    await version({ cron: '* * * * *', catchUp: { mode: 'all', window: '5m' } }, 'v2:1').catchUp(at('2030-01-03T10:00:30Z'));
+
+    expect(await jobTimes()).toEqual([
+      '2030-01-03T09:56:00.000Z',
+      '2030-01-03T09:57:00.000Z',
+      '2030-01-03T09:58:00.000Z',
+      '2030-01-03T09:59:00.000Z',
+      '2030-01-03T10:00:00.000Z',
+    ]);
+    // Every minute since the old row before the window: 2 days, 9 h 55 min.
+    const [skipped] = await t.sql("SELECT COUNT(*) AS n FROM cronq_schedule_ticks WHERE schedule_name = 'mailer' AND outcome = 'skipped'");
+    expect(Number(skipped.n)).toBe(2 * 1440 + 9 * 60 + 55);
+  }, 60_000);
+
+  it('in a rolling deploy, daemons of the old and the new cron running at once each run their own ticks, with no burst either way', async () => {
+    const hourly = version({ cron: '0 * * * *' }, 'old:1');
+    const minutely = version({ cron: '* * * * *' }, 'new:1');
+    await hourly.catchUp(at('2030-01-03T10:00:05Z'));
+    await minutely.catchUp(at('2030-01-03T10:00:30Z')); // 10:00 is in the ledger already
+    await minutely.catchUp(at('2030-01-03T10:01:05Z'));
+    await hourly.catchUp(at('2030-01-03T10:01:10Z')); // a pass of the old version between its ticks
+    await hourly.catchUp(at('2030-01-03T11:00:05Z'));
+    // The new version's daemon stalled from 10:01 to 11:03: its minutes after the old version's row are its own, caught up.
+    await minutely.catchUp(at('2030-01-03T11:03:05Z'));
+    await hourly.catchUp(at('2030-01-03T12:00:05Z'));
+
+    expect((await ledger()).map((r) => [r.at.slice(11, 16), r.cron, r.caughtUp, r.note])).toEqual([
+      ['10:00', '0 * * * *', false, null],
+      ['10:01', '* * * * *', false, null],
+      ['11:00', '0 * * * *', false, null],
+      ['11:01', '* * * * *', true, 'caught up'],
+      ['11:02', '* * * * *', true, 'caught up'],
+      ['11:03', '* * * * *', false, null],
+      ['12:00', '0 * * * *', false, null],
+    ]);
+    expect(await jobTimes()).toHaveLength(7);
+  }, 60_000);
+});
