@@ -41,6 +41,11 @@ async function ledger(): Promise<Array<{ at: string; outcome: string; caughtUp: 
   }));
 }
 
+/** Each ledger row as [instant, outcome, note]. */
+async function outcomes(): Promise<Array<[string, string, string | null]>> {
+  return (await ledger()).map((r) => [r.at, r.outcome, r.note]);
+}
+
 describe('a schedule whose cron was edited', () => {
   it('monthly made minutely enqueues only the on-time minute at the deploy, no burst of minutes that were never ticks', async () => {
     await version({}, 'v1:1').catchUp(at('2030-01-01T00:00:05Z'));
@@ -68,11 +73,24 @@ describe('a schedule whose cron was edited', () => {
     await version(v2, 'v2:2').catchUp(at('2030-01-05T10:00:00Z'));
 
     expect(await jobTimes()).toEqual(['2030-01-01T00:00:00.000Z', '2030-01-04T08:00:00.000Z', '2030-01-05T08:00:00.000Z']);
-    expect((await ledger()).map((r) => [r.at, r.outcome, r.note])).toEqual([
+    expect(await outcomes()).toEqual([
       ['2030-01-01T00:00:00.000Z', 'enqueued', null],
       ['2030-01-03T08:00:00.000Z', 'skipped', "cron changed from `0 0 1 * *` to `0 8 * * *`: ticks before this were not the schedule's"],
       ['2030-01-04T08:00:00.000Z', 'enqueued', 'caught up'],
       ['2030-01-05T08:00:00.000Z', 'enqueued', 'caught up'],
+    ]);
+  }, 60_000);
+
+  it('a new cron whose first tick comes after the old row writes nothing until then, and its daemon down over that tick records it as skipped (the ledger cannot tell it ran)', async () => {
+    await version({ cron: '* * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:59:05Z'));
+    await version({ cron: '0 8 * * *' }, 'v2:1').catchUp(at('2030-01-03T10:00:00Z'));
+    expect(await ledger()).toHaveLength(1);
+    await version({ cron: '0 8 * * *' }, 'v2:2').catchUp(at('2030-01-04T09:00:00Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-03T09:59:00.000Z']);
+    expect(await outcomes()).toEqual([
+      ['2030-01-03T09:59:00.000Z', 'enqueued', null],
+      ['2030-01-04T08:00:00.000Z', 'skipped', "cron changed from `* * * * *` to `0 8 * * *`: ticks before this were not the schedule's"],
     ]);
   }, 60_000);
 
@@ -81,7 +99,7 @@ describe('a schedule whose cron was edited', () => {
     await version({ cron: '0 8 * * *', timezone: 'America/New_York' }, 'v2:1').catchUp(at('2030-01-04T12:00:00Z'));
 
     expect(await jobTimes()).toEqual(['2030-01-01T08:00:00.000Z']);
-    expect((await ledger()).map((r) => [r.at, r.outcome, r.note])).toEqual([
+    expect(await outcomes()).toEqual([
       ['2030-01-01T08:00:00.000Z', 'enqueued', null],
       ['2030-01-03T13:00:00.000Z', 'skipped', "timezone changed from UTC to America/New_York: ticks before this were not the schedule's"],
     ]);
