@@ -168,4 +168,19 @@ describe('a schedule whose cron was edited', () => {
     ]);
     expect(await jobTimes()).toHaveLength(7);
   }, 60_000);
+
+  it('enqueues the on-time tick of an edit between two long crons, its note cut to the column', async () => {
+    // Crons of about 150 characters (every hour named): the edit's note names both, over 255 characters.
+    const minutes = (from: number) => Array.from({ length: 30 }, (_, i) => from + 2 * i).join(',');
+    const hours = Array.from({ length: 24 }, (_, i) => i).join(',');
+    const [before, after] = [`${minutes(0)} ${hours} * * *`, `${minutes(1)} ${hours} * * *`];
+    await version({ cron: before }, 'v1:1').catchUp(at('2030-01-01T00:00:05Z'));
+    await version({ cron: after }, 'v2:1').catchUp(at('2030-01-03T10:01:30Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-01T00:00:00.000Z', '2030-01-03T10:01:00.000Z']);
+    const [, edited] = await ledger();
+    expect(edited).toMatchObject({ outcome: 'enqueued', cron: after });
+    expect([...edited.note!]).toHaveLength(255);
+    expect(edited.note).toMatch(/^cron changed from `0,2,4,.*…$/);
+  }, 60_000);
 });

@@ -118,7 +118,7 @@ export interface TickClaim {
 }
 
 /**
- * Claims a tick's fan-out: inserts its 'enqueued' row, or takes over an unfinished
+ * Claims a tick's fan-out: inserts its 'enqueued' row (its note cut to NOTE_MAX), or takes over an unfinished
  * one whose fan-out lease expired (or that this same scheduler instance left behind).
  * Returns the row id when this caller now owns the fan-out, null when another daemon
  * did it or is doing it.
@@ -128,7 +128,7 @@ export async function claimTickFanout(exec: Executor, claim: TickClaim): Promise
   const inserted = header(
     await exec.execute(sql`INSERT INTO cronq_schedule_ticks
         (schedule_name, scheduled_at, period_key, outcome, caught_up, note, claimed_by, fanout_until, started_at, cron, timezone)
-      VALUES (${claim.scheduleName}, ${at}, ${claim.periodKey}, 'enqueued', ${claim.caughtUp}, ${claim.note},
+      VALUES (${claim.scheduleName}, ${at}, ${claim.periodKey}, 'enqueued', ${claim.caughtUp}, ${claim.note === null ? null : boundedNote(claim.note)},
         ${claim.claimedBy}, ${NOW} + ${interval(claim.leaseMs)}, ${NOW}, ${claim.source.cron}, ${claim.source.timezone})
       ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`),
   );
