@@ -772,6 +772,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       health: healthTracker,
       observer,
       unknownKinds: new UnknownKinds({ graceMs: unknownKindGraceMs, aliveMs: 3 * heartbeatMs, log }),
+      maxLeaseExpiries,
     });
     pool.start();
     recovery = recoveryLoop(

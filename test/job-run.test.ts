@@ -68,6 +68,10 @@ function fakeStore(answers: {
       writes.push({ op: 'release', lease });
       return Promise.resolve(true);
     },
+    releaseInterrupted: (lease) => {
+      writes.push({ op: 'releaseInterrupted', lease });
+      return Promise.resolve('released' as const);
+    },
   };
   return { store, writes, tx };
 }
@@ -95,7 +99,7 @@ function runOf(task: Omit<TaskOptions, 'name'>, fake = fakeStore(), job = claime
   const health = new DbHealth(log);
   const slots = new RunSlots(1, new Prefetch(0, { concurrency: 1 }));
   const unknownKinds = new UnknownKinds({ graceMs: 60_000, aliveMs: 30_000, log });
-  const finisher = new Finisher({ store: fake.store, health, log, observer: noopObserver, slots, unknownKinds });
+  const finisher = new Finisher({ store: fake.store, health, log, observer: noopObserver, slots, unknownKinds, maxLeaseExpiries: 3 });
   const run = new JobRun(job, defineTask({ ...task, name: 'k' }), { store: fake.store, log, health, observer: noopObserver, finisher });
   slots.take(run);
   run.execute();

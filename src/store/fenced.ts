@@ -266,6 +266,41 @@ export async function failIfLeased(db: Db, lease: Lease, failure: Failure): Prom
   });
 }
 
+/** What releaseInterruptedIfLeased did. */
+export type InterruptedOutcome = 'released' | 'dead' | 'lease_lost';
+
+/**
+ * Gives back a job whose handler a shutdown cut short (its grace ran out), fenced like
+ * every write (row lock, token, unexpired lease), in one transaction: 'ready', available
+ * now, attempt restored (the stop was the daemon's, not a failure of the handler), and one
+ * more in `lease_expiries`, which counts the processes that stopped while running the job,
+ * as lease recovery counts one that died. When that count reaches `maxLeaseExpiries` the
+ * job goes dead instead, with its dead letter: a handler that stops its own daemon (a
+ * `systemctl restart` of the service, a signal to its process) was otherwise handed back
+ * at attempt 0 each time and stopped every daemon in turn for ever.
+ */
+export async function releaseInterruptedIfLeased(db: Db, lease: Lease, reason: string, maxLeaseExpiries: number): Promise<InterruptedOutcome> {
+  return db.transaction(async (tx) => {
+    const held = rows<{ lease_expiries: number }>(await tx.execute(sql`SELECT lease_expiries FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
+    if (held.length === 0) return 'lease_lost';
+    const stops = Number(held[0].lease_expiries) + 1;
+    const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
+    if (stops >= maxLeaseExpiries) {
+      const why =
+        `the process running it stopped ${stops} times without finishing it (the last time ${reason}). Typical causes: a handler that ` +
+        'stops its own daemon (systemctl restart of its service, a signal to its process) or one that outlasts the shutdown grace at every ' +
+        'deploy; see "What a handler must not do" in the README';
+      await markDead(tx, [lease.id], boundedText(why, LAST_ERROR_MAX), counted);
+      return 'dead';
+    }
+    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
+      SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+          last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}${counted}
+      WHERE id = ${lease.id}`);
+    return 'released';
+  });
+}
+
 /**
  * Inside a transaction holding the rows' locks: 'dead' plus a dead letter each. `error` is
  * the text, or an expression over the row's columns; `also` more assignments (evaluated

@@ -29,12 +29,14 @@ import {
   completeIfLeased,
   completeManyIfLeased,
   failIfLeased,
+  releaseInterruptedIfLeased,
   releaseIfLeased,
   renewIfLeased,
   renewIfUnrecovered,
   type EffectBound,
   type Failure,
   type FailOutcome,
+  type InterruptedOutcome,
   type Lease,
 } from './fenced.ts';
 import { databaseNow, ping } from './health.ts';
@@ -117,6 +119,11 @@ export class Store implements JobWriter {
   /** Records a failure: retry later or dead with a dead letter (failIfLeased). */
   fail(lease: Lease, failure: Failure): Promise<FailOutcome> {
     return failIfLeased(this.db, lease, failure);
+  }
+
+  /** Gives back a job whose handler a shutdown cut short, counting the stop, or sends it dead at `maxLeaseExpiries` stops (releaseInterruptedIfLeased). */
+  releaseInterrupted(lease: Lease, reason: string, maxLeaseExpiries: number): Promise<InterruptedOutcome> {
+    return releaseInterruptedIfLeased(this.db, lease, reason, maxLeaseExpiries);
   }
 
   /** Extends the lease to now + `leaseMs`; false when it is gone (renewIfLeased). */
@@ -459,7 +466,7 @@ export class Store implements JobWriter {
 export type { ClaimCursor, ClaimedJob, ClaimRequest, LeaseLengths, QueueLimit } from './claims.ts';
 export { ClaimUpdateError } from './claims.ts';
 export { UnreadableRowsError } from './unreadableRows.ts';
-export type { EffectBound, Failure, FailOutcome, Lease } from './fenced.ts';
+export type { EffectBound, Failure, FailOutcome, InterruptedOutcome, Lease } from './fenced.ts';
 export { EffectNotStartedError } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter, KeyHolder } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';

@@ -34,6 +34,8 @@ export interface FinisherDeps {
   slots: RunSlots;
   /** What to do with a job of a kind this daemon has no task for. */
   unknownKinds: UnknownKinds;
+  /** A run cut by the shutdown's grace counts one stop of its process; at this many the job goes dead (releaseInterrupted). */
+  maxLeaseExpiries: number;
 }
 
 /** Per reason a claimed job goes back unstarted (releaseUnstarted): its `last_error`, and the log line's message. */
@@ -160,19 +162,29 @@ export class Finisher {
   }
 
   /**
-   * Hands back `run`'s job (attempt restored) if the run still holds its lease: for a
-   * handler interrupted by shutdown. True when released. Database errors are reported,
-   * not retried (the lease expires and recovery returns the job).
+   * Hands back `run`'s job (attempt restored, the stop counted in lease_expiries) if the
+   * run still holds its lease: for a handler interrupted by shutdown. At maxLeaseExpiries
+   * stops the job goes dead instead (releaseInterruptedIfLeased). True when released.
+   * Database errors are reported, not retried (the lease expires and recovery returns the job).
    */
   async releaseInterrupted(run: JobRun): Promise<boolean> {
+    const { store, observer, maxLeaseExpiries } = this.deps;
     const sentAt = Date.now();
     try {
-      const released = await this.counted('release', () => this.deps.store.release(run.lease, 'interrupted by shutdown; released for another worker'));
-      if (released) {
+      const outcome = await this.counted('release', () =>
+        store.releaseInterrupted(run.lease, "the shutdown's grace ran out while its handler ran; released for another worker", maxLeaseExpiries),
+      );
+      if (outcome === 'released') {
         run.log.info({ event: 'job_released_on_shutdown' }, 'running job interrupted by shutdown and released');
-        this.deps.observer.shutdownReleased(1);
+        observer.shutdownReleased(1);
+      } else if (outcome === 'dead') {
+        run.log.error(
+          { event: 'job_dead', attempt: run.job.attempt, stops: run.job.leaseExpiries + 1 },
+          `job is dead: its runs were cut short ${run.job.leaseExpiries + 1} times (this time by the shutdown's grace); see cronq_dead_letters`,
+        );
+        observer.jobDead(run.job.kind);
       }
-      return released;
+      return outcome === 'released';
     } catch (error) {
       this.deps.health.backoffAfter(error, 'release', sentAt);
       return false;

@@ -138,7 +138,7 @@ export class JobRun implements RenewableRun {
   }
 
   /**
-   * Hands the job back (attempt restored) if this run still holds its lease (the fence
+   * Hands the job back (attempt restored, the stop counted; dead at maxLeaseExpiries stops) if this run still holds its lease (the fence
    * decides): for handlers interrupted by shutdown. Runs once; later calls return the
    * first call's answer.
    */

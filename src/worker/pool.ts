@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.ts';
+import { LEASE_EXPIRIES } from '../defaults.ts';
 import { noopObserver, type Observer } from '../observe.ts';
 import { retryDelayMs, type Backoff } from '../runtime/backoff.ts';
 import { DbHealth } from '../runtime/dbHealth.ts';
@@ -68,6 +69,8 @@ export interface WorkerPoolOptions {
   observer?: Observer;
   /** Jobs of kinds not in `tasks` (default: UnknownKinds with its default grace). */
   unknownKinds?: UnknownKinds;
+  /** Stops of the process running a job after which it goes dead: a run cut by the shutdown's grace counts one (default LEASE_EXPIRIES.default). */
+  maxLeaseExpiries?: number;
 }
 
 /** What `stop` reports. */
@@ -161,7 +164,15 @@ export class WorkerPool {
     this.prefetch = new Prefetch(options.prefetch ?? 0, { concurrency: options.concurrency });
     this.limited = new LimitedQueues(options.tasks.list(), options.pollMs);
     this.slots = new RunSlots(options.concurrency, this.prefetch, new Set(this.limited.byQueue.keys()));
-    this.finisher = new Finisher({ store, health: this.health, log, observer: this.observer, slots: this.slots, unknownKinds: this.unknownKinds });
+    this.finisher = new Finisher({
+      store,
+      health: this.health,
+      log,
+      observer: this.observer,
+      slots: this.slots,
+      unknownKinds: this.unknownKinds,
+      maxLeaseExpiries: options.maxLeaseExpiries ?? LEASE_EXPIRIES.default,
+    });
     this.runDeps = { store, log, health: this.health, observer: this.observer, finisher: this.finisher };
     this.poison = new PoisonRows(log);
     this.queueList = new QueueList(options.queues, () => store.readyQueues(), { read: () => store.pausedQueues(), maxAgeMs: options.pollMs, log });

@@ -39,6 +39,7 @@ export function scriptedStore({ lanes = 1, writes = {} }: { lanes?: number; writ
     renew: refuse,
     renewUnrecovered: refuse,
     release: refuse,
+    releaseInterrupted: refuse,
     moveToQueue: refuse,
     ...writes,
   };
