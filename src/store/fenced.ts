@@ -280,24 +280,24 @@ export type InterruptedOutcome = 'released' | 'dead' | 'lease_lost';
  * at attempt 0 each time and stopped every daemon in turn for ever.
  */
 export async function releaseInterruptedIfLeased(db: Db, lease: Lease, reason: string, maxLeaseExpiries: number): Promise<InterruptedOutcome> {
+  const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
+  // The common case in one autocommit UPDATE: a stop with room left (a shutdown may hand
+  // back as many runs as it has slots, one after another, within its margin).
+  const released = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
+    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+        last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}${counted}
+    WHERE ${leaseHeld(lease)} AND lease_expiries + 1 < ${maxLeaseExpiries}`);
+  if (header(released).affectedRows === 1) return 'released';
+  // Lease gone, or this is the stop that sends it dead: decided under the row lock.
   return db.transaction(async (tx) => {
     const held = rows<{ lease_expiries: number }>(await tx.execute(sql`SELECT lease_expiries FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
     if (held.length === 0) return 'lease_lost';
-    const stops = Number(held[0].lease_expiries) + 1;
-    const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
-    if (stops >= maxLeaseExpiries) {
-      const why =
-        `the process running it stopped ${stops} times without finishing it (the last time ${reason}). Typical causes: a handler that ` +
-        'stops its own daemon (systemctl restart of its service, a signal to its process) or one that outlasts the shutdown grace at every ' +
-        'deploy; see "What a handler must not do" in the README';
-      await markDead(tx, [lease.id], boundedText(why, LAST_ERROR_MAX), counted);
-      return 'dead';
-    }
-    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-      SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
-          last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}${counted}
-      WHERE id = ${lease.id}`);
-    return 'released';
+    const why =
+      `the process running it stopped ${Number(held[0].lease_expiries) + 1} times without finishing it (the last time ${reason}). Typical causes: ` +
+      'a handler that stops its own daemon (systemctl restart of its service, a signal to its process) or one that outlasts the shutdown grace ' +
+      'at every deploy; see "What a handler must not do" in the README';
+    await markDead(tx, [lease.id], boundedText(why, LAST_ERROR_MAX), counted);
+    return 'dead';
   });
 }
 
