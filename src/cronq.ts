@@ -618,6 +618,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           await step('enqueues', Promise.all([...enqueuing]));
           // A connection that cannot close cleanly (a connect still waiting on a silent server
           // times out) is destroyed: the stop resolves whatever the database does.
+          healthTracker.poolClosing(); // what fails from here is our own close, not an outage
           await step('closing database connections', database.close().catch(() => database.destroy()));
         })();
         if (await finishedInTime(work, deadline + SHUTDOWN_MARGIN_MS, () => migrating)) {
@@ -636,6 +637,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           if (pool) result = pool.cutOff();
           maintenanceStop.abort();
           enqueuesCut.abort();
+          healthTracker.poolClosing();
           database.destroy();
         }
         uncaughtGuard?.();

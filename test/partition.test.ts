@@ -1,53 +1,15 @@
-import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, isConnectionError } from '../src/db/client.ts';
 import { ping } from '../src/store/health.ts';
+import { BlackholeProxy } from './support/blackholeProxy.ts';
 import { useTestDatabase } from './support/db.ts';
-
-/**
- * A TCP proxy in front of the test server that can turn into a black hole: it keeps
- * every socket open but stops forwarding, like a network that silently drops packets.
- */
-class BlackholeProxy {
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-  blackhole = false;
-  port = 0;
-
-  constructor(target: { host: string; port: number }) {
-    this.server = createServer((client) => {
-      const upstream = tcpConnect(target.port, target.host);
-      this.sockets.add(client).add(upstream);
-      client.on('data', (d) => this.blackhole || upstream.write(d));
-      upstream.on('data', (d) => this.blackhole || client.write(d));
-      const close = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('close', close).on('error', close);
-      upstream.on('close', close).on('error', close);
-    });
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 const t = useTestDatabase();
 let proxy: BlackholeProxy;
 
 beforeAll(async () => {
-  const url = new URL(t.url);
-  proxy = new BlackholeProxy({ host: url.hostname, port: Number(url.port || 3306) });
-  await proxy.listen();
+  proxy = await BlackholeProxy.before(t.url);
 });
 afterAll(async () => {
   await proxy.close();
@@ -55,9 +17,7 @@ afterAll(async () => {
 
 describe('a network that silently drops packets', () => {
   it('fails a statement within the client-side timeout instead of waiting on TCP, and the pool recovers', async () => {
-    const url = new URL(t.url);
-    url.host = `127.0.0.1:${proxy.port}`;
-    const database = connect(url.toString(), { poolSize: 2, queryTimeoutMs: 500 });
+    const database = connect(proxy.urlFor(t.url), { poolSize: 2, queryTimeoutMs: 500 });
     try {
       await database.db.execute(sql`SELECT 1`);
       proxy.blackhole = true;
@@ -78,9 +38,7 @@ describe('a network that silently drops packets', () => {
   });
 
   it('costs a ping that timed out its connection only: once the network is back, the pool is whole again', async () => {
-    const url = new URL(t.url);
-    url.host = `127.0.0.1:${proxy.port}`;
-    const database = connect(url.toString(), { poolSize: 2 });
+    const database = connect(proxy.urlFor(t.url), { poolSize: 2 });
     try {
       await Promise.all([database.db.execute(sql`SELECT 1`), database.db.execute(sql`SELECT 1`)]); // two connections open
       proxy.blackhole = true;

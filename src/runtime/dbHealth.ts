@@ -17,6 +17,8 @@ export class DbHealth {
   /** When the last outage ended (Date.now()); statements sent before it failing late declare none. */
   private recoveredAt = Number.NEGATIVE_INFINITY;
   private failures = 0;
+  /** Set by poolClosing: from then on a failed statement is our own stop's doing, not the database's. */
+  private poolClosed = false;
   private readonly statementErrorLoggedAt = new Map<string, number>();
   lastOkAt = Date.now();
 
@@ -41,6 +43,16 @@ export class DbHealth {
   }
 
   private readonly waiters = new Set<() => void>();
+
+  /**
+   * The engine is closing (or destroying) its own pool: statements still pending fail
+   * ('Pool is closed.') because of that, not because the database went away. From now on
+   * a connection error declares no `db_unavailable` (it is logged at debug, `pool_closed`);
+   * the tracker otherwise goes on as before, so writers still waiting wait as they did.
+   */
+  poolClosing(): void {
+    this.poolClosed = true;
+  }
 
   /**
    * Resolves once the database is reachable again (someone's statement succeeded), or
@@ -76,7 +88,10 @@ export class DbHealth {
       this.log.debug({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX) }, 'a statement sent during the outage failed after it ended');
       return retryDelayMs(OUTAGE_BACKOFF, 1);
     }
-    if (this.failingSince === null) {
+    if (this.failingSince === null && this.poolClosed) {
+      this.failingSince = Date.now();
+      this.log.debug({ event: 'db_error', where, error: errorText(error, DB_ERROR_TEXT_MAX), pool_closed: true }, 'statement ended by the stop closing the pool');
+    } else if (this.failingSince === null) {
       this.failingSince = Date.now();
       this.log.warn(
         { event: 'db_unavailable', where, error: errorText(error, DB_ERROR_TEXT_MAX) },
