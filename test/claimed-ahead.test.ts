@@ -106,6 +106,37 @@ describe('a job claimed ahead of a free slot', () => {
   });
 });
 
+describe('a job claimed ahead that went stale', () => {
+  it('is released once the database answers again when its release met an outage, not left to its lease', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { tasks, started, open } = gatedTask();
+    const log = new EventLog();
+    const releases: number[] = [];
+    const lost = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' });
+    const fake = scriptedStore({
+      writes: {
+        // The first release finds the database gone; the pool's probe (now()) then finds it back.
+        releaseUnstarted: async (lease: Lease) => {
+          releases.push(lease.id);
+          if (releases.length === 1) throw lost;
+          return true;
+        },
+      },
+    });
+    await withPool(fake, { pollMs: 20, tasks, concurrency: 1, log }, async () => {
+      (await fake.claim(1)).answer([job(1), job(2)]); // one slot: job 2 waits in the buffer
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.setSystemTime(Date.now() + 30_000); // past a third of job 2's 60 s lease: stale
+      const [released] = await log.waitFor('claim_released_unstarted', 1, 5_000);
+      expect(released).toMatchObject({ job_id: 2 });
+      expect(releases).toEqual([2, 2]);
+      expect(log.named('claim_release_failed')).toEqual([]);
+      open();
+      expect(started).toEqual([1]);
+    });
+  });
+});
+
 describe('a running job cancelled or lost', () => {
   it('gives its slot back at once even when its handler ignores its signal', async () => {
     const log = new EventLog();

@@ -72,6 +72,7 @@ function fakeStore(answers: {
       writes.push({ op: 'releaseInterrupted', lease });
       return Promise.resolve('released' as const);
     },
+    releaseUnstarted: () => Promise.reject(new Error('a run never releases a job it did not start')),
   };
   return { store, writes, tx };
 }

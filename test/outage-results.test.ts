@@ -90,6 +90,58 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
     expect(log.named('job_finish_abandoned')).toEqual([]);
   });
 
+  it('jobs claimed ahead whose leases ran out in an outage before their handlers started go back with no lease expiry counted', async () => {
+    const log = new EventLog('info');
+    const started = new Set<number>();
+    let claimed = 0;
+    // Once `hold` is set, the handlers that start next wait for `resume`: the slots stay
+    // full and the jobs claimed ahead stay in the buffer, unstarted, through the outage.
+    let hold: Promise<void> | null = null;
+    let resume!: () => void;
+    let held = 0;
+    const quick = defineTask({
+      name: 'claimed-ahead',
+      lease: '1s', // the outage below outlasts every lease a claim gave
+      maxAttempts: 10,
+      async handle(job) {
+        started.add(job.id);
+        if (hold) {
+          held += 1;
+          await hold;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2)); // slots stay busy: the claims read ahead
+      },
+    });
+    engine = createCronq({
+      databaseUrl: url,
+      tasks: [quick],
+      logger: log.logger,
+      pollInterval: '50ms',
+      recoveryInterval: '200ms',
+      concurrency: 2,
+      observer: { jobClaimed: (n) => (claimed += n) },
+    });
+    const total = 2_000;
+    await engine.enqueueMany(quick, Array.from({ length: total }, (_, i) => ({ key: `ahead:${i}`, payload: {} })));
+    await engine.start();
+    await eventually(async () => started.size >= 200 && claimed - started.size >= 10, 30_000, 'jobs claimed ahead of the handlers');
+    hold = new Promise((resolve) => (resume = resolve));
+    await eventually(async () => held === 2, 5_000, 'both slots held');
+    const unstarted = claimed - started.size;
+    await server.crash();
+    await log.waitFor('db_unavailable');
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // every lease runs out while the server is away
+    const startedBeforeRestart = new Set(started);
+    await server.start();
+    resume();
+    await eventually(async () => Number((await query("SELECT COUNT(*) AS n FROM cronq_jobs WHERE status = 'done'"))[0].n) === total, 60_000, 'every job done');
+    expect(unstarted).toBeGreaterThan(0);
+    // Only a job whose handler had started may have had its lease expire and counted.
+    const expired = await query<{ id: number }>('SELECT id FROM cronq_jobs WHERE lease_expiries > 0');
+    expect(expired.filter((job) => !startedBeforeRestart.has(Number(job.id)))).toEqual([]);
+    expect(log.named('claim_release_lost')).toEqual([]);
+  }, 90_000);
+
   it('a completion sent to a server that froze until its lease ran out is written once it thaws (the job still its own), not discarded and run again', async () => {
     const log = new EventLog('info');
     const { task, running, finish, runs } = heldTask('frozen-completion', 3);

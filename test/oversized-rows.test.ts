@@ -137,7 +137,7 @@ describe('jobs a claim reserved that the pool fails to take', () => {
   it('are released by their lease tokens at once, logged as claim_handoff_failed, not left to their leases', async () => {
     const log = new EventLog();
     const released: Array<{ lease: Lease; reason: string }> = [];
-    const fake = scriptedStore({ writes: { release: async (lease: Lease, reason: string) => (released.push({ lease, reason }), true) } });
+    const fake = scriptedStore({ writes: { releaseUnstarted: async (lease: Lease, reason: string) => (released.push({ lease, reason }), true) } });
     // A job the pool cannot take: its payload is no text (what a claim of an oversized row once handed out).
     const broken = { ...claimedJob(1, 'k'), payloadText: null as unknown as string };
     const fine = claimedJob(2, 'k');

@@ -8,6 +8,9 @@
  *   UPDATE or `SELECT ... FOR UPDATE` takes, that the row is still `reserved` with that
  *   token and an unexpired lease; otherwise it changes nothing and reports false.
  *   A stale worker can therefore never finish, fail, renew or release a job.
+ *   The two `...IfUnrecovered` writes drop only the deadline from that check (the token
+ *   still must match, so nothing recovery returned is touched): taking a lease back
+ *   after an outage, and releasing a job whose handler never started.
  * - Transactions are short and run at READ COMMITTED (set per connection in db/client.ts).
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -32,6 +35,11 @@ export type FailOutcome = { status: 'retry'; retryInMs: number } | { status: 'de
 /** The fence: still reserved, same token, lease not expired — evaluated under the row lock. */
 function leaseHeld(lease: Lease): SQL {
   return sql`id = ${lease.id} AND status = 'reserved' AND lease_fence = ${lease.token} AND lease_deadline > ${NOW}`;
+}
+
+/** leaseHeld without the deadline: still reserved under this token, so nobody recovered it (renewIfUnrecovered, releaseUnstartedIfUnrecovered). */
+function leaseUnrecovered(lease: Lease): SQL {
+  return sql`id = ${lease.id} AND status = 'reserved' AND lease_fence = ${lease.token}`;
 }
 
 /**
@@ -344,7 +352,7 @@ export async function renewIfLeased(db: Db, lease: Lease, leaseMs: number): Prom
 export async function renewIfUnrecovered(db: Db, lease: Lease, leaseMs: number): Promise<boolean> {
   const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET lease_deadline = ${NOW} + ${interval(leaseMs)}, updated_at = ${NOW}
-    WHERE id = ${lease.id} AND status = 'reserved' AND lease_fence = ${lease.token}`);
+    WHERE ${leaseUnrecovered(lease)}`);
   return header(result).affectedRows === 1;
 }
 
@@ -355,12 +363,29 @@ export async function renewIfUnrecovered(db: Db, lease: Lease, leaseMs: number):
  * kind with a cluster-wide limit claimed from another queue, where its limit does not
  * hold). Only the row with this token is touched; false when the lease was already lost.
  */
-export async function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0, intoQueue?: string): Promise<boolean> {
+export function releaseIfLeased(db: Db, lease: Lease, reason: string, delayMs = 0, intoQueue?: string): Promise<boolean> {
+  return releaseWhere(db, leaseHeld(lease), reason, delayMs, intoQueue);
+}
+
+/**
+ * Gives back, attempt restored, a job whose handler never started (claimed ahead and
+ * left in the buffer, or taken by a claim its worker then failed to hand on): as
+ * releaseIfLeased, but while the row is still `reserved` under this token even if its
+ * deadline passed (an outage held the release back): until recovery has returned the
+ * job (it clears the token under the row lock this UPDATE takes too) nobody else can
+ * hold it, and nothing ran, so no lease expiry is owed. False once recovered, cancelled
+ * or otherwise gone. Never for a job whose handler started: its expired lease counts.
+ */
+export function releaseUnstartedIfUnrecovered(db: Db, lease: Lease, reason: string): Promise<boolean> {
+  return releaseWhere(db, leaseUnrecovered(lease), reason, 0);
+}
+
+async function releaseWhere(db: Db, fence: SQL, reason: string, delayMs: number, intoQueue?: string): Promise<boolean> {
   const queue = intoQueue === undefined ? sql`` : sql`queue = ${intoQueue}, `;
   const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
     SET status = 'ready', ${queue}attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
         last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
-    WHERE ${leaseHeld(lease)}`);
+    WHERE ${fence}`);
   return header(result).affectedRows === 1;
 }
 

@@ -31,6 +31,7 @@ import {
   failIfLeased,
   releaseInterruptedIfLeased,
   releaseIfLeased,
+  releaseUnstartedIfUnrecovered,
   renewIfLeased,
   renewIfUnrecovered,
   type EffectBound,
@@ -139,6 +140,11 @@ export class Store implements JobWriter {
   /** Gives the job back into another queue without counting the attempt (releaseIfLeased with a queue). */
   moveToQueue(lease: Lease, queue: string, reason: string): Promise<boolean> {
     return releaseIfLeased(this.db, lease, reason, 0, queue);
+  }
+
+  /** Gives back, attempt restored, a job whose handler never started, while nobody recovered it (releaseUnstartedIfUnrecovered). */
+  releaseUnstarted(lease: Lease, reason: string): Promise<boolean> {
+    return releaseUnstartedIfUnrecovered(this.db, lease, reason);
   }
 
   /** Gives the job back without counting the attempt (releaseIfLeased). */

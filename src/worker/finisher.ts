@@ -36,6 +36,8 @@ export interface FinisherDeps {
   unknownKinds: UnknownKinds;
   /** A run cut by the shutdown's grace counts one stop of its process; at this many the job goes dead (releaseInterrupted). */
   maxLeaseExpiries: number;
+  /** Aborts when the pool stops: unstarted releases waiting out an outage give up (default: only cutOff ends them). */
+  stopping?: AbortSignal;
 }
 
 /** Per reason a claimed job goes back unstarted (releaseUnstarted): its `last_error`, and the log line's message. */
@@ -125,9 +127,9 @@ export class Finisher {
     }
   }
 
-  /** Waits until the database answers again (DbHealth) or the finisher is cut off. */
-  private async untilDatabase(): Promise<void> {
-    while (!this.deps.health.healthy && !this.cut.signal.aborted) await this.deps.health.untilHealthy(OUTAGE_WAIT_MS, this.cut.signal);
+  /** Waits until the database answers again (DbHealth) or `signal` aborts (default: the finisher is cut off). */
+  private async untilDatabase(signal = this.cut.signal): Promise<void> {
+    while (!this.deps.health.healthy && !signal.aborted) await this.deps.health.untilHealthy(OUTAGE_WAIT_MS, signal);
   }
 
   /**
@@ -194,23 +196,43 @@ export class Finisher {
   /**
    * Hands back a job claimed but never started, attempt restored: on shutdown, when it
    * waited too long behind slow handlers ('stale'), or when the pool failed to take it
-   * from its claim ('handoff'). True when released; a job whose lease was already lost is
-   * left alone, and a database error is logged (its lease expires instead).
+   * from its claim ('handoff'). Fenced by its token alone (releaseUnstarted): a job whose
+   * lease ran out while the release was held up (an outage) but that nobody recovered
+   * goes back with no lease expiry counted, since it never ran. True when released; a
+   * job recovered or cancelled meanwhile is left alone. A 'stale' release that meets
+   * database trouble waits for the database as results do and is sent again, until the
+   * pool stops (`deps.stopping`) or the finisher is cut off; the others are sent once.
+   * One given up is logged, and its lease expires (recovery then counts it).
    */
   async releaseUnstarted(job: ClaimedJob, why: 'shutdown' | 'stale' | 'handoff'): Promise<boolean> {
-    const { store, log, observer, health } = this.deps;
+    const { log, observer } = this.deps;
     const onShutdown = why === 'shutdown';
-    const sentAt = Date.now();
-    try {
-      const released = await this.counted('release', () => store.release(job.lease, UNSTARTED_RELEASES[why].reason));
-      if (released && onShutdown) observer.shutdownReleased(1);
-      const event = !released ? 'claim_release_lost' : onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
-      log.info({ event, job_id: job.id, kind: job.kind }, !released ? 'claimed job was no longer ours to release' : UNSTARTED_RELEASES[why].logged);
-      return released;
-    } catch (error) {
-      health.backoffAfter(error, 'release', sentAt);
+    const released = await this.counted('release', () => this.sendUnstartedRelease(job, why));
+    if (released === null) {
       log.warn({ event: 'claim_release_failed', job_id: job.id }, 'could not release; its lease will expire');
       return false;
+    }
+    if (released && onShutdown) observer.shutdownReleased(1);
+    const event = !released ? 'claim_release_lost' : onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
+    log.info({ event, job_id: job.id, kind: job.kind }, !released ? 'claimed job was no longer ours to release' : UNSTARTED_RELEASES[why].logged);
+    return released;
+  }
+
+  /** releaseUnstarted's statement, sent again as it says; null when given up on a database error. */
+  private async sendUnstartedRelease(job: ClaimedJob, why: 'shutdown' | 'stale' | 'handoff'): Promise<boolean | null> {
+    const { store, health } = this.deps;
+    const stopping = this.deps.stopping ?? this.cut.signal;
+    for (;;) {
+      const sentAt = Date.now();
+      try {
+        return await store.releaseUnstarted(job.lease, UNSTARTED_RELEASES[why].reason);
+      } catch (error) {
+        const wait = health.backoffAfter(error, 'release', sentAt);
+        if (why !== 'stale' || !isDatabaseTrouble(error) || stopping.aborted || this.cut.signal.aborted) return null;
+        if (isOutage(error)) await this.untilDatabase(stopping);
+        else await sleep(wait, stopping);
+        if (stopping.aborted || this.cut.signal.aborted) return null;
+      }
     }
   }
 

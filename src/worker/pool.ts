@@ -172,6 +172,7 @@ export class WorkerPool {
       slots: this.slots,
       unknownKinds: this.unknownKinds,
       maxLeaseExpiries: options.maxLeaseExpiries ?? LEASE_EXPIRIES.default,
+      stopping: this.stopping.signal,
     });
     this.runDeps = { store, log, health: this.health, observer: this.observer, finisher: this.finisher };
     this.poison = new PoisonRows(log);

@@ -40,6 +40,7 @@ export function scriptedStore({ lanes = 1, writes = {} }: { lanes?: number; writ
     renewUnrecovered: refuse,
     release: refuse,
     releaseInterrupted: refuse,
+    releaseUnstarted: refuse,
     moveToQueue: refuse,
     ...writes,
   };
