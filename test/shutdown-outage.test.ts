@@ -27,20 +27,21 @@ afterAll(async () => {
   await proxy.close();
 });
 
-/** A task whose handler runs until its signal aborts; `running` once the first started. */
+/** A task whose handler runs until its signal aborts; `running` once the first started, `abortedAt()` when its signal aborted (null: not yet). */
 function signalledTask(name: string, leaseMs = 30_000) {
   let started!: () => void;
   const running = new Promise<void>((resolve) => (started = resolve));
+  let abortedAt: number | null = null;
   const task = defineTask({
     name,
     lease: `${leaseMs}ms`,
     handle: (_job, ctx) =>
       new Promise((_resolve, reject) => {
         started();
-        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+        ctx.signal.addEventListener('abort', () => ((abortedAt = Date.now()), reject(ctx.signal.reason)), { once: true });
       }),
   });
-  return { task, running };
+  return { task, running, abortedAt: () => abortedAt };
 }
 
 describe('a stop', () => {
@@ -82,18 +83,23 @@ describe('a stop', () => {
 
   it('during a black hole resolves within its grace plus the margin, and what the cut fails is not logged as an outage', async () => {
     const log = new EventLog('debug');
-    const { task, running } = signalledTask('held');
+    const { task, running, abortedAt } = signalledTask('held');
     engine = createCronq({ databaseUrl: proxy.urlFor(t.url), tasks: [task], logger: log.logger, pollInterval: '50ms' });
     await engine.start();
     await engine.enqueue(task, { key: 'held:1', payload: {} });
     await running;
     proxy.blackhole = true;
+    // An idle pool claims every poll (50 ms): this long into the black hole, a claim hangs in it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const stoppedAt = Date.now();
     await engine.stop({ graceMs: 1_000 });
     const tookMs = Date.now() - stoppedAt;
     // The grace, the margin, and a little for a loaded machine.
     expect(tookMs).toBeLessThan(1_000 + SHUTDOWN_MARGIN_MS + 400);
     expect(log.named('shutdown_cut_short')).toHaveLength(1);
+    // The claim the black hole holds up does not hold up the grace: the handler's signal aborts when it ends.
+    expect(abortedAt()! - stoppedAt).toBeGreaterThanOrEqual(1_000);
+    expect(abortedAt()! - stoppedAt).toBeLessThan(1_000 + 500);
     // The writes the cut failed ('Pool is closed.'): logged at debug, not as an outage.
     const cut = await eventually(async () => log.events.find((e) => /Pool is closed/.test(e.error ?? '')), 5_000, 'the cut writes to fail');
     expect(cut).toMatchObject({ event: 'db_error', pool_closed: true });

@@ -580,10 +580,14 @@ export class WorkerPool {
     this.stopping.abort();
     this.wakeup.notify();
     this.slots.room.notify();
-    await this.loop;
+    // Not waited for first: a claim the database holds up (a black hole, a frozen server)
+    // must not hold up the grace. Nothing joins the buffer or starts from here on (a claim
+    // answered now releases what it took), so the buffer and the runs are final.
+    const loops = this.loop;
     await Promise.all(this.buffered.takeAll().map((job) => this.releaseUnstarted(job)));
     this.abandoned = await drainRuns(this.slots, graceMs);
     this.released += this.abandoned;
+    await loops;
     await this.finisher.idle();
     log.info({ event: 'worker_stopped', released: this.released, abandoned: this.abandoned }, 'worker stopped');
     return { released: this.released, abandoned: this.abandoned };
