@@ -97,6 +97,18 @@ export interface DeadLetterAdmin {
   discardMatching(filter: DeadLetterFilter, reason: string, options?: BulkTriageOptions): Promise<BulkReviewResult>;
 }
 
+/**
+ * The web console's sign-outs, in the database so that every daemon serving the console
+ * refuses a signed-out session at once (README, "Web console"). A session is named by
+ * the SHA-256 of its cookie, 64 hex digits (UsageError otherwise).
+ */
+export interface ConsoleSignOutAdmin {
+  /** Records the session as signed out until `expiresAt` (idempotent); expired records are pruned as new ones are written. */
+  record(sessionHash: string, expiresAt: Date): Promise<void>;
+  /** Whether the session was signed out. */
+  has(sessionHash: string): Promise<boolean>;
+}
+
 /** A loaded schedule with its coming fire times and its latest tick-ledger row. */
 export interface ScheduleListing {
   name: string;
@@ -165,6 +177,8 @@ export interface CronqAdmin {
   readonly deadLetters: DeadLetterAdmin;
   /** Pause and resume schedules and queues on every daemon (see PauseAdmin). */
   readonly pauses: PauseAdmin;
+  /** The web console's sign-outs (ConsoleSignOutAdmin). */
+  readonly consoleSignOuts: ConsoleSignOutAdmin;
   /**
    * Cancels one job by id or key if it is 'ready' (it never runs) or 'reserved' (its
    * handler's ctx.signal aborts at its next lease renewal with JobCancelledError and its
@@ -332,6 +346,10 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
         store.resolveMatching(checkedFilter(filter, DEAD_LETTER_FILTER_KEYS, 'deadLetters.discardMatching'), 'discard', reason, checkedTriageOptions(options, 'deadLetters.discardMatching')),
     },
     pauses: createPauseAdmin(store, schedules),
+    consoleSignOuts: {
+      record: async (sessionHash, expiresAt) => store.recordSignOut(checkedSessionHash(sessionHash), checkedDate(expiresAt, 'expiresAt')),
+      has: async (sessionHash) => store.isSignedOut(checkedSessionHash(sessionHash)),
+    },
     limits: () => store.kindLimits(),
     cancel: async (target, options) => {
       const checked = checkedTarget(target, 'cancel');
@@ -442,6 +460,12 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       };
     },
   };
+}
+
+/** A console session's name: the SHA-256 of its cookie as 64 lowercase hex digits, else a UsageError. */
+function checkedSessionHash(hash: unknown): string {
+  if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) throw new UsageError('a console session is named by the SHA-256 of its cookie, 64 lowercase hex digits');
+  return hash;
 }
 
 /** A row id as callers pass it: a whole number from 1, else a UsageError (never a statement with NaN in it). */

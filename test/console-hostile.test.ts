@@ -3,6 +3,7 @@
  * malformed URLs, out-of-range values, a database that does not answer, forged notices.
  * Whatever arrives, the answer is a clear 4xx or 503, never a 500, a stack trace or SQL.
  */
+import { createHmac } from 'node:crypto';
 import { connect as connectSocket } from 'node:net';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -563,13 +564,17 @@ describe('console sessions', () => {
     const session = a.session(signedIn);
     expect(a.operatorOf(cookieOf(session), signedIn + 11 * HOUR + 59 * 60_000)).toMatchObject({ name: 'ops', via: 'cookie', session });
     expect(a.operatorOf(cookieOf(session), signedIn + 12 * HOUR + 1_000)).toBeNull();
-    const [issued, mac] = session.split('.');
-    expect(a.operatorOf(cookieOf(`${Number(issued) + 3_600}.${mac}`), signedIn + 13 * HOUR)).toBeNull(); // re-dated: its HMAC no longer matches
+    const [issued, nonce, mac] = session.split('.');
+    expect(a.operatorOf(cookieOf(`${Number(issued) + 3_600}.${nonce}.${mac}`), signedIn + 13 * HOUR)).toBeNull(); // re-dated: its HMAC no longer matches
     expect(a.operatorOf(cookieOf(a.session(signedIn + HOUR)), signedIn)).toBeNull(); // issued an hour ahead of this clock
     expect(a.operatorOf(cookieOf(a.session(signedIn + 60_000)), signedIn)).not.toBeNull(); // a minute ahead: clocks differ that much
     const other = new ConsoleAuth({ name: 'ops', secret: 'another-secret-of-enough-length' });
     expect(a.operatorOf(cookieOf(other.session(signedIn)), signedIn)).toBeNull();
-    expect(a.operatorOf(cookieOf(`${issued}.${mac}x`), signedIn)).toBeNull();
+    expect(a.operatorOf(cookieOf(`${issued}.${nonce}.${mac}x`), signedIn)).toBeNull();
+    // A cookie of the form before sign-outs were recorded (no nonce), from a daemon not yet upgraded, holds until it expires.
+    const older = `${issued}.${createHmac('sha256', TOKEN.slice(4)).update(`session:ops:${issued}`).digest('base64url')}`;
+    expect(a.operatorOf(cookieOf(older), signedIn)).toMatchObject({ via: 'cookie', session: older });
+    expect(a.operatorOf(cookieOf(older), signedIn + 12 * HOUR + 1_000)).toBeNull();
     // Each session's forms carry its own CSRF token.
     const later = a.session(signedIn + 60_000);
     expect(a.csrfMatches(a.csrf(session), session)).toBe(true);
@@ -580,7 +585,7 @@ describe('console sessions', () => {
   it('sets a cookie that expires with the session, and refuses an action from a session past it', async () => {
     const res = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', body: `token=${encodeURIComponent(TOKEN)}`, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
     expect(res.status).toBe(303);
-    expect(res.headers.get('set-cookie')).toMatch(/^cronq_console=\d+\.[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    expect(res.headers.get('set-cookie')).toMatch(/^cronq_console=\d+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
     const expired = auth().session(Date.now() - 13 * HOUR);
     const post = await fetch(`${base}/schedules/nightly-report/pause`, {
       method: 'POST',
@@ -591,6 +596,61 @@ describe('console sessions', () => {
     expect(post.status).toBe(403);
     expect(await post.text()).toMatch(/sign in with the console token first/);
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+});
+
+describe('signing out of the console', () => {
+  const formPost = (url: string, path: string, body: string, cookie?: string) =>
+    fetch(`${url}${path}`, { method: 'POST', redirect: 'manual', body, headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: url, ...(cookie ? { Cookie: cookie } : {}) } });
+  const signIn = async (url: string) => {
+    const res = await formPost(url, '/login', `token=${encodeURIComponent(TOKEN)}`);
+    expect(res.status).toBe(303);
+    return res.headers.get('set-cookie')!.split(';')[0];
+  };
+  const pause = (url: string, cookie: string) => formPost(url, '/schedules/nightly-report/pause', `reason=x&csrf=${auth().csrf(cookie.split('=')[1])}`, cookie);
+  const signedInAs = async (url: string, cookie: string) => /signed in as <strong>ops<\/strong>/.test(await (await fetch(`${url}/`, { headers: { Cookie: cookie } })).text());
+
+  it('revokes the session on every console of the database: a copy of the old cookie then acts as nobody, on another daemon too, while another session goes on', async () => {
+    // Two daemons' consoles behind one address: each its own process state, one database.
+    const other = await serve(cronq.admin);
+    const otherBase = `http://127.0.0.1:${other.port}`;
+    try {
+      const copied = await signIn(base);
+      const kept = await signIn(otherBase);
+      expect(copied).not.toBe(kept); // two sign-ins in one second are two sessions
+      expect(await signedInAs(otherBase, copied)).toBe(true);
+      const out = await formPost(base, '/logout', '', copied);
+      expect(out.status).toBe(303);
+      expect(out.headers.get('set-cookie')).toMatch(/^cronq_console=; .*Max-Age=0$/);
+      for (const url of [base, otherBase]) {
+        expect(await signedInAs(url, copied)).toBe(false);
+        const refused = await pause(url, copied);
+        expect(refused.status).toBe(403);
+        expect(await refused.text()).toMatch(/this session was signed out; sign in again/);
+      }
+      expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+      expect(await signedInAs(base, kept)).toBe(true);
+      expect((await pause(base, kept)).status).toBe(303);
+      // The record is kept until the session would have expired anyway, never the cookie itself.
+      const [row] = await t.sql('SELECT session_hash, expires_at FROM cronq_console_sign_outs');
+      expect(row.session_hash).toMatch(/^[0-9a-f]{64}$/);
+      expect(row.session_hash).not.toContain(copied.split('=')[1]);
+      expect(new Date(row.expires_at).getTime() - Date.now()).toBeGreaterThan(11.9 * 3_600_000);
+    } finally {
+      await other.close();
+      await t.sql('DELETE FROM cronq_console_sign_outs');
+    }
+  });
+
+  it('prunes sign-outs past their expiry when it records one', async () => {
+    await t.sql("INSERT INTO cronq_console_sign_outs (session_hash, expires_at) VALUES (REPEAT('a', 64), UTC_TIMESTAMP(6) - INTERVAL 1 SECOND), (REPEAT('b', 64), UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)");
+    const cookie = await signIn(base);
+    expect((await formPost(base, '/logout', '', cookie)).status).toBe(303);
+    const left = (await t.sql('SELECT session_hash FROM cronq_console_sign_outs ORDER BY session_hash')).map((r) => r.session_hash[0]);
+    expect(left).toHaveLength(2);
+    expect(left).toContain('b');
+    expect(left).not.toContain('a');
+    await t.sql('DELETE FROM cronq_console_sign_outs');
   });
 });
 

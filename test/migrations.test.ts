@@ -63,7 +63,7 @@ describe('cronq migrations beside an app', () => {
     await appMigration(db.sql, Date.now());
     const appLedger = await db.sql('SELECT id, hash, created_at FROM `__drizzle_migrations`');
     await applyMigrations(db.database);
-    expect(await tables(db.sql)).toEqual(['cronq_daemons', 'cronq_dead_letters', 'cronq_jobs', 'cronq_kind_limits', 'cronq_migrations', 'cronq_pauses', 'cronq_schedule_ticks']);
+    expect(await tables(db.sql)).toEqual(['cronq_console_sign_outs', 'cronq_daemons', 'cronq_dead_letters', 'cronq_jobs', 'cronq_kind_limits', 'cronq_migrations', 'cronq_pauses', 'cronq_schedule_ticks']);
     expect(await db.sql('SELECT id, hash, created_at FROM `__drizzle_migrations`')).toEqual(appLedger);
     expect((await db.sql('SELECT hash FROM cronq_migrations ORDER BY id')).map((r) => r.hash)).toEqual(committed.map((m) => m.hash));
     expect(await pendingMigrations(db.database)).toBe(0);

@@ -276,5 +276,21 @@ export const kindLimits = mysqlTable('cronq_kind_limits', {
   updatedAt: timestamp('updated_at').notNull().default(utcNow),
 });
 
+/**
+ * The web console's sessions signed out before they expired: a row per sign-out, keyed
+ * by the SHA-256 of the session cookie (hex; the cookie itself, which would sign in, is
+ * never stored). Every daemon's console refuses a cookie listed here, so a sign-out holds
+ * behind one address served by several daemons. `expires_at` is when no daemon would take
+ * the cookie anyway; rows past it are deleted by the next sign-out.
+ */
+export const consoleSignOuts = mysqlTable(
+  'cronq_console_sign_outs',
+  {
+    sessionHash: char('session_hash', { length: 64 }).primaryKey(),
+    expiresAt: timestamp('expires_at').notNull(),
+  },
+  (t) => [index('cronq_console_sign_outs_expiry').on(t.expiresAt)],
+);
+
 export type JobRow = typeof jobs.$inferSelect;
 export type DeadLetterRow = typeof deadLetters.$inferSelect;

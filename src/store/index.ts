@@ -67,6 +67,7 @@ import type { PauseTarget } from '../db/schema.ts';
 import { endSession, holdOverlapLock, otherTickInFlight, overlapLockHolder, tickHasJobs, type EndSessionOutcome, type HoldOptions, type LockHolder, type OverlapLock } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
+import { isSignedOut, recordSignOut } from './consoleSignOuts.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
 import { collectStats, queuesByStatus, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
@@ -444,6 +445,18 @@ export class Store implements JobWriter {
   /** Ends a pause, returning it, or 'not_paused' (deletePause). */
   resume(target: PauseTarget, name: string): Promise<ResumeWriteOutcome> {
     return deletePause(this.db, target, name);
+  }
+
+  // Console sign-outs (consoleSignOuts.ts)
+
+  /** Records a console session as signed out until `expiresAt` (recordSignOut). */
+  recordSignOut(sessionHash: string, expiresAt: Date): Promise<void> {
+    return recordSignOut(this.db, sessionHash, expiresAt);
+  }
+
+  /** Whether a console session was signed out (isSignedOut). */
+  isSignedOut(sessionHash: string): Promise<boolean> {
+    return isSignedOut(this.db, sessionHash);
   }
 
   // The console's reads (console.ts)

@@ -2,8 +2,10 @@
  * Who may act in the console. A token `name:secret` (CRONQ_CONSOLE_TOKEN or
  * --console-token-file) enables actions; without one the console is read-only for
  * everyone. A request carries the token as `Authorization: Bearer name:secret`, or as the
- * session cookie the login form sets (when it was issued and an HMAC of that, keyed by the
- * secret, never the secret itself), good for SESSION_MAX_AGE_S.
+ * session cookie the login form sets (when it was issued, a random nonce, and an HMAC of
+ * both keyed by the secret, never the secret itself), good for SESSION_MAX_AGE_S unless
+ * signed out: a cookie that holds here is still refused when its sessionHash is among the
+ * database's sign-outs (the router looks; every daemon sharing the token shares them).
  * A form post from a browser must also carry the form's CSRF token (an HMAC of the
  * session) and, when it sends Origin or Referer, come from this host.
  */
@@ -48,6 +50,16 @@ function same(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 }
 
+/** Who a request acts as (ConsoleAuth.operatorOf): by Bearer token, or by a session cookie. */
+export type ConsoleOperator =
+  | { name: string; via: 'bearer'; session?: undefined }
+  | { name: string; via: 'cookie'; session: string; sessionHash: string; sessionEndsAt: Date };
+
+/** The name of a session among the database's sign-outs: the SHA-256 of its cookie, hex (the cookie itself would sign in). */
+export function sessionHash(cookie: string): string {
+  return createHash('sha256').update(cookie).digest('hex');
+}
+
 /** Checks requests against one configured token (or none). */
 export class ConsoleAuth {
   constructor(readonly token: ConsoleToken | null) {}
@@ -56,23 +68,34 @@ export class ConsoleAuth {
     return this.token !== null;
   }
 
-  /** A session cookie value issued at `now` (ms): `SECONDS.HMAC`, good for SESSION_MAX_AGE_S. */
+  /**
+   * A new session cookie value issued at `now` (ms): `SECONDS.NONCE.HMAC`, good for
+   * SESSION_MAX_AGE_S. The nonce makes two sign-ins in one second two sessions, so
+   * signing out of one leaves the other.
+   */
   session(now = Date.now()): string {
     const issued = Math.floor(now / 1000);
-    return `${issued}.${this.sessionMac(issued)}`;
+    const nonce = randomBytes(16).toString('base64url');
+    return `${issued}.${nonce}.${this.sessionMac(`${issued}:${nonce}`)}`;
   }
 
-  private sessionMac(issued: number): string {
-    return hmac(this.token!.secret, `session:${this.token!.name}:${issued}`);
+  private sessionMac(issuedAndNonce: string): string {
+    return hmac(this.token!.secret, `session:${this.token!.name}:${issuedAndNonce}`);
   }
 
-  /** Whether `cookie` is a session this token issued at most SESSION_MAX_AGE_S before `now` (and not ahead of it). */
-  private sessionHolds(cookie: string, now: number): boolean {
-    const match = /^(\d{1,12})\.([A-Za-z0-9_-]{1,100})$/.exec(cookie);
-    if (!match) return false;
+  /**
+   * When `cookie`, a session this token issued, was issued (seconds), or null when it is
+   * none or is older than SESSION_MAX_AGE_S before `now` (or ahead of it). A cookie of the
+   * earlier form without a nonce (`SECONDS.HMAC`, from a daemon before sign-outs were
+   * recorded) still holds until it expires, so a rolling deploy signs nobody out.
+   */
+  private sessionIssuedS(cookie: string, now: number): number | null {
+    const match = /^(\d{1,12})(?:\.([A-Za-z0-9_-]{22}))?\.([A-Za-z0-9_-]{1,100})$/.exec(cookie);
+    if (!match) return null;
     const issued = Number(match[1]);
     const age = Math.floor(now / 1000) - issued;
-    return age >= -SESSION_CLOCK_SLACK_S && age <= SESSION_MAX_AGE_S && same(match[2], this.sessionMac(issued));
+    const signed = match[2] === undefined ? String(issued) : `${issued}:${match[2]}`;
+    return age >= -SESSION_CLOCK_SLACK_S && age <= SESSION_MAX_AGE_S && same(match[3], this.sessionMac(signed)) ? issued : null;
   }
 
   /** Whether `presented` (`name:secret`, typed into the login form or sent as Bearer) is the token. */
@@ -83,15 +106,24 @@ export class ConsoleAuth {
   /**
    * The operator a request acts as, or null: its Bearer token must match, or its session
    * cookie must be one this token issued and not yet expired (then `session` is that
-   * cookie, which its forms' CSRF token is bound to).
+   * cookie, which its forms' CSRF token is bound to, `sessionHash` names it among the
+   * sign-outs, and `sessionEndsAt` is when no daemon within SESSION_CLOCK_SLACK_S of this
+   * host's clock takes it any more). Whether it was signed out is not looked at here.
    */
-  operatorOf(headers: { authorization?: string; cookie?: string }, now = Date.now()): { name: string; via: 'bearer' | 'cookie'; session?: string } | null {
+  operatorOf(headers: { authorization?: string; cookie?: string }, now = Date.now()): ConsoleOperator | null {
     if (!this.token) return null;
     const bearer = /^Bearer (.+)$/.exec(headers.authorization ?? '');
     if (bearer && this.matches(bearer[1])) return { name: this.token.name, via: 'bearer' };
     const cookie = readCookie(headers.cookie, SESSION_COOKIE);
-    if (cookie !== null && this.sessionHolds(cookie, now)) return { name: this.token.name, via: 'cookie', session: cookie };
-    return null;
+    const issued = cookie === null ? null : this.sessionIssuedS(cookie, now);
+    if (cookie === null || issued === null) return null;
+    return {
+      name: this.token.name,
+      via: 'cookie',
+      session: cookie,
+      sessionHash: sessionHash(cookie),
+      sessionEndsAt: new Date((issued + SESSION_MAX_AGE_S + 2 * SESSION_CLOCK_SLACK_S) * 1000),
+    };
   }
 
   /** The CSRF token the action forms of `session` carry (bound to it, so another site cannot know it); a Bearer client's forms need none. */

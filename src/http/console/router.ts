@@ -5,6 +5,8 @@
  * session's CSRF field and, when Origin or Referer is sent, this host (403 otherwise).
  * Successful actions redirect (303) back to their page with the outcome as a notice,
  * sealed so that only the console's own words are shown as one.
+ * A session cookie that was signed out (on any daemon sharing the database) signs in
+ * nobody: its pages are the read-only ones and its actions answer 403.
  * Other methods answer 405 with `Allow: GET, HEAD, POST`. An address that presented too
  * many wrong tokens is answered 429 when it presents one again (SignInLimit).
  */
@@ -16,7 +18,7 @@ import { sliceChars } from '../../runtime/errorText.ts';
 import { shownText } from '../../shownText.ts';
 import { loggedPath } from '../logBudget.ts';
 import { ActionRefused, runAction } from './actions.ts';
-import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, SESSION_MAX_AGE_S, sameOrigin } from './auth.ts';
+import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, SESSION_MAX_AGE_S, sameOrigin, type ConsoleOperator } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
 import { ConsoleGate } from './gate.ts';
 import { SignInLimit } from './signInLimit.ts';
@@ -86,8 +88,20 @@ export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHand
   };
 }
 
+/** What an action's read answers for a session that was signed out (nothing was done). */
+const SIGNED_OUT = Symbol('signed out');
+
 /** Thrown when the gate turns a request away (answered 503). */
 class ConsoleBusy extends Error {}
+
+/**
+ * `claimed` unless it is a session cookie that was signed out (a primary-key read of the
+ * sign-outs, made inside the gate like every other read): then null, as without a cookie.
+ */
+async function stillSignedIn(admin: CronqAdmin, claimed: ConsoleOperator | null): Promise<ConsoleOperator | null> {
+  if (claimed?.via !== 'cookie') return claimed;
+  return (await admin.consoleSignOuts.has(claimed.sessionHash)) ? null : claimed;
+}
 
 /**
  * `read` (a page or an action: what reads the database) once the gate admits it;
@@ -115,27 +129,28 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
   const address = req.socket.remoteAddress ?? '';
   const bearer = auth.actionsEnabled && /^Bearer /.test(req.headers.authorization ?? '');
   if ((bearer || (auth.actionsEnabled && req.method === 'POST' && path === '/login')) && tooManyWrongTokens(res, served.signIns, address)) return true;
-  const operator = auth.operatorOf(req.headers);
+  // Who the request claims to be; whether a session cookie was signed out is read inside the gate.
+  const claimed = auth.operatorOf(req.headers);
   if (bearer) {
-    if (operator?.via === 'bearer') served.signIns.succeeded(address);
+    if (claimed?.via === 'bearer') served.signIns.succeeded(address);
     else served.signIns.failed(address);
   }
   const notice = url.searchParams.get('done');
-  const ctx: ConsoleContext = {
+  const contextOf = (operator: ConsoleOperator | null): ConsoleContext => ({
     admin,
     query: url.searchParams,
     viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
     csrf: operator ? auth.csrf(operator.session) : null,
     notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
-  };
-  if (req.method === 'POST') return post(req, res, path, ctx, operator, served);
+  });
+  if (req.method === 'POST') return post(req, res, path, contextOf(claimed), claimed, served);
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD, POST');
     return refuse(res, 405, `${req.method} is not served here: pages are GET, actions POST`, 'Method not allowed');
   }
   let result: PageResult | null;
   try {
-    result = await admitted(served.gate, req, () => getPage(path, ctx));
+    result = await admitted(served.gate, req, async () => getPage(path, contextOf(await stillSignedIn(admin, claimed))));
   } catch (error) {
     // A value in the URL the admin API refuses (a ledger page before year 1, dead letter 0).
     if (error instanceof UsageError) return refuse(res, 400, error.message, 'Bad request');
@@ -170,7 +185,7 @@ async function post(
   res: ServerResponse,
   path: string,
   ctx: ConsoleContext,
-  operator: ReturnType<ConsoleAuth['operatorOf']>,
+  operator: ConsoleOperator | null,
   { admin, auth, log, notices, gate, signIns }: Served,
 ): Promise<boolean> {
   if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
@@ -188,13 +203,18 @@ async function post(
     signIns.succeeded(address);
     return redirect(res, notices, '/', `signed in as ${auth.token!.name}`, `${SESSION_COOKIE}=${auth.session()}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MAX_AGE_S}`);
   }
-  if (path === '/logout') return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  if (path === '/logout') {
+    // Recorded in the database before the cookie is cleared: a copy of the cookie then signs in nobody, on any daemon.
+    if (operator?.via === 'cookie') await admitted(gate, req, () => admin.consoleSignOuts.record(operator.sessionHash, operator.sessionEndsAt));
+    return redirect(res, notices, '/', 'signed out', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  }
   if (!auth.actionsEnabled) return refuse(res, 403, 'refused: the console is read-only (no console token is configured)');
   if (!operator) return refuse(res, 403, 'refused: sign in with the console token first');
   // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
   if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'), operator.session)) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
   try {
-    const result = await admitted(gate, req, () => runAction(admin, path, fields, operator.name));
+    const result = await admitted(gate, req, async () => ((await stillSignedIn(admin, operator)) ? runAction(admin, path, fields, operator.name) : SIGNED_OUT));
+    if (result === SIGNED_OUT) return refuse(res, 403, 'refused: this session was signed out; sign in again');
     if (!result) return false;
     log.info({ event: 'console_action', path: loggedPath(path), by: `console:${operator.name}`, outcome: shownText(result.message, MAX_NOTICE) }, 'console action');
     return redirect(res, notices, result.back, result.message);
