@@ -23,11 +23,11 @@ import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
 import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
-import type { Stats } from './store/stats.ts';
+import type { DeadLetterStats, QueuesMostBehind, Stats } from './store/stats.ts';
 
 export { MAX_REASON_LENGTH, REVIEW_BATCH_SIZE } from './store/deadLetters.ts';
 export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome, ReviewAction } from './store/deadLetters.ts';
-export type { DeadLetterStats, QueueStats, ScheduleStats, Stats } from './store/stats.ts';
+export type { DeadLetterStats, QueuesMostBehind, QueueStats, ScheduleStats, Stats } from './store/stats.ts';
 export { COUNT_CAPS, DEAD_LETTER_COUNT_CAP } from './store/stats.ts';
 /** Every outcome a tick-ledger row can record (ScheduleStats.lastTick.outcome, TickRow.outcome). */
 export { TICK_OUTCOMES } from './db/schema.ts';
@@ -81,6 +81,8 @@ export interface DeadLetterAdmin {
   list(query?: DeadLetterQuery & { limit?: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }>;
   /** Counts by kind and failure reason (first line, numbers and ids normalised), largest first; only the `limit` largest (1–1000) when given. */
   groups(query?: DeadLetterQuery & { limit?: number }): Promise<DeadLetterGroup[]>;
+  /** Dead letters awaiting review, counted up to DEAD_LETTER_COUNT_CAP (as stats().deadLetters, alone). */
+  awaitingReview(): Promise<DeadLetterStats>;
   /** One dead letter in full with its job's row now, or null when no such id. */
   get(id: number): Promise<DeadLetterDetail | null>;
   /** Puts the job back to 'ready' (attempts and lease expiries 0, available now) unless it is no longer dead or died again since. */
@@ -197,6 +199,14 @@ export interface CronqAdmin {
    * schedule's last tick, and each loaded schedule's health.
    */
   stats(): Promise<AdminStats>;
+  /**
+   * The `limit` queues (1–1000, default 50) most behind, counted as in stats(): those whose
+   * oldest ready job has waited longest first, then those running jobs, then the rest, each
+   * by name; `total` counts every queue holding a job. Its cost is bounded by `limit`, not
+   * by the number of queues: one listing statement (a loose index scan) and one counting
+   * statement per 100 (status, queue) pairs shown. The console's overview.
+   */
+  queuesMostBehind(options?: { limit?: number }): Promise<QueuesMostBehind>;
   /**
    * Each loaded schedule's health at `at` (default the database clock): the fire time of
    * its last tick whose jobs are all done, and whether it is overdue against its
@@ -337,6 +347,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
         const { limit, ...rest } = checkedFilter(query, DEAD_LETTER_QUERY_KEYS, 'deadLetters.groups');
         return store.groupDeadLetters({ ...rest, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: LISTING_MAX }) }) });
       },
+      awaitingReview: () => store.deadLettersAwaitingReview(),
       get: async (id) => store.getDeadLetter(checkedId(id)),
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
       discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),
@@ -364,6 +375,10 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       // One after the other: a caller (the console's overview, a scrape) holds one connection of the pool, not two.
       const stats = await store.stats();
       return { ...stats, health: await healthAt() };
+    },
+    queuesMostBehind: async (options) => {
+      const { limit = 50 } = checkedOptions(options, ['limit'], 'queuesMostBehind');
+      return store.queuesMostBehind(wholeNumberWithin(limit, 'limit', { min: 1, max: LISTING_MAX }));
     },
     scheduleHealth: async (options) => {
       const { at } = checkedOptions(options, ['at'], 'scheduleHealth');

@@ -27,6 +27,9 @@ export interface Completions {
   capped: boolean;
 }
 
+/** Queues whose recent done jobs one completions statement reads (one UNION ALL branch each). */
+const COMPLETION_QUEUES_PER_STATEMENT = 100;
+
 /**
  * Jobs finished 'done' in each of the last 60 minutes. Each queue's done jobs are read
  * newest-available first on the claim index (status, queue, available_at, id,
@@ -34,7 +37,8 @@ export interface Completions {
  * that became available over COMPLETION_LAG_MAX_MS ago; a job that waited longer than
  * that before finishing is not counted. (An index on finished_at would do better here
  * but cost every completion a second index write.) `queues`: the queues to read (stats
- * lists them).
+ * lists them), COMPLETION_QUEUES_PER_STATEMENT to a statement (a statement per queue
+ * made 3,300 queues 3,300 round trips, seconds).
  */
 export async function completionsPerMinute(exec: Executor, queues: readonly string[]): Promise<Completions> {
   const nowResult = await exec.execute(sql`SELECT UTC_TIMESTAMP(6) AS now`);
@@ -43,19 +47,24 @@ export async function completionsPerMinute(exec: Executor, queues: readonly stri
   const first = currentMinute - 59 * 60_000;
   const counts = new Array<number>(60).fill(0);
   let capped = false;
-  for (const queue of queues) {
+  for (let from = 0; from < queues.length; from += COMPLETION_QUEUES_PER_STATEMENT) {
+    const part = queues.slice(from, from + COMPLETION_QUEUES_PER_STATEMENT);
     // Grouped by minute since the epoch without the session time zone (UNIX_TIMESTAMP would apply it).
-    const result = await exec.execute(sql`SELECT TIMESTAMPDIFF(MINUTE, '1970-01-01', finished_at) AS minute, COUNT(*) AS n
-      FROM (${recentDoneSql(queue)}) recent
-      GROUP BY minute`);
-    let scanned = 0;
-    for (const row of rows<{ minute: number | string | null; n: number | string }>(result)) {
-      scanned += Number(row.n);
+    const branches = sql.join(
+      part.map((queue, i) => sql`(SELECT ${i} AS part, recent.* FROM (${recentDoneSql(queue)}) recent)`),
+      sql` UNION ALL `,
+    );
+    const result = await exec.execute(sql`SELECT part, TIMESTAMPDIFF(MINUTE, '1970-01-01', finished_at) AS minute, COUNT(*) AS n
+      FROM (${branches}) recent
+      GROUP BY part, minute`);
+    const scanned = new Array<number>(part.length).fill(0);
+    for (const row of rows<{ part: number | string; minute: number | string | null; n: number | string }>(result)) {
+      scanned[Number(row.part)] += Number(row.n);
       if (row.minute === null) continue;
       const index = (Number(row.minute) * 60_000 - first) / 60_000;
       if (index >= 0 && index < 60) counts[index] += Number(row.n);
     }
-    if (scanned >= COMPLETIONS_SCAN_MAX) capped = true;
+    if (scanned.some((n) => n >= COMPLETIONS_SCAN_MAX)) capped = true;
   }
   return { minutes: counts.map((_, i) => new Date(first + i * 60_000)), counts, capped };
 }

@@ -69,7 +69,7 @@ import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { isSignedOut, recordSignOut } from './consoleSignOuts.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
-import { collectStats, queuesByStatus, type Stats } from './stats.ts';
+import { collectStats, deadLetterStats, heldStatuses, queuesMostBehind, type DeadLetterStats, type QueuesMostBehind, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
 
 /** One Database's statements. Cheap to construct; holds no state of its own. */
@@ -463,7 +463,17 @@ export class Store implements JobWriter {
 
   /** Done jobs per minute over the last hour, bounded per queue (completionsPerMinute); every queue holding done jobs when `queues` is not given. */
   async completionsPerMinute(queues?: readonly string[]): Promise<Completions> {
-    return completionsPerMinute(this.db, queues ?? (await queuesByStatus(this.db, ['done'])).get('done')!);
+    return completionsPerMinute(this.db, queues ?? (await heldStatuses(this.db)).filter((h) => h.status === 'done').map((h) => h.queue));
+  }
+
+  /** The `limit` queues most behind, counted, and how many queues hold jobs (queuesMostBehind). */
+  queuesMostBehind(limit: number): Promise<QueuesMostBehind> {
+    return queuesMostBehind(this.db, limit);
+  }
+
+  /** Dead letters awaiting review, counted up to their cap (deadLetterStats). */
+  deadLettersAwaitingReview(): Promise<DeadLetterStats> {
+    return deadLetterStats(this.db);
   }
 
   /** Daemons heard from within `withinMs`, most recent first (daemonsSeen). */
@@ -491,7 +501,7 @@ export type { NewJobRow, EncodedJobRow, JobWriter, KeyHolder } from './jobs.ts';
 export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
 export type { EndSessionOutcome, HolderListing, HoldOptions, LockHolder, OverlapLock } from './overlap.ts';
 export type { RecoveryBatch } from './recovery.ts';
-export type { Stats } from './stats.ts';
+export type { DeadLetterStats, QueuesMostBehind, Stats } from './stats.ts';
 export type { Completions, DaemonSeen, JobRecord } from './console.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';

@@ -103,89 +103,149 @@ export interface DeadLetterStats {
 
 /** (status, queue) pairs counted per statement at most. */
 const PAIRS_PER_STATEMENT = 100;
+/** Claim-index entries the one grouped count of queueStats reads at most (prefixCounts). */
+const PREFIX_COUNT_ROWS = 100_000;
 
-/**
- * The queues that hold at least one job of each of `statuses`, by name: a skip scan of
- * the claim index, one seek per status and queue, every status in one statement per
- * step (so as many round trips as the longest list, plus one).
- */
-export async function queuesByStatus(exec: Executor, statuses: readonly JobStatus[]): Promise<Map<JobStatus, string[]>> {
-  const found = new Map<JobStatus, string[]>(statuses.map((status) => [status, []]));
-  let after = new Map<JobStatus, string | null>(statuses.map((status) => [status, null]));
-  while (after.size > 0) {
-    const asked = [...after.keys()];
-    const next = sql.join(
-      asked.map((status) => {
-        const from = after.get(status);
-        const past = from === null || from === undefined ? sql`` : sql` AND queue > ${from}`;
-        return sql`(SELECT queue FROM cronq_jobs WHERE status = ${status}${past} ORDER BY queue LIMIT 1) AS ${sql.identifier(status)}`;
-      }),
-      sql`, `,
-    );
-    const [row] = rows<Record<JobStatus, string | null>>(await exec.execute(sql`SELECT ${next}`));
-    const still = new Map<JobStatus, string | null>();
-    for (const status of asked) {
-      const queue = row[status];
-      if (queue === null || queue === undefined) continue;
-      found.get(status)!.push(queue);
-      still.set(status, queue);
-    }
-    after = still;
-  }
-  return found;
+/** A status that a queue holds jobs in (heldStatuses). */
+export interface HeldStatus {
+  status: JobStatus;
+  queue: string;
+  /** Microseconds (database clock) since the smallest available_at of the queue's jobs in this status; negative when it is in the future. */
+  waitedUs: number;
 }
 
 /**
- * Per-queue counts by status and the oldest waiting age. Every statement is a bounded
- * walk of the claim index `(status, queue, available_at, ...)`, so the cost follows the
- * number of queues, not of rows:
- * 1. each status's queues (queuesByStatus);
- * 2. per (status, queue), its entries counted up to the status's cap (COUNT_CAPS), and
- *    per ready queue its smallest available_at (one seek).
+ * Every (status, queue) holding at least one job, by status (JOB_STATUSES order) then
+ * queue, with how long ago its smallest available_at was. One statement: a loose scan of
+ * the claim index `(status, queue, available_at, ...)`, one seek per pair inside the
+ * server (3,300 queues: one round trip, ~35 ms, where a seek per statement took 3,300
+ * round trips). A plain read, stale at once.
+ */
+export async function heldStatuses(exec: Executor): Promise<HeldStatus[]> {
+  const listed = rows<{ status: JobStatus; queue: string; waited_us: number | string }>(
+    await exec.execute(sql`SELECT status, queue, TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) AS waited_us
+      FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+      WHERE status IN (${sql.join(JOB_STATUSES.map((status) => sql`${status}`), sql`, `)})
+      GROUP BY status, queue ORDER BY status, queue`),
+  );
+  return listed.map((r) => ({ status: r.status, queue: r.queue, waitedUs: Number(r.waited_us) }));
+}
+
+/**
+ * The queues of `held` most behind first: those whose oldest ready job has waited
+ * longest (available_at passed), then those with jobs running (reserved), then the rest;
+ * each group by name. Pure.
+ */
+export function queuesMostBehindFirst(held: readonly HeldStatus[]): string[] {
+  const waited = new Map<string, number>();
+  const running = new Set<string>();
+  const names = new Set<string>();
+  for (const h of held) {
+    names.add(h.queue);
+    if (h.status === 'ready' && h.waitedUs >= 0) waited.set(h.queue, h.waitedUs);
+    if (h.status === 'reserved') running.add(h.queue);
+  }
+  const rank = (queue: string) => (waited.has(queue) ? 0 : running.has(queue) ? 1 : 2);
+  return [...names].sort((a, b) => rank(a) - rank(b) || (waited.get(b) ?? 0) - (waited.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * Per-queue counts by status and the oldest waiting age, every queue holding a job, by
+ * name. Every statement is a bounded walk of the claim index `(status, queue,
+ * available_at, ...)`, so the cost follows the number of queues, not of rows:
+ * 1. each status's queues and their smallest available_at (heldStatuses, one statement);
+ * 2. when there are more pairs than one counting statement takes, the first
+ *    PREFIX_COUNT_ROWS entries of the index counted by (status, queue) in one statement:
+ *    every pair wholly inside them is counted (3,300 queues of a few jobs each: all of
+ *    them, where a count per pair took 66 statements and ~800 ms);
+ * 3. each pair past them (a big table), its entries counted up to the status's cap
+ *    (COUNT_CAPS), PAIRS_PER_STATEMENT pairs a statement.
  * The counts are read by separate statements, so they are not one snapshot: a job
  * moving between statuses meanwhile may be counted twice or not at all.
  */
 export async function queueStats(exec: Executor): Promise<QueueStats[]> {
-  const byStatus = await queuesByStatus(exec, JOB_STATUSES);
-  type Pair = { status: JobStatus; queue: string };
-  const pairs: Pair[] = [...byStatus].flatMap(([status, queues]) => queues.map((queue) => ({ status, queue })));
-  const byQueue = new Map<string, QueueStats>();
-  // Pairs come in JOB_STATUSES order, so each queue's `capped` does too.
-  for (let from = 0; from < pairs.length; from += PAIRS_PER_STATEMENT) {
-    const chunk = pairs.slice(from, from + PAIRS_PER_STATEMENT);
-    const found = await countPairs(exec, chunk);
-    for (const [i, { status, queue }] of chunk.entries()) {
-      let q = byQueue.get(queue);
-      if (!q) {
-        q = { queue, ...Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])), capped: [], oldestReadyAgeSeconds: null } as unknown as QueueStats;
-        byQueue.set(queue, q);
-      }
-      const n = Number(found[`n${i}`]);
-      q[status] = Math.min(n, COUNT_CAPS[status]);
-      if (n > COUNT_CAPS[status]) q.capped.push(status);
-      const waitedUs = found[`w${i}`];
-      // The smallest available_at in the future: nothing is waiting yet.
-      if (status === 'ready' && waitedUs !== null && waitedUs !== undefined && Number(waitedUs) >= 0) {
-        q.oldestReadyAgeSeconds = Math.round(Number(waitedUs) / 1000) / 1000;
-      }
-    }
-  }
-  return [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+  const held = await heldStatuses(exec);
+  // With pairs for one counting statement, that one alone: it reads at most the caps, where the
+  // grouped count reads (and sorts) up to PREFIX_COUNT_ROWS entries (130-170 ms for 100,000 here).
+  const counted = await countedQueues(exec, held, held.length > PAIRS_PER_STATEMENT ? await prefixCounts(exec) : undefined);
+  return [...counted.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+}
+
+/** The queues of the overview: at most `limit` of them, most behind first (queuesMostBehindFirst), and how many queues hold jobs in all. */
+export interface QueuesMostBehind {
+  queues: QueueStats[];
+  /** Every queue holding a job, those not in `queues` included. */
+  total: number;
 }
 
 /**
- * One statement: for pair i, `n{i}` its jobs counted up to the status's cap and, for a
- * ready pair, `w{i}` microseconds since its smallest available_at (negative: in the future).
+ * QueueStats of the `limit` queues most behind (queuesMostBehindFirst), in that order:
+ * one listing statement and at most ceil(5 * limit / PAIRS_PER_STATEMENT) counting ones,
+ * however many queues there are. As queueStats, not one snapshot.
  */
-async function countPairs(exec: Executor, pairs: Array<{ status: JobStatus; queue: string }>): Promise<Record<string, number | string | null>> {
+export async function queuesMostBehind(exec: Executor, limit: number): Promise<QueuesMostBehind> {
+  const held = await heldStatuses(exec);
+  const ranked = queuesMostBehindFirst(held);
+  const shown = new Set(ranked.slice(0, limit));
+  const counted = await countedQueues(exec, held.filter((h) => shown.has(h.queue)));
+  return { queues: ranked.slice(0, limit).map((queue) => counted.get(queue)!), total: ranked.length };
+}
+
+const pairKey = (status: string, queue: string) => `${status}\u0000${queue}`;
+
+/**
+ * The (status, queue) pairs wholly inside the first PREFIX_COUNT_ROWS entries of the claim
+ * index (its order: status, then queue), each with its number of jobs: one statement
+ * reading at most that many entries from the index alone. The last pair read is left out
+ * when the limit was reached (it may go on past it).
+ */
+async function prefixCounts(exec: Executor): Promise<Map<string, number>> {
+  const found = rows<{ status: JobStatus; queue: string; n: number | string }>(
+    await exec.execute(sql`SELECT status, queue, COUNT(*) AS n
+      FROM (SELECT status, queue FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+        WHERE status IN (${sql.join(JOB_STATUSES.map((status) => sql`${status}`), sql`, `)})
+        ORDER BY status, queue LIMIT ${PREFIX_COUNT_ROWS}) first_entries
+      GROUP BY status, queue ORDER BY status, queue`),
+  );
+  const read = found.reduce((sum, r) => sum + Number(r.n), 0);
+  if (read >= PREFIX_COUNT_ROWS) found.pop();
+  return new Map(found.map((r) => [pairKey(r.status, r.queue), Number(r.n)]));
+}
+
+/**
+ * QueueStats of every queue in `held`: a pair's count from `known` (prefixCounts) when
+ * there, else counted up to its cap, PAIRS_PER_STATEMENT pairs a statement (countPairs).
+ */
+async function countedQueues(exec: Executor, held: readonly HeldStatus[], known = new Map<string, number>()): Promise<Map<string, QueueStats>> {
+  const counts = new Map(known);
+  const unknown = held.filter((h) => !counts.has(pairKey(h.status, h.queue)));
+  for (let from = 0; from < unknown.length; from += PAIRS_PER_STATEMENT) {
+    const chunk = unknown.slice(from, from + PAIRS_PER_STATEMENT);
+    const found = await countPairs(exec, chunk);
+    for (const [i, { status, queue }] of chunk.entries()) counts.set(pairKey(status, queue), Number(found[`n${i}`]));
+  }
+  const byQueue = new Map<string, QueueStats>();
+  // Pairs come in JOB_STATUSES order, so each queue's `capped` does too.
+  for (const { status, queue, waitedUs } of held) {
+    let q = byQueue.get(queue);
+    if (!q) {
+      q = { queue, ...Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])), capped: [], oldestReadyAgeSeconds: null } as unknown as QueueStats;
+      byQueue.set(queue, q);
+    }
+    const n = counts.get(pairKey(status, queue))!;
+    q[status] = Math.min(n, COUNT_CAPS[status]);
+    if (n > COUNT_CAPS[status]) q.capped.push(status);
+    // The smallest available_at in the future: nothing is waiting yet.
+    if (status === 'ready' && waitedUs >= 0) q.oldestReadyAgeSeconds = Math.round(waitedUs / 1000) / 1000;
+  }
+  return byQueue;
+}
+
+/** One statement: for pair i, `n{i}` its jobs counted up to the status's cap. */
+async function countPairs(exec: Executor, pairs: ReadonlyArray<{ status: JobStatus; queue: string }>): Promise<Record<string, number | string | null>> {
   const columns = sql.join(
-    pairs.map(({ status, queue }, i) => {
-      // One row past the cap: a count of exactly the cap is still exact.
-      const count = sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status] + 1}) capped) AS ${sql.identifier(`n${i}`)}`;
-      if (status !== 'ready') return count;
-      return sql`${count}, (SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) FROM cronq_jobs
-        WHERE status = 'ready' AND queue = ${queue}) AS ${sql.identifier(`w${i}`)}`;
-    }),
+    // One row past the cap: a count of exactly the cap is still exact.
+    pairs.map(({ status, queue }, i) => sql`(SELECT COUNT(*) FROM (SELECT 1 FROM cronq_jobs WHERE status = ${status} AND queue = ${queue} LIMIT ${COUNT_CAPS[status] + 1}) capped) AS ${sql.identifier(`n${i}`)}`),
     sql`, `,
   );
   return rows<Record<string, number | string | null>>(await exec.execute(sql`SELECT ${columns}`))[0];
