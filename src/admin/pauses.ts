@@ -59,7 +59,8 @@ export interface PauseAdmin {
    * Ends a pause. A resumed schedule does not catch up the ticks that fell while it was
    * paused: they are in the ledger as skipped, and its latest fire time at or before now
    * is recorded as skipped too (when no daemon was there to record it), so catch-up
-   * starts after it. 'not_paused' when there was no pause (nothing changed).
+   * starts after it. 'not_paused' when there was no pause (nothing changed). The name ''
+   * (which pause refuses, but a row written from SQL can hold) ends such a pause.
    */
   resume(target: PauseTarget, name: string): Promise<ResumeOutcome>;
   /** Every pause in force, schedules first, by name. */
@@ -111,7 +112,8 @@ export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule
       // Resuming records nothing: an options object (`{ reason }`) would be dropped unread.
       if (extra.length > 0) throw new UsageError('pauses.resume takes (target, name) only: it has no options, and records no reason');
       checkedTarget(target);
-      if (!nameable(target, name)) return { status: 'no_schedule', name };
+      // A pause named '' can only have been written from SQL: it names nothing, but it is listed, so it can be ended.
+      if (name !== '' && !nameable(target, name)) return { status: 'no_schedule', name };
       const schedule = target === 'schedule' ? await loaded(name) : undefined;
       const outcome = await store.resume(target, name);
       // A pause of a schedule since removed from the folder can still be ended.

@@ -64,6 +64,8 @@ Ends the pause of schedule NAME, or with --queue of queue Q, on every daemon
 (within one --poll for a queue, at its next tick for a schedule). A resumed
 schedule does not catch up the ticks that fell while it was paused: they stay
 in the ledger as skipped. Resuming what is not paused is refused (exit 64).
+A pause whose name is empty (written from SQL; 'cronq stats' shows it as '')
+is ended by 'cronq resume ""' or 'cronq resume --queue ""'.
 
   --queue Q         resume a queue instead of a schedule
   --schedules DIR   where schedules are defined (default ./schedules)
@@ -77,8 +79,8 @@ ${COMMON_HELP}`,
     try {
       const outcome = await cronq.admin.pauses.resume(target, name);
       if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
-      if (outcome.status === 'not_paused') throw new UsageError(`${target} '${name}' is not paused`);
-      args.out(`${target} ${name} resumed (was ${describePause(outcome.pause)})`);
+      if (outcome.status === 'not_paused') throw new UsageError(`${target} '${shownText(name)}' is not paused`);
+      args.out(`${target} ${shownPauseName(name)} resumed (was ${describePause(outcome.pause)})`);
       return 0;
     } finally {
       await cronq.stop();
@@ -86,11 +88,17 @@ ${COMMON_HELP}`,
   },
 };
 
-/** NAME or --queue Q, exactly one of them. */
-function targetOf(args: ParsedArgs, command: string): { target: PauseTarget; name: string } {
+/** A pause's name as the CLI prints it: as it is, or `''` when empty (what `cronq resume` then takes). */
+export function shownPauseName(name: string): string {
+  return name === '' ? "''" : shownText(name);
+}
+
+/** NAME or --queue Q, exactly one of them; resume also takes an empty one (a pause written from SQL). */
+function targetOf(args: ParsedArgs, command: 'pause' | 'resume'): { target: PauseTarget; name: string } {
   const queue = args.values.queue as string | undefined;
   const [name] = args.positionals;
   if (queue !== undefined && name !== undefined) throw new UsageError(`give a schedule NAME or --queue Q, not both`);
+  if (queue === '' && command === 'resume') return { target: 'queue', name: '' };
   if (queue !== undefined) return { target: 'queue', name: parseQueueFlag(queue, '--queue') };
   if (name === undefined) throw new UsageError(`missing NAME (a schedule) or --queue Q (see cronq ${command} --help)`);
   return { target: 'schedule', name };
