@@ -16,6 +16,8 @@ import { errorLine } from './runtime/errorText.ts';
 import { pruneOnce, type PruneResult } from './maintenance/prune.ts';
 import type { Schedule } from './schedule/define.ts';
 import { enqueueTick } from './schedule/fanout.ts';
+import { StallWatch } from './schedule/stallWatch.ts';
+import { FANOUT_LEASE_MS } from './schedule/ticker.ts';
 import { fireTimesBetween, latestFireAtOrBefore, periodKeyOfFire, type Period } from './schedule/period.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { refuseUnknownOptions, validateName, validateQueue } from './tasks/define.ts';
@@ -262,8 +264,13 @@ export interface CronqAdmin {
    * schedule, the fire time and the jobs enqueued before it (they stay enqueued). A
    * paused schedule (pauses.pause) is not run: 'paused', with the pause in force, unless
    * `force` is true (the pause stays; the scheduler goes on skipping its ticks).
+   * Bounded as the scheduler's fan-out is by its lease: once `stallMs` (default
+   * FANOUT_LEASE_MS, 60 s) passes with no progress (no entity from jobs(), no batch
+   * written), or once `signal` aborts, the fan-out stops, the rows gathered so far are
+   * written, and the call rejects with TickFanoutError saying so (a jobs() that hangs is
+   * left pending, never awaited).
    */
-  tick(schedule: string, options?: { at?: Date; force?: boolean }): Promise<TickNowOutcome>;
+  tick(schedule: string, options?: { at?: Date; force?: boolean; signal?: AbortSignal; stallMs?: number }): Promise<TickNowOutcome>;
 }
 
 /** What the admin API reads through: the instance's store, its database and its loaded schedules. */
@@ -432,8 +439,10 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     job: async (target) => store.job(checkedTarget(target, 'job')),
     async tick(name, options) {
-      const { at: asked, force = false } = checkedOptions(options, ['at', 'force'], 'tick');
+      const { at: asked, force = false, signal, stallMs = FANOUT_LEASE_MS } = checkedOptions(options, ['at', 'force', 'signal', 'stallMs'], 'tick');
       if (typeof force !== 'boolean') throw new UsageError(`tick: force must be true or false (got ${shownValue(force)})`);
+      if (signal !== undefined && !(signal instanceof AbortSignal)) throw new UsageError('tick: signal must be an AbortSignal');
+      wholeNumberWithin(stallMs, 'stallMs', { min: 1, max: 2_147_483_647 });
       // What needs no database first: a bad `at` or an unknown name is told as such, also while it is down.
       const valid = asked === undefined ? undefined : checkTickInstant(checkedFireDate(asked, 'at'), 'at');
       const schedule: Schedule | undefined = (await schedules()).find((s) => s.name === name);
@@ -449,17 +458,29 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       if (!fireAt) return { status: 'no_fire_time', schedule: name, at };
       const periodKey = periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, fireAt);
       const written = { inserted: 0, existing: 0 };
+      const watch = new StallWatch(stallMs, signal);
       const afterBatch = async (batch: { inserted: number; existing: number }) => {
         written.inserted += batch.inserted;
         written.existing += batch.existing;
+        watch.progress();
+      };
+      const onEntity = () => {
+        watch.progress();
+        return undefined;
       };
       let result: Awaited<ReturnType<typeof enqueueTick>>;
       try {
-        result = await enqueueTick(store, schedule, { scheduledAt: fireAt, periodKey }, { afterBatch });
+        result = await enqueueTick(store, schedule, { scheduledAt: fireAt, periodKey }, { afterBatch, onEntity, signal: watch.signal });
       } catch (error) {
         // A database gone or busy is the same failure as in any admin call (withFailures); anything else is this tick's.
         if (isDatabaseTrouble(error)) throw error;
         throw new TickFanoutError(name, fireAt, periodKey, written, errorLine(error, TICK_FAILURE_TEXT_MAX), { cause: driverFailure(error) ?? error });
+      } finally {
+        watch.end();
+      }
+      if (result.stopped) {
+        const why = watch.signal.reason as unknown;
+        throw new TickFanoutError(name, fireAt, periodKey, { inserted: result.inserted, existing: result.existing }, errorLine(why, TICK_FAILURE_TEXT_MAX), { cause: why });
       }
       return {
         status: 'enqueued',

@@ -1,11 +1,19 @@
 import { printable } from '../printable.ts';
 import { cliLine } from '../cliLine.ts';
-import { checkTickInstant, describePause } from '../../admin.ts';
-import { UsageError } from '../../errors.ts';
+import { checkTickInstant, describePause, type TickNowOutcome } from '../../admin.ts';
+import { TickFanoutError, UsageError } from '../../errors.ts';
 import { shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { parseIsoInstant } from '../instant.ts';
+
+/** Exit status of a tick stopped by SIGINT or SIGTERM (128 + SIGINT). */
+const EXIT_INTERRUPTED = 130;
+
+/** Why a tick stopped on a signal: its message ends the one line printed. */
+class Interrupted extends Error {
+  override name = 'Interrupted';
+}
 
 export const tickCommand: Command = {
   name: 'tick',
@@ -31,7 +39,10 @@ stays paused: the scheduler goes on skipping its ticks).
 
 A fan-out that fails midway (its jobs() throws) prints one line naming the tick
 and how many jobs were enqueued before it, then the error's first line (exit 1);
-those jobs stay, and running the tick again enqueues the rest.
+those jobs stay, and running the tick again enqueues the rest. So does one that
+makes no progress (no entity from jobs(), no batch written) for 60 s, the
+scheduler's fan-out lease (exit 1), and one stopped by Ctrl-C (SIGINT) or
+SIGTERM (exit 130): the jobs gathered by then are written first.
 
   --at ISO          e.g. 2026-11-01T02:00:00Z (default now; not later than now)
   --force           run it even while the schedule is paused
@@ -45,8 +56,24 @@ ${COMMON_HELP}`,
     // Checked here too, before the database is opened; admin.tick checks it by the database's clock.
     const asked = args.values.at === undefined ? undefined : checkTickInstant(parseIsoInstant(args.values.at as string, '--at'), '--at');
     const cronq = await openForCommand(args);
+    // The first SIGINT or SIGTERM stops the fan-out (its gathered jobs written); a second, the default handler restored, at once.
+    const stop = new AbortController();
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      stop.abort(new Interrupted(`interrupted by ${signal}`));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
     try {
-      const result = await cronq.admin.tick(name, { ...(asked === undefined ? {} : { at: asked }), force: args.values.force === true });
+      let result: TickNowOutcome;
+      try {
+        result = await cronq.admin.tick(name, { ...(asked === undefined ? {} : { at: asked }), force: args.values.force === true, signal: stop.signal });
+      } catch (error) {
+        if (!stop.signal.aborted || !(error instanceof TickFanoutError)) throw error;
+        process.stderr.write(`${printable(cliLine('tick', error.message))}\n`);
+        return EXIT_INTERRUPTED;
+      }
       if (result.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
       if (result.status === 'paused') {
         throw new UsageError(`schedule '${name}' is ${describePause(result.pause)}; --force runs it anyway, or 'cronq resume ${name}' first`);
@@ -70,6 +97,8 @@ ${COMMON_HELP}`,
       );
       return 1;
     } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
       await cronq.stop();
     }
   },
