@@ -243,6 +243,25 @@ describe('a pause with an empty name, written from SQL', () => {
   });
 });
 
+describe('a pause row of no known target, written from SQL', () => {
+  it("is listed as '(unknown target)' with the command that ends it, cronq resume --unknown-target NAME", async () => {
+    const env = { DATABASE_URL: t.url };
+    // Strict mode off: the ENUM stores its error value '' for a target none of cronq's.
+    await t.sql("SET STATEMENT sql_mode = '' FOR INSERT INTO cronq_pauses (target, name, paused_by) VALUES ('mailq', 'mail', 'dba'), ('', '', 'dba')");
+    expect((await t.sql('SELECT target, name FROM cronq_pauses ORDER BY name')).map((r: any) => `${r.target}/${r.name}`)).toEqual(['/', '/mail']);
+    const stats = await runMain(['stats'], env);
+    expect(stats.stdout).toMatch(/\n\(unknown target\) '' paused by dba since \S+ \(pauses nothing; ended by: cronq resume --unknown-target ''\)\n/);
+    expect(stats.stdout).toMatch(/\n\(unknown target\) mail paused by dba since \S+ \(pauses nothing; ended by: cronq resume --unknown-target mail\)\n/);
+    // Not a queue's pause: --queue mail leaves it.
+    expect(await runCli(['resume', '--queue', 'mail'], env)).toMatchObject({ code: 64, stderr: "cronq resume: queue 'mail' is not paused\n" });
+    expect(await runMain(['resume', '--unknown-target', 'mail'], env)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\(unknown target\) mail resumed \(was paused by dba since /) });
+    expect(await runMain(['resume', '--unknown-target', ''], env)).toMatchObject({ code: 0 });
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+    expect(await runCli(['resume', '--unknown-target', 'mail'], env)).toMatchObject({ code: 64, stderr: "cronq resume: (unknown target) 'mail' is not paused\n" });
+    expect(await runCli(['resume', '--unknown-target'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/^cronq resume: --unknown-target needs the NAME/) });
+  });
+});
+
 describe('a pause as a line of text', () => {
   it('keeps to one line whatever line breaks its reason holds, so it cannot read as other output', () => {
     const note = pausedNote({ pausedBy: 'ops\nroot', pausedAt: new Date('2026-12-01T00:00:00Z'), reason: 'db upgrade\r\nqueue default 0 ready' });

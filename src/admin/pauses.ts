@@ -60,9 +60,11 @@ export interface PauseAdmin {
    * paused: they are in the ledger as skipped, and its latest fire time at or before now
    * is recorded as skipped too (when no daemon was there to record it), so catch-up
    * starts after it. 'not_paused' when there was no pause (nothing changed). The name ''
-   * (which pause refuses, but a row written from SQL can hold) ends such a pause.
+   * (which pause refuses, but a row written from SQL can hold) ends such a pause, and so
+   * does the target '' a row of no known target (Pause.target '': it pauses nothing),
+   * whatever its name.
    */
-  resume(target: PauseTarget, name: string): Promise<ResumeOutcome>;
+  resume(target: PauseTarget | '', name: string): Promise<ResumeOutcome>;
   /** Every pause in force, schedules first, by name. */
   list(): Promise<Pause[]>;
 }
@@ -73,7 +75,7 @@ function checkedText(value: string, what: string, max: number): string {
   return value;
 }
 
-function checkedTarget(target: PauseTarget): PauseTarget {
+function checkedTarget<T extends PauseTarget | ''>(target: T): T {
   if (target !== 'schedule' && target !== 'queue') throw new UsageError(`a pause target is 'schedule' or 'queue' (got ${String(target)})`);
   return target;
 }
@@ -111,8 +113,12 @@ export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule
     async resume(target, name, ...extra: unknown[]) {
       // Resuming records nothing: an options object (`{ reason }`) would be dropped unread.
       if (extra.length > 0) throw new UsageError('pauses.resume takes (target, name) only: it has no options, and records no reason');
+      // A row of no known target, or named '', can only have been written from SQL: it pauses nothing, but it is listed, so it can be ended.
+      if (target === '') {
+        if (typeof name !== 'string' || longerThanChars(name, PAUSE_NAME_MAX)) throw new UsageError(`the pause name must be a string of at most ${PAUSE_NAME_MAX} characters`);
+        return store.resume('', name);
+      }
       checkedTarget(target);
-      // A pause named '' can only have been written from SQL: it names nothing, but it is listed, so it can be ended.
       if (name !== '' && !nameable(target, name)) return { status: 'no_schedule', name };
       const schedule = target === 'schedule' ? await loaded(name) : undefined;
       const outcome = await store.resume(target, name);

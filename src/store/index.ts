@@ -443,7 +443,7 @@ export class Store implements JobWriter {
   }
 
   /** Ends a pause, returning it, or 'not_paused' (deletePause). */
-  resume(target: PauseTarget, name: string): Promise<ResumeWriteOutcome> {
+  resume(target: PauseTarget | '', name: string): Promise<ResumeWriteOutcome> {
     return deletePause(this.db, target, name);
   }
 

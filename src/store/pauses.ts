@@ -16,7 +16,11 @@ import { header, NOW, parseDbTime, rows } from './sql.ts';
 
 /** One pause: what is paused, by whom, when (database clock) and why. */
 export interface Pause {
-  target: PauseTarget;
+  /**
+   * '' for a row whose target is none of cronq's (the ENUM's error value: a row written
+   * from SQL with strict mode off): no daemon reads it, so it pauses nothing.
+   */
+  target: PauseTarget | '';
   name: string;
   /** Null when none was given. */
   reason: string | null;
@@ -30,7 +34,7 @@ export type PauseWriteOutcome = { status: 'paused'; pause: Pause } | { status: '
 /** What resuming did: the pause it ended, or that there was none (changed nothing). */
 export type ResumeWriteOutcome = { status: 'resumed'; pause: Pause } | { status: 'not_paused' };
 
-type RawPause = { target: PauseTarget; name: string; reason: string | null; paused_by: string; paused_at: string };
+type RawPause = { target: PauseTarget | ''; name: string; reason: string | null; paused_by: string; paused_at: string };
 
 const toPause = (r: RawPause): Pause => ({
   target: r.target,
@@ -75,8 +79,8 @@ export async function insertPauseIfAbsent(
   return { status: inserted === 1 ? 'paused' : 'already_paused', pause: now };
 }
 
-/** Deletes the pause, returning it; 'not_paused' when there was none. */
-export async function deletePause(db: Db, target: PauseTarget, name: string): Promise<ResumeWriteOutcome> {
+/** Deletes the pause, returning it; 'not_paused' when there was none. Target '' names the rows of no known target. */
+export async function deletePause(db: Db, target: PauseTarget | '', name: string): Promise<ResumeWriteOutcome> {
   return db.transaction(async (tx) => {
     const [row] = rows<RawPause>(await tx.execute(sql`SELECT ${COLUMNS} FROM cronq_pauses WHERE target = ${target} AND name = ${name} FOR UPDATE`));
     if (!row) return { status: 'not_paused' } as const;

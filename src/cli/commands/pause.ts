@@ -59,28 +59,33 @@ export const resumeCommand: Command = {
   summary: 'end a pause made by cronq pause',
   help: `Usage: cronq resume NAME
        cronq resume --queue Q
+       cronq resume --unknown-target NAME
 
 Ends the pause of schedule NAME, or with --queue of queue Q, on every daemon
 (within one --poll for a queue, at its next tick for a schedule). A resumed
 schedule does not catch up the ticks that fell while it was paused: they stay
 in the ledger as skipped. Resuming what is not paused is refused (exit 64).
 A pause whose name is empty (written from SQL; 'cronq stats' shows it as '')
-is ended by 'cronq resume ""' or 'cronq resume --queue ""'.
+is ended by 'cronq resume ""' or 'cronq resume --queue ""'. A row whose target
+is none of cronq's ('' in cronq_pauses.target, written from SQL: it pauses
+nothing; 'cronq stats' shows it as '(unknown target)') is ended by
+'cronq resume --unknown-target NAME'.
 
   --queue Q         resume a queue instead of a schedule
+  --unknown-target  end a pause row of no known target (see above)
   --schedules DIR   where schedules are defined (default ./schedules)
 
 ${COMMON_HELP}`,
-  options: { ...COMMON_OPTIONS, queue: { type: 'string' } },
+  options: { ...COMMON_OPTIONS, queue: { type: 'string' }, 'unknown-target': { type: 'boolean' } },
   positionals: { min: 0, max: 1, names: 'NAME' },
   async run(args) {
-    const { target, name } = targetOf(args, 'resume');
+    const { target, name } = args.values['unknown-target'] === true ? unknownTargetOf(args) : targetOf(args, 'resume');
     const cronq = await openForCommand(args, { loadSchedules: target === 'schedule' });
     try {
       const outcome = await cronq.admin.pauses.resume(target, name);
       if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
-      if (outcome.status === 'not_paused') throw new UsageError(`${target} '${shownText(name)}' is not paused`);
-      args.out(`${target} ${shownPauseName(name)} resumed (was ${describePause(outcome.pause)})`);
+      if (outcome.status === 'not_paused') throw new UsageError(`${shownPauseTarget(target)} '${shownText(name)}' is not paused`);
+      args.out(`${shownPauseTarget(target)} ${shownPauseName(name)} resumed (was ${describePause(outcome.pause)})`);
       return 0;
     } finally {
       await cronq.stop();
@@ -91,6 +96,19 @@ ${COMMON_HELP}`,
 /** A pause's name as the CLI prints it: as it is, or `''` when empty (what `cronq resume` then takes). */
 export function shownPauseName(name: string): string {
   return name === '' ? "''" : shownText(name);
+}
+
+/** A pause's target as the CLI prints it: `(unknown target)` for a row of none of cronq's (Pause.target ''). */
+export function shownPauseTarget(target: PauseTarget | ''): string {
+  return target === '' ? '(unknown target)' : target;
+}
+
+/** `--unknown-target NAME` (the NAME may be ''), without --queue. */
+function unknownTargetOf(args: ParsedArgs): { target: ''; name: string } {
+  const [name] = args.positionals;
+  if (args.values.queue !== undefined) throw new UsageError('give --unknown-target NAME or --queue Q, not both');
+  if (name === undefined) throw new UsageError("--unknown-target needs the NAME of the pause row (as 'cronq stats' lists it)");
+  return { target: '', name };
 }
 
 /** NAME or --queue Q, exactly one of them; resume also takes an empty one (a pause written from SQL). */

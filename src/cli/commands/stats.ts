@@ -2,7 +2,7 @@ import { COUNT_CAPS, DEAD_LETTER_COUNT_CAP, describePause, JOB_STATUSES, type Ad
 import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
-import { shownPauseName } from './pause.ts';
+import { shownPauseName, shownPauseTarget } from './pause.ts';
 import { jsonText } from '../printable.ts';
 import { renderTable } from '../textTable.ts';
 
@@ -121,7 +121,9 @@ function healthText(health: ScheduleHealth[] | undefined): string {
 
 /** One line per pause in force (nothing when none): what, who, since when, why. */
 function pausesText(pauses: Stats['pauses']): string {
-  return pauses.map((p) => `\n${p.target} ${shownPauseName(p.name)} ${describePause(p)}`).join('');
+  return pauses
+    .map((p) => `\n${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: cronq resume --unknown-target ${shownPauseName(p.name)})` : ''}`)
+    .join('');
 }
 
 /** 0.4s, 42s, 3m 12s, 5h 02m, 2d 03h: coarse enough to read at a glance. */
