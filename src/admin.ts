@@ -246,8 +246,9 @@ export interface CronqAdmin {
    * Jobs marked done in each of the last 60 minutes (database clock), all queues together.
    * Bounded: per queue it reads at most 20,000 done jobs, newest available
    * first, that became available within 6 hours (`capped` when a queue hit
-   * the bound), from the claim index alone. `queues`: the queues to count (default:
-   * every queue holding a done job).
+   * the bound), from the claim index alone. `queues`: the queues to count (default: the
+   * queues with a done job that became available within 6 hours, the 1,000 with the
+   * latest at most, `capped` when there were more).
    */
   completions(options?: { queues?: readonly string[] }): Promise<Completions>;
   /** Daemons heard from within `withinMs` (default 10 minutes), most recent first, at most 200. */

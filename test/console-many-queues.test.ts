@@ -7,6 +7,7 @@ import { createAdmin } from '../src/admin.ts';
 import type { Database } from '../src/db/client.ts';
 import { overviewPage, OVERVIEW_QUEUES } from '../src/http/console/pages/overview.ts';
 import { Store } from '../src/store/index.ts';
+import { COMPLETION_QUEUES_MAX, COMPLETION_LAG_MAX_MS, recentDoneQueues } from '../src/store/console.ts';
 import { queuesMostBehindFirst } from '../src/store/stats.ts';
 import { useTestDatabase } from './support/db.ts';
 
@@ -53,8 +54,8 @@ describe('the overview with many queues', () => {
     expect(body.text).toContain(`${QUEUES - OVERVIEW_QUEUES} more queues are not`);
     expect(body.text).toContain(`${QUEUES} completed in the last hour`);
     // The queue list (1), their counts (1 per 100 pairs shown), dead letters (1), the clock
-    // and the completions (1 + 1 per 100 queues with done jobs), their queue list (1), daemons (1).
-    expect(statements()).toBeLessThanOrEqual(5 + Math.ceil((2 * OVERVIEW_QUEUES) / 100) + Math.ceil(QUEUES / 100));
+    // and the completions (1 + 1 per 100 queues with recent done jobs, 1,000 at most), their queue list (1), daemons (1).
+    expect(statements()).toBeLessThanOrEqual(5 + Math.ceil((2 * OVERVIEW_QUEUES) / 100) + Math.ceil(Math.min(QUEUES, COMPLETION_QUEUES_MAX) / 100));
   });
 
   it('counts every queue for stats (and /metrics) in a few statements', async () => {
@@ -70,9 +71,23 @@ describe('the overview with many queues', () => {
   });
 });
 
+describe('the queues the completions chart reads', () => {
+  it(`are those with a done job available within the lag bound, the latest first, ${COMPLETION_QUEUES_MAX} at most`, () => {
+    const lagUs = COMPLETION_LAG_MAX_MS * 1000;
+    const done = (queue: string, latestUs: number) => ({ status: 'done' as const, queue, latestUs });
+    expect(recentDoneQueues([done('old', lagUs + 1), done('b', 5), done('a', 9), { status: 'ready', queue: 'r', latestUs: 0 }, done('edge', lagUs)])).toEqual({ queues: ['b', 'a', 'edge'], leftOut: false });
+    const many = Array.from({ length: COMPLETION_QUEUES_MAX + 5 }, (_, i) => done(`q${i}`, i));
+    const picked = recentDoneQueues(many.reverse());
+    expect(picked.leftOut).toBe(true);
+    expect(picked.queues).toHaveLength(COMPLETION_QUEUES_MAX);
+    expect(picked.queues[0]).toBe('q0');
+    expect(picked.queues).not.toContain(`q${COMPLETION_QUEUES_MAX}`);
+  });
+});
+
 describe('queues most behind first', () => {
   it('puts the longest-waiting ready work first, then queues running jobs, then the rest, each by name', () => {
-    const held = (status: 'ready' | 'reserved' | 'done', queue: string, waitedUs: number) => ({ status, queue, waitedUs });
+    const held = (status: 'ready' | 'reserved' | 'done', queue: string, waitedUs: number) => ({ status, queue, waitedUs, latestUs: waitedUs });
     expect(
       queuesMostBehindFirst([held('ready', 'b', 5), held('ready', 'a', 50), held('ready', 'later', -10), held('reserved', 'later', 0), held('done', 'c', 99), held('reserved', 'd', 1), held('done', 'aa', 1)]),
     ).toEqual(['a', 'b', 'd', 'later', 'aa', 'c']);

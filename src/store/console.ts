@@ -23,12 +23,18 @@ export interface Completions {
   minutes: Date[];
   /** Jobs marked done in each minute, all queues together. */
   counts: number[];
-  /** True when a queue had 20,000 recent done jobs or more (the most read): counts may be a lower bound. */
+  /**
+   * True when a queue had 20,000 recent done jobs or more (the most read), or more than
+   * COMPLETION_QUEUES_MAX queues had done jobs recent enough to count (the 1,000 with the
+   * latest were read): counts may be a lower bound.
+   */
   capped: boolean;
 }
 
 /** Queues whose recent done jobs one completions statement reads (one UNION ALL branch each). */
 const COMPLETION_QUEUES_PER_STATEMENT = 100;
+/** Queues the completions chart reads at most when it picks them itself (recentDoneQueues). */
+export const COMPLETION_QUEUES_MAX = 1_000;
 
 /**
  * Jobs finished 'done' in each of the last 60 minutes. Each queue's done jobs are read
@@ -40,13 +46,13 @@ const COMPLETION_QUEUES_PER_STATEMENT = 100;
  * lists them), COMPLETION_QUEUES_PER_STATEMENT to a statement (a statement per queue
  * made 3,300 queues 3,300 round trips, seconds).
  */
-export async function completionsPerMinute(exec: Executor, queues: readonly string[]): Promise<Completions> {
+export async function completionsPerMinute(exec: Executor, queues: readonly string[], { queuesLeftOut = false } = {}): Promise<Completions> {
   const nowResult = await exec.execute(sql`SELECT UTC_TIMESTAMP(6) AS now`);
   const now = parseDbTime(rows<{ now: string }>(nowResult)[0].now)!;
   const currentMinute = Math.floor(now.getTime() / 60_000) * 60_000;
   const first = currentMinute - 59 * 60_000;
   const counts = new Array<number>(60).fill(0);
-  let capped = false;
+  let capped = queuesLeftOut;
   for (let from = 0; from < queues.length; from += COMPLETION_QUEUES_PER_STATEMENT) {
     const part = queues.slice(from, from + COMPLETION_QUEUES_PER_STATEMENT);
     // Grouped by minute since the epoch without the session time zone (UNIX_TIMESTAMP would apply it).
@@ -67,6 +73,17 @@ export async function completionsPerMinute(exec: Executor, queues: readonly stri
     if (scanned.some((n) => n >= COMPLETIONS_SCAN_MAX)) capped = true;
   }
   return { minutes: counts.map((_, i) => new Date(first + i * 60_000)), counts, capped };
+}
+
+/**
+ * The queues completionsPerMinute reads when not told: of `held` (heldStatuses), those
+ * with a done job that became available within COMPLETION_LAG_MAX_MS (no other can have
+ * one to count), at most COMPLETION_QUEUES_MAX of them, the latest available first;
+ * `leftOut` when there were more. Pure.
+ */
+export function recentDoneQueues(held: ReadonlyArray<{ status: JobStatus; queue: string; latestUs: number }>): { queues: string[]; leftOut: boolean } {
+  const recent = held.filter((h) => h.status === 'done' && h.latestUs <= COMPLETION_LAG_MAX_MS * 1000).sort((a, b) => a.latestUs - b.latestUs);
+  return { queues: recent.slice(0, COMPLETION_QUEUES_MAX).map((h) => h.queue), leftOut: recent.length > COMPLETION_QUEUES_MAX };
 }
 
 /** The finish times of a queue's recently available done jobs, newest first, bounded (see completionsPerMinute). */

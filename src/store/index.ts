@@ -68,7 +68,7 @@ import { endSession, holdOverlapLock, otherTickInFlight, overlapLockHolder, tick
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { isSignedOut, recordSignOut } from './consoleSignOuts.ts';
-import { completionsPerMinute, daemonsSeen, jobByIdOrKey, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
+import { completionsPerMinute, daemonsSeen, jobByIdOrKey, recentDoneQueues, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
 import { collectStats, deadLetterStats, heldStatuses, queuesMostBehind, type DeadLetterStats, type QueuesMostBehind, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
 
@@ -461,9 +461,11 @@ export class Store implements JobWriter {
 
   // The console's reads (console.ts)
 
-  /** Done jobs per minute over the last hour, bounded per queue (completionsPerMinute); every queue holding done jobs when `queues` is not given. */
+  /** Done jobs per minute over the last hour, bounded per queue (completionsPerMinute); when `queues` is not given, those recentDoneQueues picks (1,000 at most). */
   async completionsPerMinute(queues?: readonly string[]): Promise<Completions> {
-    return completionsPerMinute(this.db, queues ?? (await heldStatuses(this.db)).filter((h) => h.status === 'done').map((h) => h.queue));
+    if (queues) return completionsPerMinute(this.db, queues);
+    const recent = recentDoneQueues(await heldStatuses(this.db));
+    return completionsPerMinute(this.db, recent.queues, { queuesLeftOut: recent.leftOut });
   }
 
   /** The `limit` queues most behind, counted, and how many queues hold jobs (queuesMostBehind). */
