@@ -106,6 +106,37 @@ describe('a job claimed ahead of a free slot', () => {
   });
 });
 
+describe('a stop with jobs claimed ahead', () => {
+  it('hands the whole read-ahead buffer back in one batched release, not a statement per job', async () => {
+    const { tasks, started, open } = gatedTask();
+    const log = new EventLog();
+    const batches: number[][] = [];
+    const fake = scriptedStore({
+      writes: {
+        releaseUnstarted: async () => {
+          throw new Error('a stop releases its buffer in batches');
+        },
+        releaseUnstartedMany: async (leases: Lease[]) => (batches.push(leases.map((l) => l.id)), new Set(leases.filter((l) => l.id !== 5).map((l) => l.id))),
+      },
+    });
+    const buffered = Array.from({ length: 700 }, (_, i) => job(i + 2));
+    let result: { released: number } | undefined;
+    await withPool(fake, { pollMs: 60_000, tasks, concurrency: 1, log }, async (pool) => {
+      (await fake.claim(1)).answer([job(1), ...buffered]); // one slot: 700 jobs wait in the buffer
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(started).toEqual([1]);
+      const stopping = pool.stop({ graceMs: 1_000 });
+      open();
+      result = await stopping;
+    });
+    expect(batches.map((ids) => ids.length)).toEqual([500, 200]);
+    expect(batches.flat()).toEqual(buffered.map((j) => j.id));
+    expect(result!.released).toBe(699);
+    expect(log.named('claim_released_on_shutdown')).toHaveLength(699);
+    expect(log.named('claim_release_lost').map((e) => e.job_id)).toEqual([5]);
+  });
+});
+
 describe('a job claimed ahead that went stale', () => {
   it('is released once the database answers again when its release met an outage, not left to its lease', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });

@@ -73,6 +73,7 @@ function fakeStore(answers: {
       return Promise.resolve('released' as const);
     },
     releaseUnstarted: () => Promise.reject(new Error('a run never releases a job it did not start')),
+    releaseUnstartedMany: () => Promise.reject(new Error('a run never releases jobs it did not start')),
   };
   return { store, writes, tx };
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, renewIfLeased, renewIfUnrecovered } from '../src/store/fenced.ts';
+import { completeIfLeased, completeManyIfLeased, failIfLeased, releaseIfLeased, releaseUnstartedManyIfUnrecovered, renewIfLeased, renewIfUnrecovered } from '../src/store/fenced.ts';
 import { insertJobIfAbsent, insertJobsIfAbsent } from '../src/store/jobs.ts';
 import { recoverExpiredLeases } from '../src/store/recovery.ts';
 import { cancelJob } from '../src/store/cancel.ts';
@@ -849,6 +849,26 @@ describe('recovery and release', () => {
     expect(r).toEqual({ status: 'ready', attempts: 0, lease_token: null });
     const [again] = await claim(1);
     expect(again.attempt).toBe(1);
+  });
+
+  it('releases many unstarted jobs in one transaction, each while still reserved under its own token, deadline passed or not', async () => {
+    await insertJobsIfAbsent(t.database.db, ['many-a', 'many-b', 'many-c', 'many-d', 'many-e'].map((key) => row(key)));
+    const claimed = await claim(5);
+    const byKey = new Map(claimed.map((job) => [job.key, job]));
+    await expireLeases(); // an outage held the releases back: their deadlines passed, nobody recovered them
+    // many-c was recovered and claimed again by another worker (a new token); many-d was cancelled.
+    await t.sql("UPDATE cronq_jobs SET lease_fence = CONCAT(REPEAT('f', 16), SUBSTRING(lease_fence, 17)) WHERE job_key = 'many-c'");
+    await cancelJob(t.database.db, { key: 'many-d' }, { by: 'test', reason: 'not needed' });
+    const released = await releaseUnstartedManyIfUnrecovered(t.database.db, claimed.map(lease), 'released during shutdown before processing');
+    expect([...released].sort((a, b) => a - b)).toEqual(['many-a', 'many-b', 'many-e'].map((key) => byKey.get(key)!.id));
+    expect(await t.sql('SELECT job_key, status, attempts, lease_token FROM cronq_jobs ORDER BY job_key')).toEqual([
+      { job_key: 'many-a', status: 'ready', attempts: 0, lease_token: null },
+      { job_key: 'many-b', status: 'ready', attempts: 0, lease_token: null },
+      { job_key: 'many-c', status: 'reserved', attempts: 1, lease_token: expect.stringMatching(/^f{16}/) },
+      { job_key: 'many-d', status: 'cancelled', attempts: 1, lease_token: expect.any(String) },
+      { job_key: 'many-e', status: 'ready', attempts: 0, lease_token: null },
+    ]);
+    expect(await releaseUnstartedManyIfUnrecovered(t.database.db, claimed.map(lease), 'again')).toEqual(new Set());
   });
 });
 

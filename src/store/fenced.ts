@@ -380,6 +380,33 @@ export function releaseUnstartedIfUnrecovered(db: Db, lease: Lease, reason: stri
   return releaseWhere(db, leaseUnrecovered(lease), reason, 0);
 }
 
+/**
+ * releaseUnstartedIfUnrecovered for many jobs at once (a shutdown hands back its whole
+ * read-ahead buffer, up to `prefetch` jobs; callers send a few hundred per call): one
+ * short transaction locks, in id order, those still `reserved` under their own token and
+ * gives them back, attempt restored. Returns the ids released; a job missing from the set
+ * was recovered, cancelled or otherwise gone, and was not touched.
+ */
+export async function releaseUnstartedManyIfUnrecovered(db: Db, leases: Lease[], reason: string): Promise<Set<number>> {
+  if (leases.length === 0) return new Set();
+  return db.transaction(async (tx) => {
+    // Tokens are unique, so "token in the set" is the per-row check (as in completeManyIfLeased).
+    const held = rows<{ id: number }>(
+      await tx.execute(
+        formatted(`SELECT id FROM cronq_jobs WHERE ${idsCondition(leases.map((l) => l.id))} AND status = 'reserved' AND lease_fence IN (?) ORDER BY id FOR UPDATE`, [
+          leases.map((l) => l.token),
+        ]),
+      ),
+    ).map((r) => Number(r.id));
+    if (held.length === 0) return new Set<number>();
+    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
+      SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+          last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}
+      WHERE ${sql.raw(idsCondition(held))}`);
+    return new Set(held);
+  });
+}
+
 async function releaseWhere(db: Db, fence: SQL, reason: string, delayMs: number, intoQueue?: string): Promise<boolean> {
   const queue = intoQueue === undefined ? sql`` : sql`queue = ${intoQueue}, `;
   const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs

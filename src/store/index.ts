@@ -32,6 +32,7 @@ import {
   releaseInterruptedIfLeased,
   releaseIfLeased,
   releaseUnstartedIfUnrecovered,
+  releaseUnstartedManyIfUnrecovered,
   renewIfLeased,
   renewIfUnrecovered,
   type EffectBound,
@@ -146,6 +147,11 @@ export class Store implements JobWriter {
   /** Gives back, attempt restored, a job whose handler never started, while nobody recovered it (releaseUnstartedIfUnrecovered). */
   releaseUnstarted(lease: Lease, reason: string): Promise<boolean> {
     return releaseUnstartedIfUnrecovered(this.db, lease, reason);
+  }
+
+  /** releaseUnstarted for many jobs in one transaction; returns the ids released (releaseUnstartedManyIfUnrecovered). */
+  releaseUnstartedMany(leases: Lease[], reason: string): Promise<Set<number>> {
+    return releaseUnstartedManyIfUnrecovered(this.db, leases, reason);
   }
 
   /** Gives the job back without counting the attempt (releaseIfLeased). */

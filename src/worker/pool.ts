@@ -394,7 +394,7 @@ export class WorkerPool {
         // means these handlers never start.
         if (this.isStopping) {
           untaken = [];
-          await Promise.all(claimed.map((job) => this.releaseUnstarted(job)));
+          this.released += await this.finisher.releaseOnShutdown(claimed);
           break;
         }
         if (log.isLevelEnabled('info')) {
@@ -570,11 +570,6 @@ export class WorkerPool {
     await sleep(this.options.pollMs, this.stopping.signal);
   }
 
-  /** Hands back a job claimed but never started, on shutdown, counting it. */
-  private async releaseUnstarted(job: ClaimedJob): Promise<void> {
-    if (await this.finisher.releaseUnstarted(job, 'shutdown')) this.released += 1;
-  }
-
   private async shutdown(graceMs: number): Promise<StopResult> {
     const { log } = this.options;
     this.stopping.abort();
@@ -584,7 +579,7 @@ export class WorkerPool {
     // must not hold up the grace. Nothing joins the buffer or starts from here on (a claim
     // answered now releases what it took), so the buffer and the runs are final.
     const loops = this.loop;
-    await Promise.all(this.buffered.takeAll().map((job) => this.releaseUnstarted(job)));
+    this.released += await this.finisher.releaseOnShutdown(this.buffered.takeAll());
     this.abandoned = await drainRuns(this.slots, graceMs);
     this.released += this.abandoned;
     await loops;

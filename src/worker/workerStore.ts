@@ -7,7 +7,7 @@ import type { Store } from '../store/index.ts';
  */
 export type WorkerStore = Pick<
   Store,
-  'claimConnections' | 'claim' | 'readyQueues' | 'pausedQueues' | 'completeMany' | 'complete' | 'fail' | 'renew' | 'renewUnrecovered' | 'release' | 'releaseInterrupted' | 'releaseUnstarted' | 'moveToQueue' | 'now' | 'servingOf' | 'cancellationOf'
+  'claimConnections' | 'claim' | 'readyQueues' | 'pausedQueues' | 'completeMany' | 'complete' | 'fail' | 'renew' | 'renewUnrecovered' | 'release' | 'releaseInterrupted' | 'releaseUnstarted' | 'releaseUnstartedMany' | 'moveToQueue' | 'now' | 'servingOf' | 'cancellationOf'
 >;
 
 /** What DaemonHeartbeat asks of the store: this daemon's row in cronq_daemons. */

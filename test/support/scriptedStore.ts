@@ -42,6 +42,12 @@ export function scriptedStore({ lanes = 1, writes = {} }: { lanes?: number; writ
     releaseInterrupted: refuse,
     releaseUnstarted: refuse,
     moveToQueue: refuse,
+    // Shutdown's batched release goes through releaseUnstarted one lease at a time.
+    releaseUnstartedMany: async (leases, reason) => {
+      const released = new Set<number>();
+      for (const lease of leases) if (await store.releaseUnstarted(lease, reason)) released.add(lease.id);
+      return released;
+    },
     ...writes,
   };
   /** The `n`th claim (from 1), once the pool has sent it. */
