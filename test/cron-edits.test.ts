@@ -8,16 +8,16 @@ import { describe, expect, it } from 'vitest';
 import { defineSchedule, type ScheduleOptions } from '../src/index.ts';
 import { silentLogger } from '../src/logger.ts';
 import { systemClock } from '../src/schedule/clock.ts';
-import { ScheduleTicker } from '../src/schedule/ticker.ts';
+import { ScheduleTicker, type TickerDeps } from '../src/schedule/ticker.ts';
 import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_schedule_ticks'] });
 
 /** One daemon's ticker of the schedule `mailer` as that version defines it. */
-function version(options: Partial<ScheduleOptions>, claimedBy: string): ScheduleTicker {
+function version(options: Partial<ScheduleOptions>, claimedBy: string, deps: Partial<TickerDeps> = {}): ScheduleTicker {
   const schedule = defineSchedule({ name: 'mailer', cron: '0 0 1 * *', timezone: 'UTC', period: 'tick', handle() {}, ...options } as ScheduleOptions);
-  return new ScheduleTicker(schedule, { store: new Store(t.database), clock: systemClock, log: silentLogger(), claimedBy });
+  return new ScheduleTicker(schedule, { store: new Store(t.database), clock: systemClock, log: silentLogger(), claimedBy, ...deps });
 }
 
 const at = (iso: string) => new Date(iso);
@@ -82,15 +82,15 @@ describe('a schedule whose cron was edited', () => {
   }, 60_000);
 
   it('a new cron whose first tick comes after the old row writes nothing until then, and its daemon down over that tick records it as skipped (the ledger cannot tell it ran)', async () => {
-    await version({ cron: '* * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:59:05Z'));
-    await version({ cron: '0 8 * * *' }, 'v2:1').catchUp(at('2030-01-03T10:00:00Z'));
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    await version({ cron: '30 8 * * *' }, 'v2:1').catchUp(at('2030-01-03T10:00:00Z'));
     expect(await ledger()).toHaveLength(1);
-    await version({ cron: '0 8 * * *' }, 'v2:2').catchUp(at('2030-01-04T09:00:00Z'));
+    await version({ cron: '30 8 * * *' }, 'v2:2').catchUp(at('2030-01-04T09:00:00Z'));
 
-    expect(await jobTimes()).toEqual(['2030-01-03T09:59:00.000Z']);
+    expect(await jobTimes()).toEqual(['2030-01-03T09:00:00.000Z']);
     expect(await outcomes()).toEqual([
-      ['2030-01-03T09:59:00.000Z', 'enqueued', null],
-      ['2030-01-04T08:00:00.000Z', 'skipped', "cron changed from `* * * * *` to `0 8 * * *`: ticks before this were not the schedule's"],
+      ['2030-01-03T09:00:00.000Z', 'enqueued', null],
+      ['2030-01-04T08:30:00.000Z', 'skipped', "cron changed from `0 * * * *` to `30 8 * * *`: ticks before this were not the schedule's"],
     ]);
   }, 60_000);
 
@@ -182,5 +182,62 @@ describe('a schedule whose cron was edited', () => {
     expect(edited).toMatchObject({ outcome: 'enqueued', cron: after });
     expect([...edited.note!]).toHaveLength(255);
     expect(edited.note).toMatch(/^cron changed from `0,2,4,.*…$/);
+  }, 60_000);
+  it('a tick the old cron has too is the schedule’s: hourly made every 5 minutes, deployed over 10:00, catches 10:00 up', async () => {
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    // The deploy stops the old daemon at 09:59:30 and starts the new one at 10:01:30.
+    await version({ cron: '*/5 * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:01:30Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-03T09:00:00.000Z', '2030-01-03T10:00:00.000Z']);
+    expect((await ledger()).map((r) => [r.at.slice(11, 16), r.outcome, r.caughtUp, r.cron])).toEqual([
+      ['09:00', 'enqueued', false, '0 * * * *'],
+      ['10:00', 'enqueued', true, '*/5 * * * *'],
+    ]);
+  }, 60_000);
+
+  it('every tick the old cron has too, within the window, is caught up; the others are not (daily made weekdays)', async () => {
+    // Monday 2030-01-07 08:00; the new version first runs on Saturday 12 at 09:00.
+    await version({ cron: '0 8 * * *' }, 'v1:1').catchUp(at('2030-01-07T08:00:05Z'));
+    const v2 = { cron: '0 8 * * 1-5', catchUp: { mode: 'all', window: '4d' } } as const;
+    await version(v2, 'v2:1').catchUp(at('2030-01-12T09:00:00Z'));
+
+    // Tue 8 is older than the window; Wed 9, Thu 10 and Fri 11 are caught up.
+    expect(await jobTimes()).toEqual(['2030-01-07T08:00:00.000Z', '2030-01-09T08:00:00.000Z', '2030-01-10T08:00:00.000Z', '2030-01-11T08:00:00.000Z']);
+    // Restarted later the same day: nothing more (no burst, nothing written twice).
+    await version(v2, 'v2:2').catchUp(at('2030-01-12T18:00:00Z'));
+    expect(await jobTimes()).toHaveLength(4);
+  }, 60_000);
+
+  it('a tick the old cron does not have, between shared ones, stays uncaught (hourly made half-hourly over a 2-hour outage)', async () => {
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T08:00:05Z'));
+    await version({ cron: '0,30 * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:10:00Z'));
+
+    expect((await jobTimes()).map((t) => t.slice(11, 16))).toEqual(['08:00', '09:00', '10:00']);
+    // A restart before the new cron's own first tick (10:30) loses nothing and bursts nothing.
+    await version({ cron: '0,30 * * * *' }, 'v2:2').catchUp(at('2030-01-03T10:20:00Z'));
+    await version({ cron: '0,30 * * * *' }, 'v2:2').catchUp(at('2030-01-03T10:30:05Z'));
+    expect((await jobTimes()).map((t) => t.slice(11, 16))).toEqual(['08:00', '09:00', '10:00', '10:30']);
+  }, 60_000);
+  it('a catch-up of shared ticks cut short (shutdown) is resumed after a restart without catching up the ticks the old cron did not have', async () => {
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T08:00:05Z'));
+    const shutdown = new AbortController();
+    // Stopped right after its first tick's fan-out (09:00): 10:00 is still to do.
+    const stopped = version({ cron: '0,30 * * * *' }, 'v2:1', { onEnqueued: () => shutdown.abort() });
+    await stopped.catchUp(at('2030-01-03T10:10:00Z'), shutdown.signal);
+    expect((await jobTimes()).map((t) => t.slice(11, 16))).toEqual(['08:00', '09:00']);
+
+    await version({ cron: '0,30 * * * *' }, 'v2:2').catchUp(at('2030-01-03T10:20:00Z'));
+    expect((await jobTimes()).map((t) => t.slice(11, 16))).toEqual(['08:00', '09:00', '10:00']);
+  }, 60_000);
+  it('an edit to an equivalent cron and zone spelling (0 0 * * 0 as 0 0 * * 7, UTC as Etc/UTC) loses no missed tick', async () => {
+    await version({ cron: '0 0 * * 0' }, 'v1:1').catchUp(at('2030-01-06T00:00:05Z'));
+    await version({ cron: '0 0 * * 7', timezone: 'Etc/UTC', catchUp: { mode: 'all', window: '15d' } }, 'v2:1').catchUp(at('2030-01-20T12:00:00Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-06T00:00:00.000Z', '2030-01-13T00:00:00.000Z', '2030-01-20T00:00:00.000Z']);
+    expect((await ledger()).map((r) => [r.at.slice(0, 10), r.cron, r.timezone, r.note])).toEqual([
+      ['2030-01-06', '0 0 * * 0', 'UTC', null],
+      ['2030-01-13', '0 0 * * 0', 'UTC', 'caught up'],
+      ['2030-01-20', '0 0 * * 7', 'Etc/UTC', 'caught up'],
+    ]);
   }, 60_000);
 });

@@ -5,6 +5,7 @@
  */
 import type { TickSource } from '../store/ledger.ts';
 import type { Schedule } from './define.ts';
+import { fireTimesBetween } from './period.ts';
 
 export type { TickSource };
 
@@ -37,4 +38,18 @@ export function sourceChangeNote(row: { cron: string | null; timezone: string | 
   const zone = `timezone changed from ${row.timezone} to ${source.timezone}`;
   const what = cronChanged && zoneChanged ? `${cron}, ${zone}` : cronChanged ? cron : zone;
   return `${what}: ticks before this were not the schedule's`;
+}
+
+/**
+ * True when `at` is a fire time of `source` too: a tick an edited schedule shares with its
+ * old version was one of the schedule's under either, so it is caught up like any tick.
+ * False for a source this version cannot compute (a cron or zone it does not know, as a
+ * newer daemon may have written): such a row's ticks are read as not shared.
+ */
+export function isFireOf(source: TickSource, at: Date): boolean {
+  try {
+    return fireTimesBetween(source.cron, source.timezone, new Date(at.getTime() - 1), at, 1).length === 1;
+  } catch {
+    return false;
+  }
 }

@@ -14,7 +14,8 @@ import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire 
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
-import { sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
+import { isFireOf, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
+import type { TickRow } from '../store/ledger.ts';
 
 export interface TickerDeps {
   store: SchedulerStore;
@@ -106,7 +107,8 @@ export { FanoutAbandonedError, TickTakenOverError };
  * simply resumes: ticks due since the latest ledger row are planned (DueTickPlanner),
  * skipped ones recorded, the others claimed and fanned out — by exactly one daemon.
  * A latest row written under another cron or time zone (an edit: tickSource.ts) is
- * caught up from only for the ticks after this ticker's first pass.
+ * caught up from only for the ticks after this ticker's first pass and the ones before it
+ * that the old version has too (editSince).
  */
 export class ScheduleTicker {
   private readonly log: Logger;
@@ -195,18 +197,8 @@ export class ScheduleTicker {
       return;
     }
     let from = latest.scheduledAt;
-    const changed = sourceChangeNote(latest, this.source);
-    if (changed !== null) {
-      // Written under another cron or time zone: this version's ticks from that row up to
-      // when this ticker first saw the schedule were never the schedule's. None is caught
-      // up; the last of them anchors the ledger (on time: enqueued, else skipped) and the
-      // later ones are caught up as usual.
-      const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, this.seenSince);
-      if (anchor !== null && anchor.getTime() > from.getTime()) {
-        await this.anchor(anchor, now, changed, changed, signal);
-        from = anchor;
-      }
-    }
+    const edit = await this.editSince(latest, now, signal);
+    if (edit !== null) from = edit.listFrom;
     // Every tick due since the latest ledger row, a page at a time however long the
     // outage: each page's skips are recorded (and the event loop is free) before the next
     // page is listed; only the ticks still to enqueue are held (DueTickPlanner).
@@ -214,29 +206,66 @@ export class ScheduleTicker {
     for (;;) {
       const page = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, now, SKIP_PAGE);
       if (page.length === 0) break;
-      await this.recordSkipped(planner.add(page));
+      await this.recordSkipped(planner.add(edit === null ? page : page.filter((at) => edit.due(at))), edit);
       // A page with nothing to skip (all within the window and the cap) awaits no
       // statement: without this the pages would run back to back in microtasks.
       await setImmediate();
       from = page[page.length - 1];
       if (signal?.aborted) return;
     }
-    const enqueue = planner.finish();
+    const enqueue = planner.finish().filter((tick) => edit === null || !edit.written(tick.at));
     // One read per pass: a pause made after it applies from the next pass (the next tick).
     const paused = enqueue.length > 0 ? await this.pausedNote() : null;
     if (paused !== null) {
       // Up to catchUp.max ticks (100,000): their period keys and rows a page at a time,
       // as above, so the event loop is free between pages.
       for (let i = 0; i < enqueue.length; i += SKIP_PAGE) {
-        await this.recordSkipped(enqueue.slice(i, i + SKIP_PAGE).map((tick) => ({ at: tick.at, note: paused })));
+        await this.recordSkipped(
+          enqueue.slice(i, i + SKIP_PAGE).map((tick) => ({ at: tick.at, note: paused })),
+          edit,
+        );
         if (signal?.aborted) return;
       }
       return;
     }
     for (const tick of enqueue) {
       if (signal?.aborted) return;
-      await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now, signal);
+      await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now, signal, { source: edit?.sourceOf(tick.at) });
     }
+  }
+
+  /**
+   * When the latest row was written under another cron or time zone (an edit), what this
+   * pass lists of the ticks before this ticker's first pass, or null when it lists them all.
+   * Of the new version's ticks from that row up to its first pass (the edit range), only
+   * the ones the old version has too (isFireOf) were ticks of the schedule: they are
+   * planned as usual, within the catch-up's reach. The latest of the range is the anchor;
+   * not shared, it is written first, here (enqueued if on time, else skipped with the
+   * edit's note), and only counted by the plan. A shared one is written as planned, last
+   * of the range (skips come oldest first, then enqueues), and records this version's
+   * source while the earlier shared ones record the old one: until the anchor is written,
+   * every row is the old version's, so a pass cut short finds the edit again instead of
+   * catching up from a shared row the ticks that were never the schedule's.
+   */
+  private async editSince(latest: TickRow, now: Date, signal?: AbortSignal): Promise<EditRange | null> {
+    const changed = sourceChangeNote(latest, this.source);
+    if (changed === null) return null;
+    const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, this.seenSince!);
+    if (anchor === null || anchor.getTime() <= latest.scheduledAt.getTime()) return null;
+    const old: TickSource = { cron: latest.cron!, timezone: latest.timezone! };
+    const anchorShared = isFireOf(old, anchor);
+    if (!anchorShared) await this.anchor(anchor, now, changed, changed, signal);
+    // Older than any catch-up reaches: skipped by any plan, and not recorded, as the ticks that were not shared.
+    const { mode, windowMs } = this.schedule.catchUp;
+    const reachMs = mode === 'off' ? this.toleranceMs : Math.max(windowMs, this.toleranceMs);
+    const earliest = Math.min(anchor.getTime() - 1, now.getTime() - reachMs - 1);
+    const anchorMs = anchor.getTime();
+    return {
+      listFrom: new Date(Math.max(latest.scheduledAt.getTime(), earliest)),
+      due: (at) => at.getTime() > anchorMs || at.getTime() === anchorMs || isFireOf(old, at),
+      written: (at) => !anchorShared && at.getTime() === anchorMs,
+      sourceOf: (at) => (at.getTime() < anchorMs ? old : this.source),
+    };
   }
 
   /**
@@ -272,14 +301,20 @@ export class ScheduleTicker {
     return pause && pausedNote(pause);
   }
 
-  private async recordSkipped(ticks: Array<{ at: Date; note: string }>): Promise<void> {
+  /** Records `ticks` as skipped; with `edit`, each with the source it records (EditRange.sourceOf), the anchor it wrote left out. */
+  private async recordSkipped(given: Array<{ at: Date; note: string }>, edit: EditRange | null = null): Promise<void> {
+    const ticks = edit === null ? given : given.filter((t) => !edit.written(t.at));
     if (ticks.length === 0) return;
-    const rows = ticks.map((t) => ({
-      scheduledAt: t.at,
-      periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
-      note: t.note,
-    }));
-    const recorded = await this.deps.store.recordSkippedTicks(this.schedule.name, this.source, rows);
+    let recorded = 0;
+    // Ascending, so the old source's rows (before the anchor) are written first.
+    for (const part of splitBySource(ticks, (at) => edit?.sourceOf(at) ?? this.source)) {
+      const rows = part.ticks.map((t) => ({
+        scheduledAt: t.at,
+        periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
+        note: t.note,
+      }));
+      recorded += await this.deps.store.recordSkippedTicks(this.schedule.name, part.source, rows);
+    }
     if (recorded > 0) {
       this.log.warn(
         {
@@ -319,7 +354,7 @@ export class ScheduleTicker {
     note: string | null,
     now: Date,
     signal?: AbortSignal,
-    { resumed = false, periodKey: claimedKey }: { resumed?: boolean; periodKey?: string } = {},
+    { resumed = false, periodKey: claimedKey, source = this.source }: { resumed?: boolean; periodKey?: string; source?: TickSource } = {},
   ): Promise<void> {
     const { store, claimedBy } = this.deps;
     const leaseMs = this.deps.fanoutLeaseMs ?? FANOUT_LEASE_MS;
@@ -335,7 +370,7 @@ export class ScheduleTicker {
       note,
       claimedBy,
       leaseMs,
-      source: this.source,
+      source,
     });
     if (id === null) return; // another daemon owns this tick
     const tick: OwnedTick = { id, claimedAt: performance.now(), scheduledAt, periodKey, late, note };
@@ -525,6 +560,30 @@ export class ScheduleTicker {
     this.deps.observer?.tickFailed(this.schedule.name);
     if (inserted > 0) this.deps.onEnqueued?.();
   }
+}
+
+/**
+ * What a pass lists of an edited schedule's ticks before its first pass (ScheduleTicker.editSince):
+ * listing starts at `listFrom`, keeps the ticks `due` says, leaves out of its writes the
+ * anchor already `written`, and records each row's `sourceOf`.
+ */
+interface EditRange {
+  listFrom: Date;
+  due(at: Date): boolean;
+  written(at: Date): boolean;
+  sourceOf(at: Date): TickSource;
+}
+
+/** `ticks` (ascending) cut into runs of one source each, in order. */
+function splitBySource<T extends { at: Date }>(ticks: T[], sourceOf: (at: Date) => TickSource): Array<{ source: TickSource; ticks: T[] }> {
+  const parts: Array<{ source: TickSource; ticks: T[] }> = [];
+  for (const tick of ticks) {
+    const source = sourceOf(tick.at);
+    const last = parts.at(-1);
+    if (last && last.source === source) last.ticks.push(tick);
+    else parts.push({ source, ticks: [tick] });
+  }
+  return parts;
 }
 
 /** The ledger note for refused entities: how many, and the first with its reason. */
