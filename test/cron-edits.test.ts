@@ -240,4 +240,17 @@ describe('a schedule whose cron was edited', () => {
       ['2030-01-20', '0 0 * * 7', 'Etc/UTC', 'caught up'],
     ]);
   }, 60_000);
+  it('a row of unknown source (an older daemon’s) read once by a daemon of this version records its cron: a later edit does not burst', async () => {
+    await t.sql(
+      `INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at)
+       VALUES ('mailer', '2030-01-01 00:00:00', '2030-01-01T00:00', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+    );
+    // The upgrade, cron unchanged: a monthly schedule writes no row before February.
+    await version({}, 'v1:1').catchUp(at('2030-01-02T10:00:00Z'));
+    expect((await ledger()).map((r) => [r.cron, r.timezone])).toEqual([['0 0 1 * *', 'UTC']]);
+    await version({ cron: '* * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:00:30Z'));
+
+    expect(await jobTimes()).toEqual(['2030-01-03T10:00:00.000Z']);
+    expect(await ledger()).toHaveLength(2);
+  }, 60_000);
 });

@@ -196,6 +196,9 @@ export class ScheduleTicker {
       await this.startFresh(now, signal);
       return;
     }
+    // A row of unknown source (an older daemon's) is read as this version's, as before;
+    // recording so makes an edit made after it tell from it, without waiting for a tick.
+    if (latest.cron === null || latest.timezone === null) await store.adoptTickSourceIfUnknown(latest.id, this.source);
     let from = latest.scheduledAt;
     const edit = await this.editSince(latest, now, signal);
     if (edit !== null) from = edit.listFrom;

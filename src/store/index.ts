@@ -49,6 +49,7 @@ import {
   failTickIfOwned,
   finishTickIfOwned,
   latestTick,
+  adoptTickSourceIfUnknown,
   recentTicks,
   ticksBefore,
   recordSkippedTicks,
@@ -218,6 +219,11 @@ export class Store implements JobWriter {
   /** The schedule's latest ledger row, or null. */
   latestTick(scheduleName: string): Promise<TickRow | null> {
     return latestTick(this.db, scheduleName);
+  }
+
+  /** Records `source` on ledger row `id` if it records none (NULL); returns whether it did (ledger.ts). */
+  adoptTickSourceIfUnknown(id: number, source: TickSource): Promise<boolean> {
+    return adoptTickSourceIfUnknown(this.db, id, source);
   }
 
   /** The latest `count` ledger rows of a schedule, newest first. */

@@ -219,6 +219,19 @@ function boundedNote(note: string): string {
   return note.length <= NOTE_MAX ? note : `${sliceChars(note, NOTE_MAX - 1)}…`;
 }
 
+/**
+ * Records `source` on row `id` if it records none (NULL: written before migration 0009 or
+ * by an older daemon), as the daemon that reads it as its schedule's latest row computes
+ * that schedule's ticks: from then on an edit of the cron or zone is told from it. A row
+ * that records a source keeps it, whoever asks (one UPDATE; concurrent callers: the first
+ * one's source stays). Returns whether the row was changed.
+ */
+export async function adoptTickSourceIfUnknown(exec: Executor, id: number, source: TickSource): Promise<boolean> {
+  const result = await exec.execute(sql`UPDATE cronq_schedule_ticks SET cron = ${source.cron}, timezone = ${source.timezone}
+    WHERE id = ${id} AND (cron IS NULL OR timezone IS NULL)`);
+  return header(result).affectedRows > 0;
+}
+
 export interface SkippedTick {
   scheduledAt: Date;
   periodKey: string;
