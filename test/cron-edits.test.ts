@@ -253,4 +253,12 @@ describe('a schedule whose cron was edited', () => {
     expect(await jobTimes()).toEqual(['2030-01-03T10:00:00.000Z']);
     expect(await ledger()).toHaveLength(2);
   }, 60_000);
+  it('a row of unknown source at an instant this version’s cron does not have is left unknown (an older daemon of another cron wrote it)', async () => {
+    await t.sql(
+      `INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, started_at, finished_at)
+       VALUES ('mailer', '2030-01-03 10:01:00', '2030-01-03T10:01', 'enqueued', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+    );
+    await version({ cron: '*/2 * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:01:30Z'));
+    expect((await ledger()).map((r) => [r.at.slice(11, 16), r.cron])).toEqual([['10:01', null]]);
+  }, 60_000);
 });

@@ -198,7 +198,11 @@ export class ScheduleTicker {
     }
     // A row of unknown source (an older daemon's) is read as this version's, as before;
     // recording so makes an edit made after it tell from it, without waiting for a tick.
-    if (latest.cron === null || latest.timezone === null) await store.adoptTickSourceIfUnknown(latest.id, this.source);
+    // Only a tick of this version: in a rolling deploy beside an older daemon of another
+    // cron, a row at an instant this cron does not have is plainly not this version's.
+    if ((latest.cron === null || latest.timezone === null) && isFireOf(this.source, latest.scheduledAt)) {
+      await store.adoptTickSourceIfUnknown(latest.id, this.source);
+    }
     let from = latest.scheduledAt;
     const edit = await this.editSince(latest, now, signal);
     if (edit !== null) from = edit.listFrom;
