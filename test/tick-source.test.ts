@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { normalisedCron, sourceChangeNote } from '../src/schedule/tickSource.ts';
+import { fireTimesBetween } from '../src/schedule/period.ts';
+import { isFireOf, normalisedCron, sharedFires, sourceChangeNote } from '../src/schedule/tickSource.ts';
 
 describe('what a ledger row says its tick was computed from', () => {
   it('a cron rewritten only in its blanks and tabs is the same cron', () => {
@@ -20,5 +21,30 @@ describe('what a ledger row says its tick was computed from', () => {
     expect(sourceChangeNote({ cron: '0 0 1 * *', timezone: 'UTC' }, now)).toBe(
       "cron changed from `0 0 1 * *` to `* * * * *`, timezone changed from UTC to Europe/Berlin: ticks before this were not the schedule's",
     );
+  });
+
+  it('the ticks an edited schedule shares with its old version are those the old one fires at too, dense or sparse, over a DST change', () => {
+    const from = new Date('2030-10-26T22:00:00Z');
+    const to = new Date('2030-10-27T04:00:00Z'); // Berlin falls back at 01:00Z
+    const sources = [
+      { cron: '*/30 * * * *', timezone: 'Europe/Berlin' },
+      { cron: '30 2 * * *', timezone: 'Europe/Berlin' },
+      { cron: '* * * * * *', timezone: 'UTC' },
+      { cron: '0 0 1 * *', timezone: 'UTC' },
+      { cron: 'not a cron', timezone: 'UTC' },
+    ];
+    for (const page of [fireTimesBetween('*/15 * * * *', 'Europe/Berlin', from, to), fireTimesBetween('0,30 * * * *', 'UTC', from, to)]) {
+      for (const source of sources) {
+        let all: Set<number>;
+        try {
+          all = new Set(fireTimesBetween(source.cron, source.timezone, new Date(from.getTime() - 1), to).map((d) => d.getTime()));
+        } catch {
+          all = new Set();
+        }
+        const expected = page.filter((at) => all.has(at.getTime())).map((at) => at.getTime());
+        expect([...sharedFires(source, page)].sort((a, b) => a - b)).toEqual(expected);
+        expect(page.filter((at) => isFireOf(source, at)).map((at) => at.getTime())).toEqual(expected);
+      }
+    }
   });
 });

@@ -47,9 +47,30 @@ export function sourceChangeNote(row: { cron: string | null; timezone: string | 
  * newer daemon may have written): such a row's ticks are read as not shared.
  */
 export function isFireOf(source: TickSource, at: Date): boolean {
+  return sharedFires(source, [at]).size === 1;
+}
+
+/**
+ * The instants (ms) of `page` (ascending fire times of one schedule) that are fire times of
+ * `source` too (isFireOf for each). Costs one listing of `source`'s fires over the page's
+ * span, cut at the page's length: when `source` fires no more often there, the page is
+ * matched against that list; only a denser source is asked about each instant.
+ */
+export function sharedFires(source: TickSource, page: Date[]): Set<number> {
+  const shared = new Set<number>();
+  if (page.length === 0) return shared;
   try {
-    return fireTimesBetween(source.cron, source.timezone, new Date(at.getTime() - 1), at, 1).length === 1;
+    const first = new Date(page[0].getTime() - 1);
+    const fires = fireTimesBetween(source.cron, source.timezone, first, page[page.length - 1], page.length + 1);
+    const theirs = new Set(fires.map((d) => d.getTime()));
+    const listedAll = fires.length <= page.length;
+    for (const at of page) {
+      const ms = at.getTime();
+      const mine = listedAll ? theirs.has(ms) : fireTimesBetween(source.cron, source.timezone, new Date(ms - 1), at, 1).length === 1;
+      if (mine) shared.add(ms);
+    }
   } catch {
-    return false;
+    // A source this version cannot compute: nothing is shared.
   }
+  return shared;
 }

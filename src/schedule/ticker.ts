@@ -14,7 +14,7 @@ import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire 
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
-import { isFireOf, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
+import { isFireOf, sharedFires, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
 import type { TickRow } from '../store/ledger.ts';
 
 export interface TickerDeps {
@@ -213,7 +213,7 @@ export class ScheduleTicker {
     for (;;) {
       const page = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, now, SKIP_PAGE);
       if (page.length === 0) break;
-      await this.recordSkipped(planner.add(edit === null ? page : page.filter((at) => edit.due(at))), edit);
+      await this.recordSkipped(planner.add(edit === null ? page : edit.due(page)), edit);
       // A page with nothing to skip (all within the window and the cap) awaits no
       // statement: without this the pages would run back to back in microtasks.
       await setImmediate();
@@ -269,7 +269,10 @@ export class ScheduleTicker {
     const anchorMs = anchor.getTime();
     return {
       listFrom: new Date(Math.max(latest.scheduledAt.getTime(), earliest)),
-      due: (at) => at.getTime() > anchorMs || at.getTime() === anchorMs || isFireOf(old, at),
+      due: (page) => {
+        const shared = sharedFires(old, page.filter((at) => at.getTime() < anchorMs));
+        return page.filter((at) => at.getTime() >= anchorMs || shared.has(at.getTime()));
+      },
       written: (at) => !anchorShared && at.getTime() === anchorMs,
       sourceOf: (at) => (at.getTime() < anchorMs ? old : this.source),
     };
@@ -571,12 +574,13 @@ export class ScheduleTicker {
 
 /**
  * What a pass lists of an edited schedule's ticks before its first pass (ScheduleTicker.editSince):
- * listing starts at `listFrom`, keeps the ticks `due` says, leaves out of its writes the
+ * listing starts at `listFrom`, keeps of each page what `due` returns, leaves out of its writes the
  * anchor already `written`, and records each row's `sourceOf`.
  */
 interface EditRange {
   listFrom: Date;
-  due(at: Date): boolean;
+  /** The instants of a page (ascending) the plan gets. */
+  due(page: Date[]): Date[];
   written(at: Date): boolean;
   sourceOf(at: Date): TickSource;
 }
