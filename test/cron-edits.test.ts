@@ -261,4 +261,26 @@ describe('a schedule whose cron was edited', () => {
     await version({ cron: '*/2 * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:01:30Z'));
     expect((await ledger()).map((r) => [r.at.slice(11, 16), r.cron])).toEqual([['10:01', null]]);
   }, 60_000);
+  it('the catch-up mode applies to the shared ticks as to any: latest enqueues only the most recent tick, false none of the late ones', async () => {
+    // Hourly made 0,20,40 (10:00 and 11:00 shared, 10:20... not): the new version starts at 11:20:30.
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    await version({ cron: '0,20,40 * * * *', catchUp: { mode: 'latest' } }, 'v2:1').catchUp(at('2030-01-03T11:20:30Z'));
+    expect((await ledger()).map((r) => [r.at.slice(11, 16), r.outcome, r.note?.slice(0, 12) ?? null])).toEqual([
+      ['09:00', 'enqueued', null],
+      ['10:00', 'skipped', 'superseded b'],
+      ['11:00', 'skipped', 'superseded b'],
+      ['11:20', 'enqueued', 'cron changed'],
+    ]);
+
+    await t.sql('DELETE FROM cronq_schedule_ticks');
+    await t.sql('DELETE FROM cronq_jobs');
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    await version({ cron: '0,20,40 * * * *', catchUp: false }, 'v2:1').catchUp(at('2030-01-03T11:10:00Z'));
+    // 11:00 is the latest and shared: late, it is skipped as any missed tick is; 10:00 is out of reach, not recorded.
+    expect((await ledger()).map((r) => [r.at.slice(11, 16), r.outcome, r.note])).toEqual([
+      ['09:00', 'enqueued', null],
+      ['11:00', 'skipped', 'missed; catch-up is off'],
+    ]);
+    expect(await jobTimes()).toHaveLength(1);
+  }, 60_000);
 });
