@@ -3,7 +3,7 @@
  * writes (columns cron, timezone), and how a catch-up tells that a row was written under
  * another cron or time zone: the schedule was edited since (README, "Catch-up"). Pure.
  */
-import type { TickSource } from '../store/ledger.ts';
+import type { TickSource } from '../store/index.ts';
 import type { Schedule } from './define.ts';
 import { fireTimesBetween } from './period.ts';
 

@@ -15,7 +15,7 @@ import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
 import { isFireOf, sharedFires, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
-import type { TickRow } from '../store/ledger.ts';
+import type { TickRow } from '../store/index.ts';
 
 export interface TickerDeps {
   store: SchedulerStore;

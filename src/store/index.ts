@@ -512,7 +512,7 @@ export { UnreadableRowsError } from './unreadableRows.ts';
 export type { EffectBound, Failure, FailOutcome, InterruptedOutcome, Lease } from './fenced.ts';
 export { EffectNotStartedError } from './fenced.ts';
 export type { NewJobRow, EncodedJobRow, JobWriter, KeyHolder } from './jobs.ts';
-export type { TickRow, TickClaim, SkippedTick } from './ledger.ts';
+export type { TickRow, TickClaim, TickSource, SkippedTick } from './ledger.ts';
 export type { EndSessionOutcome, HolderListing, HoldOptions, LockHolder, OverlapLock } from './overlap.ts';
 export type { RecoveryBatch } from './recovery.ts';
 export type { DeadLetterStats, QueuesMostBehind, Stats } from './stats.ts';
