@@ -642,6 +642,28 @@ describe('signing out of the console', () => {
     }
   });
 
+  it('refuses a signed-out cookie re-written with zeros before its sign-in time: the same session, not a new one that got past its sign-out', async () => {
+    const cookie = await signIn(base);
+    const [, value] = cookie.split('=');
+    expect((await formPost(base, '/logout', '', cookie)).status).toBe(303);
+    try {
+      for (const padded of [`0${value}`, `00${value}`]) {
+        const copy = `cronq_console=${padded}`;
+        // Without the secret: a page signed in as the copy would hand out its forms' CSRF token.
+        const page = await (await fetch(`${base}/schedules`, { headers: { Cookie: copy } })).text();
+        expect(page, padded).not.toMatch(/signed in as <strong>ops<\/strong>/);
+        expect(page, padded).not.toMatch(/name="csrf"/);
+        const refused = await formPost(base, '/schedules/nightly-report/pause', `reason=x&csrf=${auth().csrf(padded)}`, copy);
+        expect(refused.status, padded).toBe(403);
+      }
+      // A fresh session is never issued with one either, so none is turned away.
+      expect((await signIn(base)).split('=')[1]).toMatch(/^[1-9]/);
+      expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+    } finally {
+      await t.sql('DELETE FROM cronq_console_sign_outs');
+    }
+  });
+
   it('prunes sign-outs past their expiry when it records one', async () => {
     await t.sql("INSERT INTO cronq_console_sign_outs (session_hash, expires_at) VALUES (REPEAT('a', 64), UTC_TIMESTAMP(6) - INTERVAL 1 SECOND), (REPEAT('b', 64), UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)");
     const cookie = await signIn(base);

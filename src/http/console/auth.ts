@@ -88,9 +88,12 @@ export class ConsoleAuth {
    * none or is older than SESSION_MAX_AGE_S before `now` (or ahead of it). A cookie of the
    * earlier form without a nonce (`SECONDS.HMAC`, from a daemon before sign-outs were
    * recorded) still holds until it expires, so a rolling deploy signs nobody out.
+   * A session has one spelling only (its time without leading zeros; its nonce and HMAC
+   * as signed): a sign-out names the cookie's hash, so `0SECONDS...`, were it taken,
+   * would be the same session past its sign-out.
    */
   private sessionIssuedS(cookie: string, now: number): number | null {
-    const match = /^(\d{1,12})(?:\.([A-Za-z0-9_-]{22}))?\.([A-Za-z0-9_-]{1,100})$/.exec(cookie);
+    const match = /^([1-9]\d{0,11})(?:\.([A-Za-z0-9_-]{22}))?\.([A-Za-z0-9_-]{1,100})$/.exec(cookie);
     if (!match) return null;
     const issued = Number(match[1]);
     const age = Math.floor(now / 1000) - issued;
