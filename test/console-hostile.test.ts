@@ -575,6 +575,8 @@ describe('console sessions', () => {
     const older = `${issued}.${createHmac('sha256', TOKEN.slice(4)).update(`session:ops:${issued}`).digest('base64url')}`;
     expect(a.operatorOf(cookieOf(older), signedIn)).toMatchObject({ via: 'cookie', session: older });
     expect(a.operatorOf(cookieOf(older), signedIn + 12 * HOUR + 1_000)).toBeNull();
+    // One spelling per session, as a sign-out names the cookie's hash: its time with leading zeros is no session.
+    for (const respelt of [`0${session}`, `00${session}`, `0${older}`]) expect(a.operatorOf(cookieOf(respelt), signedIn), respelt).toBeNull();
     // Each session's forms carry its own CSRF token.
     const later = a.session(signedIn + 60_000);
     expect(a.csrfMatches(a.csrf(session), session)).toBe(true);
