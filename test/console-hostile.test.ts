@@ -631,6 +631,10 @@ describe('signing out of the console', () => {
         expect(await refused.text()).toMatch(/this session was signed out; sign in again/);
       }
       expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+      // Nor does a failed sign-in carrying the old cookie show it as signed in.
+      const wrong = await formPost(base, '/login', 'token=ops%3Anot-the-secret-at-all', copied);
+      expect(wrong.status).toBe(403);
+      expect(await wrong.text()).not.toMatch(/signed in as <strong>ops<\/strong>/);
       expect(await signedInAs(base, kept)).toBe(true);
       expect((await pause(base, kept)).status).toBe(303);
       // The record is kept until the session would have expired anyway, never the cookie itself.

@@ -143,7 +143,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
     csrf: operator ? auth.csrf(operator.session) : null,
     notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
   });
-  if (req.method === 'POST') return post(req, res, path, contextOf(claimed), claimed, served);
+  if (req.method === 'POST') return post(req, res, path, contextOf, claimed, served);
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD, POST');
     return refuse(res, 405, `${req.method} is not served here: pages are GET, actions POST`, 'Method not allowed');
@@ -184,7 +184,7 @@ async function post(
   req: IncomingMessage,
   res: ServerResponse,
   path: string,
-  ctx: ConsoleContext,
+  contextOf: (operator: ConsoleOperator | null) => ConsoleContext,
   operator: ConsoleOperator | null,
   { admin, auth, log, notices, gate, signIns }: Served,
 ): Promise<boolean> {
@@ -197,7 +197,9 @@ async function post(
     if (auth.actionsEnabled && tooManyWrongTokens(res, signIns, address)) return true;
     if (!auth.actionsEnabled || !auth.matches(fields.get('token') ?? '')) {
       if (auth.actionsEnabled) signIns.failed(address);
-      sendHtml(res, loginPage(ctx, true), false);
+      // Shown as whoever the request still is: a signed-out cookie is nobody here too (a read only when it carries a cookie).
+      const viewer = operator?.via === 'cookie' ? await admitted(gate, req, () => stillSignedIn(admin, operator)) : operator;
+      sendHtml(res, loginPage(contextOf(viewer), true), false);
       return true;
     }
     signIns.succeeded(address);
