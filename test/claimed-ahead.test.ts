@@ -36,6 +36,20 @@ function gatedTask() {
 
 const job = (id: number) => claimedJob(id, 'gated');
 
+/** A store that takes unstarted releases only in batches, recording each batch's ids; job `lostId` was no longer ours. */
+function batchedReleases(lostId: number) {
+  const batches: number[][] = [];
+  const fake = scriptedStore({
+    writes: {
+      releaseUnstarted: async () => {
+        throw new Error('many unstarted jobs are released in batches, not one by one');
+      },
+      releaseUnstartedMany: async (leases: Lease[]) => (batches.push(leases.map((l) => l.id)), new Set(leases.filter((l) => l.id !== lostId).map((l) => l.id))),
+    },
+  });
+  return { fake, batches };
+}
+
 describe('a job claimed ahead of a free slot', () => {
   it('never starts its handler when an operator cancelled it while it waited', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
@@ -110,15 +124,7 @@ describe('a stop with jobs claimed ahead', () => {
   it('hands the whole read-ahead buffer back in one batched release, not a statement per job', async () => {
     const { tasks, started, open } = gatedTask();
     const log = new EventLog();
-    const batches: number[][] = [];
-    const fake = scriptedStore({
-      writes: {
-        releaseUnstarted: async () => {
-          throw new Error('a stop releases its buffer in batches');
-        },
-        releaseUnstartedMany: async (leases: Lease[]) => (batches.push(leases.map((l) => l.id)), new Set(leases.filter((l) => l.id !== 5).map((l) => l.id))),
-      },
-    });
+    const { fake, batches } = batchedReleases(5);
     const buffered = Array.from({ length: 700 }, (_, i) => job(i + 2));
     let result: { released: number } | undefined;
     await withPool(fake, { pollMs: 60_000, tasks, concurrency: 1, log }, async (pool) => {
@@ -164,6 +170,54 @@ describe('a job claimed ahead that went stale', () => {
       expect(log.named('claim_release_failed')).toEqual([]);
       open();
       expect(started).toEqual([1]);
+    });
+  });
+});
+
+describe('many jobs claimed ahead that went stale together', () => {
+  it('are handed back in batched releases, not a statement each queued on the pool until their leases ran out', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { tasks, started, open } = gatedTask();
+    const log = new EventLog();
+    const { fake, batches } = batchedReleases(7);
+    const buffered = Array.from({ length: 700 }, (_, i) => job(i + 2));
+    await withPool(fake, { pollMs: 20, tasks, concurrency: 1, log }, async () => {
+      (await fake.claim(1)).answer([job(1), ...buffered]); // one slot: 700 jobs wait in the buffer
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.setSystemTime(Date.now() + 30_000); // past a third of their 60 s leases: all stale
+      await log.waitFor('claim_released_unstarted', 699, 5_000);
+      expect(batches.map((ids) => ids.length)).toEqual([500, 200]);
+      expect(batches.flat()).toEqual(buffered.map((j) => j.id));
+      expect(log.named('claim_release_lost').map((e) => e.job_id)).toEqual([7]);
+      expect(log.named('claim_release_failed')).toEqual([]);
+      open();
+      expect(started).toEqual([1]);
+    });
+  });
+
+  it('are released once the database answers again when their batch met an outage', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { tasks, open } = gatedTask();
+    const log = new EventLog();
+    const lost = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' });
+    let sent = 0;
+    const fake = scriptedStore({
+      writes: {
+        releaseUnstartedMany: async (leases: Lease[]) => {
+          sent += 1;
+          if (sent === 1) throw lost;
+          return new Set(leases.map((l) => l.id));
+        },
+      },
+    });
+    await withPool(fake, { pollMs: 20, tasks, concurrency: 1, log }, async () => {
+      (await fake.claim(1)).answer([job(1), job(2), job(3)]);
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.setSystemTime(Date.now() + 30_000);
+      await log.waitFor('claim_released_unstarted', 2, 5_000);
+      expect(sent).toBe(2);
+      expect(log.named('claim_release_failed')).toEqual([]);
+      open();
     });
   });
 });

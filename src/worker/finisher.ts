@@ -230,39 +230,67 @@ export class Finisher {
    */
   async releaseOnShutdown(jobs: readonly ClaimedJob[]): Promise<number> {
     if (jobs.length <= 1) return jobs.length === 1 && (await this.releaseUnstarted(jobs[0], 'shutdown')) ? 1 : 0;
-    const { store, log, observer, health } = this.deps;
-    const { reason, logged } = UNSTARTED_RELEASES.shutdown;
+    return this.releaseUnstartedInBatches(jobs, 'shutdown');
+  }
+
+  /**
+   * releaseUnstarted(job, 'stale') for every buffered job that went stale at once, batched
+   * as releaseOnShutdown is: sent a statement each, a few hundred stale jobs queued up on
+   * the pool's connections until the last of them landed after their leases had run out
+   * and another daemon's recovery had counted an expiry against jobs that never ran. A
+   * batch that meets database trouble waits for the database and is sent again, as a
+   * single stale release is, until the pool stops or the finisher is cut off. Never
+   * throws; returns how many were released.
+   */
+  async releaseStale(jobs: readonly ClaimedJob[]): Promise<number> {
+    if (jobs.length <= 1) return jobs.length === 1 && (await this.releaseUnstarted(jobs[0], 'stale')) ? 1 : 0;
+    return this.releaseUnstartedInBatches(jobs, 'stale');
+  }
+
+  /** Releases `jobs` (claimed, never started) SHUTDOWN_RELEASE_BATCH per transaction, logged each; 'stale' batches are retried as sendUnstartedRelease does. */
+  private async releaseUnstartedInBatches(jobs: readonly ClaimedJob[], why: 'shutdown' | 'stale'): Promise<number> {
+    const { store, log, observer } = this.deps;
+    const { reason, logged } = UNSTARTED_RELEASES[why];
+    const onShutdown = why === 'shutdown';
     let count = 0;
     for (let i = 0; i < jobs.length; i += SHUTDOWN_RELEASE_BATCH) {
       const batch = jobs.slice(i, i + SHUTDOWN_RELEASE_BATCH);
-      const sentAt = Date.now();
-      let released: Set<number>;
-      try {
-        released = await this.counted('release', () => store.releaseUnstartedMany(batch.map((job) => job.lease), reason));
-      } catch (error) {
-        health.backoffAfter(error, 'release', sentAt);
+      const released = await this.counted('release', () =>
+        this.sendReleaseRetried(why, () => store.releaseUnstartedMany(batch.map((job) => job.lease), reason)),
+      );
+      if (released === null) {
         log.warn({ event: 'claim_release_failed', jobs: batch.length, job_ids: batch.slice(0, 20).map((job) => job.id) }, 'could not release; their leases will expire');
         continue;
       }
       count += released.size;
-      if (released.size > 0) observer.shutdownReleased(released.size);
+      if (onShutdown && released.size > 0) observer.shutdownReleased(released.size);
       if (!log.isLevelEnabled('info')) continue;
+      const ours = onShutdown ? 'claim_released_on_shutdown' : 'claim_released_unstarted';
       for (const job of batch) {
-        const ours = released.has(job.id);
-        log.info({ event: ours ? 'claim_released_on_shutdown' : 'claim_release_lost', job_id: job.id, kind: job.kind }, ours ? logged : 'claimed job was no longer ours to release');
+        const held = released.has(job.id);
+        log.info({ event: held ? ours : 'claim_release_lost', job_id: job.id, kind: job.kind }, held ? logged : 'claimed job was no longer ours to release');
       }
     }
     return count;
   }
 
   /** releaseUnstarted's statement, sent again as it says; null when given up on a database error. */
-  private async sendUnstartedRelease(job: ClaimedJob, why: 'shutdown' | 'stale' | 'handoff'): Promise<boolean | null> {
-    const { store, health } = this.deps;
+  private sendUnstartedRelease(job: ClaimedJob, why: 'shutdown' | 'stale' | 'handoff'): Promise<boolean | null> {
+    return this.sendReleaseRetried(why, () => this.deps.store.releaseUnstarted(job.lease, UNSTARTED_RELEASES[why].reason));
+  }
+
+  /**
+   * Sends an unstarted release: once, or for 'stale' again after database trouble (waiting
+   * for the database in an outage, backing off otherwise) until the pool stops or the
+   * finisher is cut off. Null when given up on a database error.
+   */
+  private async sendReleaseRetried<T>(why: 'shutdown' | 'stale' | 'handoff', send: () => Promise<T>): Promise<T | null> {
+    const { health } = this.deps;
     const stopping = this.deps.stopping ?? this.cut.signal;
     for (;;) {
       const sentAt = Date.now();
       try {
-        return await store.releaseUnstarted(job.lease, UNSTARTED_RELEASES[why].reason);
+        return await send();
       } catch (error) {
         const wait = health.backoffAfter(error, 'release', sentAt);
         if (why !== 'stale' || !isDatabaseTrouble(error) || stopping.aborted || this.cut.signal.aborted) return null;

@@ -543,11 +543,11 @@ export class WorkerPool {
   /**
    * Releases, attempt restored, every buffered job that has waited a third of its lease
    * (handlers turned slow after a read-ahead): started now, its lease could run out
-   * before its first renewal.
+   * before its first renewal. A few hundred per transaction (Finisher.releaseStale).
    */
   private releaseStale(): void {
     if (this.buffered.length === 0) return;
-    for (const job of this.buffered.takeStale(Date.now())) void this.finisher.releaseUnstarted(job, 'stale');
+    void this.finisher.releaseStale(this.buffered.takeStale(Date.now()));
   }
 
   /**
