@@ -7,7 +7,7 @@
  * each renewal, and moves the clock past the recheck threshold with a fake Date.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { within } from '../src/runtime/wakeup.ts';
+import { sleep, within } from '../src/runtime/wakeup.ts';
 import type { Lease } from '../src/store/index.ts';
 import { defineTask } from '../src/tasks/define.ts';
 import { TaskRegistry } from '../src/tasks/registry.ts';
@@ -140,6 +140,39 @@ describe('a stop with jobs claimed ahead', () => {
     expect(result!.released).toBe(699);
     expect(log.named('claim_released_on_shutdown')).toHaveLength(699);
     expect(log.named('claim_release_lost').map((e) => e.job_id)).toEqual([5]);
+  });
+});
+
+describe('a stop while a buffered job has its lease renewed before it starts', () => {
+  it('waits for that renewal and counts the job it then releases, even with no grace', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { tasks, started, open } = gatedTask();
+    const released: string[] = [];
+    let renewalSent!: () => void;
+    const renewing = new Promise<void>((resolve) => (renewalSent = resolve));
+    let answerRenewal!: (held: boolean) => void;
+    const fake = scriptedStore({
+      writes: {
+        renew: () => (renewalSent(), new Promise<boolean>((answer) => (answerRenewal = answer))),
+        releaseUnstarted: async () => (released.push('released'), true),
+      },
+    });
+    let result: { released: number } | undefined;
+    await withPool(fake, { pollMs: 60_000, tasks, concurrency: 1 }, async (pool) => {
+      (await fake.claim(1)).answer([job(1), job(2)]); // one slot: job 2 waits in the buffer
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.setSystemTime(Date.now() + 1_000); // it waited long enough to be rechecked first
+      open();
+      await renewing;
+      const stopping = pool.stop({ graceMs: 0 }).then((r) => (result = r));
+      await sleep(300); // past the drain's own wait for runs that honour their signal
+      expect(result).toBeUndefined();
+      answerRenewal(true);
+      await stopping;
+      expect(released).toEqual(['released']);
+      expect(result!.released).toBe(1);
+      expect(started).toEqual([1]);
+    });
   });
 });
 

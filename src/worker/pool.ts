@@ -147,6 +147,13 @@ export class WorkerPool {
   private rangeOwed = true;
   /** When the last claim by range started (performance.now()). */
   private lastRangeClaimAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Buffered jobs whose lease is being renewed before their handler starts
+   * (startAfterRecheck): a stop waits for them, since one that answers after the stop
+   * began is released then, and that release must be counted and written before the stop
+   * returns (a grace shorter than the renewal's round trip returned without it).
+   */
+  private readonly rechecking = new Set<Promise<void>>();
   /** A lane waits because it found no room for a claim: wake it once there is (startBuffered). */
   private waitingForRoom = false;
   /** Claims a busy pool keeps in flight at once (see claimLoop): one per claim connection. */
@@ -275,6 +282,7 @@ export class WorkerPool {
     const handlers = this.slots.inHandler().length;
     if (handlers > 0) waiting.push(`${handlers} handler${handlers === 1 ? '' : 's'} still running`);
     if (this.claiming > 0) waiting.push('a claim');
+    if (this.rechecking.size > 0) waiting.push(`${this.rechecking.size} lease renewal${this.rechecking.size === 1 ? '' : 's'} of jobs about to start`);
     return waiting;
   }
 
@@ -533,11 +541,13 @@ export class WorkerPool {
    * that fails on a database error says nothing about the lease: the run starts.
    */
   private startAfterRecheck(run: JobRun): void {
-    void run.renewLeaseNow().then(async () => {
+    const recheck = run.renewLeaseNow().then(async () => {
       if (!run.leaseLost && !this.isStopping) return run.execute();
       if (!run.leaseLost && (await this.finisher.releaseUnstarted(run.job, 'shutdown'))) this.released += 1;
       this.finisher.dropUnstarted(run);
     });
+    this.rechecking.add(recheck);
+    void recheck.finally(() => this.rechecking.delete(recheck));
   }
 
   /**
@@ -582,6 +592,7 @@ export class WorkerPool {
     this.released += await this.finisher.releaseOnShutdown(this.buffered.takeAll());
     this.abandoned = await drainRuns(this.slots, graceMs);
     this.released += this.abandoned;
+    await Promise.all(this.rechecking);
     await loops;
     await this.finisher.idle();
     log.info({ event: 'worker_stopped', released: this.released, abandoned: this.abandoned }, 'worker stopped');
