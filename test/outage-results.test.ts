@@ -22,6 +22,13 @@ let engine: Cronq | undefined;
 /** One statement on a connection of its own (queryOnce). */
 const query = <T = any>(statement: string, values: unknown[] = []) => queryOnce<T>(url, statement, values);
 
+/** The job's status, attempts and lease expiries once it is done or dead (waits up to 15 s). */
+const finished = (id: number) =>
+  eventually(async () => {
+    const [found] = await query("SELECT status, attempts, lease_expiries FROM cronq_jobs WHERE id = ? AND status IN ('done', 'dead')", [id]);
+    return found;
+  }, 15_000, 'the job to finish');
+
 describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skipped: no mariadbd/mysqld binary here)' : 'results and shutdown under database faults', () => {
   beforeAll(async () => {
     server = await PrivateServer.create();
@@ -79,10 +86,7 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
     // The outage is the scenario: keep the server down past the 1 s lease.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2_000 - (Date.now() - downAt))));
     await server.start();
-    const job = await eventually(async () => {
-      const [found] = await query("SELECT status, attempts, lease_expiries FROM cronq_jobs WHERE id = ? AND status IN ('done', 'dead')", [id]);
-      return found;
-    }, 15_000, 'the job to finish');
+    const job = await finished(id);
     expect(job).toEqual({ status: 'done', attempts: 1, lease_expiries: 0 });
     expect(runs()).toBe(1);
     expect(await query('SELECT id FROM cronq_dead_letters')).toEqual([]);
@@ -166,10 +170,7 @@ describe.skipIf(skip)(skip ? 'results and shutdown under database faults (skippe
     finish();
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     process.kill(server.pid!, 'SIGCONT');
-    const job = await eventually(async () => {
-      const [found] = await query("SELECT status, attempts, lease_expiries FROM cronq_jobs WHERE id = ? AND status IN ('done', 'dead')", [id]);
-      return found;
-    }, 15_000, 'the job to finish');
+    const job = await finished(id);
     expect(job).toEqual({ status: 'done', attempts: 1, lease_expiries: 0 });
     expect(runs()).toBe(1);
     expect(log.named('job_lease_lost')).toEqual([]);

@@ -291,11 +291,10 @@ export async function releaseInterruptedIfLeased(db: Db, lease: Lease, reason: s
   const counted = sql`, lease_expiries = LEAST(lease_expiries + 1, 32767)`;
   // The common case in one autocommit UPDATE: a stop with room left (a shutdown may hand
   // back as many runs as it has slots, one after another, within its margin).
-  const released = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-    SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
-        last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}${counted}
+  const handedBack = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
+    SET ${released(reason)}${counted}
     WHERE ${leaseHeld(lease)} AND lease_expiries + 1 < ${maxLeaseExpiries}`);
-  if (header(released).affectedRows === 1) return 'released';
+  if (header(handedBack).affectedRows === 1) return 'released';
   // Lease gone, or this is the stop that sends it dead: decided under the row lock.
   return db.transaction(async (tx) => {
     const held = rows<{ lease_expiries: number }>(await tx.execute(sql`SELECT lease_expiries FROM cronq_jobs WHERE ${leaseHeld(lease)} FOR UPDATE`));
@@ -399,21 +398,24 @@ export async function releaseUnstartedManyIfUnrecovered(db: Db, leases: Lease[],
       ),
     ).map((r) => Number(r.id));
     if (held.length === 0) return new Set<number>();
-    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-      SET status = 'ready', attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
-          last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW}, updated_at = ${NOW}
-      WHERE ${sql.raw(idsCondition(held))}`);
+    await tx.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs SET ${released(reason)} WHERE ${sql.raw(idsCondition(held))}`);
     return new Set(held);
   });
 }
 
 async function releaseWhere(db: Db, fence: SQL, reason: string, delayMs: number, intoQueue?: string): Promise<boolean> {
-  const queue = intoQueue === undefined ? sql`` : sql`queue = ${intoQueue}, `;
-  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs
-    SET status = 'ready', ${queue}attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
-        last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}
-    WHERE ${fence}`);
+  const result = await db.execute(sql`${PAYLOAD_KEPT}UPDATE cronq_jobs SET ${released(reason, delayMs, intoQueue)} WHERE ${fence}`);
   return header(result).affectedRows === 1;
+}
+
+/**
+ * The SET clause of every release: 'ready', attempt restored, no lease, `reason` in
+ * last_error, available after `delayMs`; with `intoQueue`, moved into that queue.
+ */
+function released(reason: string, delayMs = 0, intoQueue?: string): SQL {
+  const queue = intoQueue === undefined ? sql`` : sql`queue = ${intoQueue}, `;
+  return sql`status = 'ready', ${queue}attempts = IF(attempts > 0, attempts - 1, 0), ${NO_LEASE},
+    last_error = ${boundedText(reason, LAST_ERROR_MAX)}, available_at = ${NOW} + ${interval(delayMs)}, updated_at = ${NOW}`;
 }
 
 /** Default of `maxLeaseExpiries`: a job whose lease expired this often goes dead. */

@@ -47,8 +47,8 @@ const UNSTARTED_RELEASES = {
   handoff: { reason: 'claimed but the worker failed to take it; released for another claim', logged: 'claimed job the worker failed to take; released' },
 } as const;
 
-/** Buffered jobs one shutdown release transaction hands back (releaseOnShutdown). */
-const SHUTDOWN_RELEASE_BATCH = 500;
+/** Buffered jobs one release transaction hands back (releaseUnstartedAll). */
+const UNSTARTED_RELEASE_BATCH = 500;
 
 /** How many kinds' first move to their limited queue is logged at warn (the rest at debug). */
 const MOVED_KINDS_LOGGED = 1_000;
@@ -222,39 +222,29 @@ export class Finisher {
   }
 
   /**
-   * releaseUnstarted(job, 'shutdown') for the whole read-ahead buffer at once: a few
-   * hundred jobs per transaction (releaseUnstartedMany) instead of a statement each, so a
-   * stop hands back a thousand buffered jobs in a few round trips. Each batch is sent once:
-   * one the database refuses is logged (`claim_release_failed`) and its leases expire.
-   * Returns how many were released.
+   * releaseUnstarted(job, why) for many jobs at once, UNSTARTED_RELEASE_BATCH per
+   * transaction (releaseUnstartedMany) instead of a statement each: at shutdown the whole
+   * read-ahead buffer, a thousand jobs in a few round trips; and every buffered job that
+   * went stale together (sent a statement each, a few hundred queued up on the pool's
+   * connections until the last landed after their leases had run out and another daemon's
+   * recovery had counted an expiry against jobs that never ran). A 'shutdown' batch is sent
+   * once (one the database refuses is logged, `claim_release_failed`, and its leases
+   * expire); a 'stale' one that meets database trouble is sent again, as a single stale
+   * release is. Never throws; returns how many were released.
    */
-  async releaseOnShutdown(jobs: readonly ClaimedJob[]): Promise<number> {
-    if (jobs.length <= 1) return jobs.length === 1 && (await this.releaseUnstarted(jobs[0], 'shutdown')) ? 1 : 0;
-    return this.releaseUnstartedInBatches(jobs, 'shutdown');
+  async releaseUnstartedAll(jobs: readonly ClaimedJob[], why: 'shutdown' | 'stale'): Promise<number> {
+    if (jobs.length <= 1) return jobs.length === 1 && (await this.releaseUnstarted(jobs[0], why)) ? 1 : 0;
+    return this.releaseUnstartedInBatches(jobs, why);
   }
 
-  /**
-   * releaseUnstarted(job, 'stale') for every buffered job that went stale at once, batched
-   * as releaseOnShutdown is: sent a statement each, a few hundred stale jobs queued up on
-   * the pool's connections until the last of them landed after their leases had run out
-   * and another daemon's recovery had counted an expiry against jobs that never ran. A
-   * batch that meets database trouble waits for the database and is sent again, as a
-   * single stale release is, until the pool stops or the finisher is cut off. Never
-   * throws; returns how many were released.
-   */
-  async releaseStale(jobs: readonly ClaimedJob[]): Promise<number> {
-    if (jobs.length <= 1) return jobs.length === 1 && (await this.releaseUnstarted(jobs[0], 'stale')) ? 1 : 0;
-    return this.releaseUnstartedInBatches(jobs, 'stale');
-  }
-
-  /** Releases `jobs` (claimed, never started) SHUTDOWN_RELEASE_BATCH per transaction, logged each; 'stale' batches are retried as sendUnstartedRelease does. */
+  /** Releases `jobs` (claimed, never started) UNSTARTED_RELEASE_BATCH per transaction, logged each; 'stale' batches are retried as sendUnstartedRelease does. */
   private async releaseUnstartedInBatches(jobs: readonly ClaimedJob[], why: 'shutdown' | 'stale'): Promise<number> {
     const { store, log, observer } = this.deps;
     const { reason, logged } = UNSTARTED_RELEASES[why];
     const onShutdown = why === 'shutdown';
     let count = 0;
-    for (let i = 0; i < jobs.length; i += SHUTDOWN_RELEASE_BATCH) {
-      const batch = jobs.slice(i, i + SHUTDOWN_RELEASE_BATCH);
+    for (let i = 0; i < jobs.length; i += UNSTARTED_RELEASE_BATCH) {
+      const batch = jobs.slice(i, i + UNSTARTED_RELEASE_BATCH);
       const released = await this.counted('release', () =>
         this.sendReleaseRetried(why, () => store.releaseUnstartedMany(batch.map((job) => job.lease), reason)),
       );

@@ -402,7 +402,7 @@ export class WorkerPool {
         // means these handlers never start.
         if (this.isStopping) {
           untaken = [];
-          this.released += await this.finisher.releaseOnShutdown(claimed);
+          this.released += await this.finisher.releaseUnstartedAll(claimed, 'shutdown');
           break;
         }
         if (log.isLevelEnabled('info')) {
@@ -553,11 +553,11 @@ export class WorkerPool {
   /**
    * Releases, attempt restored, every buffered job that has waited a third of its lease
    * (handlers turned slow after a read-ahead): started now, its lease could run out
-   * before its first renewal. A few hundred per transaction (Finisher.releaseStale).
+   * before its first renewal. A few hundred per transaction (Finisher.releaseUnstartedAll).
    */
   private releaseStale(): void {
     if (this.buffered.length === 0) return;
-    void this.finisher.releaseStale(this.buffered.takeStale(Date.now()));
+    void this.finisher.releaseUnstartedAll(this.buffered.takeStale(Date.now()), 'stale');
   }
 
   /**
@@ -589,7 +589,7 @@ export class WorkerPool {
     // must not hold up the grace. Nothing joins the buffer or starts from here on (a claim
     // answered now releases what it took), so the buffer and the runs are final.
     const loops = this.loop;
-    this.released += await this.finisher.releaseOnShutdown(this.buffered.takeAll());
+    this.released += await this.finisher.releaseUnstartedAll(this.buffered.takeAll(), 'shutdown');
     this.abandoned = await drainRuns(this.slots, graceMs);
     this.released += this.abandoned;
     await Promise.all(this.rechecking);
