@@ -230,7 +230,9 @@ export interface Cronq {
    * Creates the database if missing and applies pending migrations (needs DDL rights).
    * A migration older daemons cannot run beside (0007) is refused while another daemon is
    * alive; this instance's own, after start(), does not count. After stop(): a UsageError
-   * (as every call that needs the database).
+   * (as every call that needs the database). A stop() while it still connects (a database
+   * that does not answer) ends it at once with MigrationNotBegunError, nothing changed; once
+   * connected, stop() waits for it to finish (cut midway, its DDL would stay half applied).
    */
   migrate(): Promise<void>;
   /**
@@ -544,10 +546,12 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     migrate() {
       // The pool is closed: a migration could only fail (after creating the database).
       if (stopped) return Promise.reject(usedAfterStop('migrate'));
+      // A stop while it still connects ends it at once (nothing applied yet); from the lock on it finishes.
+      const signal = stopRequested.signal;
       const run = (async () => {
-        await ensureDatabase(database.target);
+        await ensureDatabase(database.target, signal);
         // This instance's own heartbeat (a start() before migrate()) is this version's: not a daemon 0007 must wait for.
-        await applyMigrations(database, { self: lockedBy });
+        await applyMigrations(database, { self: lockedBy, signal });
       })();
       // Only a migration under way holds a stop past its margin: a finished one is forgotten.
       const finished = () => {

@@ -1,5 +1,6 @@
 import type { DaemonConfig } from './config.ts';
 import { createCronq, type Cronq } from './cronq.ts';
+import { MigrationNotBegunError } from './errors.ts';
 import { HealthCheck } from './http/health.ts';
 import { CronqMetrics } from './http/metrics.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
@@ -97,8 +98,17 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     if (config.pruneDoneOlderThanMs !== null) await cronq.admin.checkRetention(config.pruneDoneOlderThanMs, '--prune-done-older-than');
     // A signal before the engine starts: stop (a migration in progress finishes first), start nothing.
     if (stopping) return await stoppedBeforeStart(stopping);
-    if (config.migrate) await cronq.migrate();
-    else {
+    if (config.migrate) {
+      // A signal while it still connects ends it at once, nothing applied: stopped as asked.
+      const migrated = await cronq.migrate().then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof MigrationNotBegunError && stopping) return false;
+          throw error;
+        },
+      );
+      if (!migrated) return await stoppedBeforeStart(stopping!);
+    } else {
       // Checks change nothing: a signal need not wait for a database that does not answer them
       // (the stop closes the pool under them; what they then say is our own stop, not the database).
       const checks = (async () => {

@@ -187,3 +187,11 @@ export class JobCancelledError extends LeaseLostError {
 export class ShutdownAbortError extends Error {
   override name = 'ShutdownAbortError';
 }
+
+/**
+ * What `migrate()` rejects with when stop() came while it still connected, before it asked
+ * for the migration lock: nothing was changed, and the next migrate() starts from scratch.
+ */
+export class MigrationNotBegunError extends Error {
+  override name = 'MigrationNotBegunError';
+}

@@ -72,6 +72,7 @@ export {
   JobTimeoutError,
   LeaseLostError,
   JobCancelledError,
+  MigrationNotBegunError,
   PermanentError,
   ScheduleFileError,
   SchemaBehindError,

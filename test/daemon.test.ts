@@ -131,6 +131,19 @@ describe('cronq start', () => {
     expect(d.stderr).toBe('');
   });
 
+  it('a signal while the start-up migration still connects to a database that does not answer exits 0 at once, not 1 after the connect timeout', async () => {
+    // Nothing is applied before the connection answers: there is no DDL to let finish.
+    const connected = new Promise<void>((resolve) => silent.once('connection', () => resolve()));
+    const d = daemon([], { DATABASE_URL: `mysql://root@127.0.0.1:${(silent.address() as AddressInfo).port}/cronq_silent`, CRONQ_SCHEDULES: 'test/fixtures/schedules-empty' });
+    await connected;
+    const signalled = performance.now();
+    d.signal('SIGTERM');
+    expect(await d.exited).toBe(0);
+    expect(performance.now() - signalled).toBeLessThan(3_000); // the connect timeout is 5 s
+    expect(d.events('shutdown_requested')).toHaveLength(1);
+    expect(d.stderr).toBe('');
+  });
+
   it('writes a failed job to the dead-letter table that SQL can read', async () => {
     const d = daemon();
     await d.waitFor('worker_started');

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Handler, type ResolvedCatchUp } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Handler, type ResolvedCatchUp } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
@@ -196,6 +196,25 @@ describe('stop() on a database that never answers', () => {
       await connected;
       await expect(cronq.stop({ graceMs: 10_000 })).resolves.toEqual({ released: 0, abandoned: 0 });
       await ping;
+    } finally {
+      server.close();
+    }
+  });
+
+  it('ends a migrate() still connecting at once, nothing changed, instead of waiting for the migration to finish', async () => {
+    const server = createServer(() => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const connected = new Promise<void>((resolve) => server.once('connection', () => resolve()));
+    try {
+      const cronq = createCronq({ databaseUrl: `mysql://root@127.0.0.1:${(server.address() as AddressInfo).port}/cronq_silent`, logger: false });
+      const migrate = cronq.migrate().catch((error: unknown) => error);
+      await connected;
+      const stopping = performance.now();
+      await expect(cronq.stop({ graceMs: 10_000 })).resolves.toEqual({ released: 0, abandoned: 0 });
+      expect(performance.now() - stopping).toBeLessThan(3_000); // the connect timeout is 5 s
+      const error = await migrate;
+      expect(error).toBeInstanceOf(MigrationNotBegunError);
+      expect((error as Error).message).toBe('stopped before migrating: nothing was changed');
     } finally {
       server.close();
     }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { getTableName } from 'drizzle-orm';
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
 import mysql from 'mysql2/promise';
-import { SchemaBehindError } from '../errors.ts';
+import { MigrationNotBegunError, SchemaBehindError } from '../errors.ts';
 import { isConnectionError, SET_SQL_MODE, TIMEOUTS, unreachable, type Database } from './client.ts';
 import {
   createLedgerIfMissing,
@@ -24,20 +24,49 @@ import type { DatabaseTarget } from './url.ts';
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 
 /**
+ * `connecting` (a connection being made), or MigrationNotBegunError at once when `signal`
+ * aborts first: a connection that arrives after that is given to `late` (to end it).
+ */
+async function connectedBefore<T>(connecting: Promise<T>, signal: AbortSignal | undefined, late: (conn: T) => void): Promise<T> {
+  if (!signal) return connecting;
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new MigrationNotBegunError('stopped before migrating: nothing was changed'));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([connecting, stopped]);
+  } catch (error) {
+    if (error instanceof MigrationNotBegunError) connecting.then(late, () => undefined);
+    throw error;
+  } finally {
+    signal.removeEventListener('abort', onAbort!);
+  }
+}
+
+/**
  * Creates the target database when it does not exist (utf8mb4). Needs CREATE privilege:
  * only `migrate` calls it, never the runtime path, so a least-privilege user can run the daemon.
+ * `signal` aborting while it still connects rejects at once (MigrationNotBegunError),
+ * nothing created; once connected it runs to its end (CREATE DATABASE IF NOT EXISTS).
  */
-export async function ensureDatabase(target: DatabaseTarget): Promise<void> {
+export async function ensureDatabase(target: DatabaseTarget, signal?: AbortSignal): Promise<void> {
   let conn: mysql.Connection | undefined;
   try {
-    conn = await mysql.createConnection({
-      host: target.host,
-      port: target.port,
-      user: target.user,
-      password: target.password,
-      connectTimeout: TIMEOUTS.connectMs,
-    });
+    conn = await connectedBefore(
+      mysql.createConnection({
+        host: target.host,
+        port: target.port,
+        user: target.user,
+        password: target.password,
+        connectTimeout: TIMEOUTS.connectMs,
+      }),
+      signal,
+      (late) => late.destroy(),
+    );
   } catch (error) {
+    if (error instanceof MigrationNotBegunError) throw error;
     throw unreachable(target, error);
   }
   try {
@@ -161,10 +190,12 @@ function migrationFailure(error: unknown, tag: string): unknown {
  * MigrationNeedsStoppedDaemonsError (applying nothing more) when a NEEDS_NO_DAEMON
  * migration is due while daemons other than `self` (the calling process's daemon id, if
  * it runs one) are alive, and MigrationIncompleteError when a cronq table is missing at the end.
+ * `signal` aborting while it still waits for its connection rejects at once
+ * (MigrationNotBegunError), nothing changed; from the lock on, it runs to its end.
  */
-export async function applyMigrations(database: Database, { self }: { self?: string } = {}): Promise<void> {
+export async function applyMigrations(database: Database, { self, signal }: { self?: string; signal?: AbortSignal } = {}): Promise<void> {
   const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
-  const conn = await database.pool.getConnection();
+  const conn = await connectedBefore(database.pool.getConnection(), signal, (late) => late.release());
   try {
     const [rows] = await conn.query(`SELECT GET_LOCK('cronq_migrate', 60) AS got`);
     if ((rows as Array<{ got: number }>)[0]?.got !== 1) throw new Error('timed out waiting for another cronq to finish migrating');
