@@ -70,6 +70,30 @@ describe('pausing a schedule', () => {
     expect(await jobKeys()).toEqual(['report:2020-11-04']);
   });
 
+  it('marks a tick skipped while paused as caught up only when it was handled late, as an enqueued one', async () => {
+    const s = report();
+    cronq = createCronq({ databaseUrl: t.url, tasks: [s], workers: false, scheduler: false, logger: false });
+    await cronq.admin.pauses.pause('schedule', 'report', { by: 'alice@ops' });
+    const caughtUp = async () =>
+      (await t.sql("SELECT DATE_FORMAT(scheduled_at, '%m-%dT%H:%i') AS at, outcome, caught_up FROM cronq_schedule_ticks WHERE schedule_name = 'report' ORDER BY scheduled_at")).map(
+        (r: any) => [r.at, r.outcome, Boolean(r.caught_up)],
+      );
+
+    // No row yet: the anchor, on time.
+    await ticker(s).catchUp(new Date('2020-11-01T02:00:00.100Z'));
+    // The next one on time; then one an hour late beside one on time.
+    await ticker(s).catchUp(new Date('2020-11-02T02:00:05Z'));
+    await ticker(s).catchUp(new Date('2020-11-04T02:00:05Z'));
+    await ticker(s).catchUp(new Date('2020-11-05T03:00:00Z'));
+    expect(await caughtUp()).toEqual([
+      ['11-01T02:00', 'skipped', false],
+      ['11-02T02:00', 'skipped', false],
+      ['11-03T02:00', 'skipped', true],
+      ['11-04T02:00', 'skipped', false],
+      ['11-05T02:00', 'skipped', true],
+    ]);
+  });
+
   it('resumed after a pause no scheduler saw, it does not catch up the ticks that fell while paused', async () => {
     const s = report({ cron: '* * * * * *', period: 'tick', catchUp: { mode: 'all', window: '1h' } });
     cronq = createCronq({ databaseUrl: t.url, tasks: [s], workers: false, scheduler: false, logger: false });
@@ -82,6 +106,8 @@ describe('pausing a schedule', () => {
     expect(resumed.status).toBe('resumed');
     const [anchor] = await ledger();
     expect(anchor).toMatchObject({ outcome: 'skipped', note: expect.stringMatching(/^paused by alice@ops since /) });
+    // Written at the resume, within a second of its instant: on time, not caught up.
+    expect(await t.sql("SELECT caught_up FROM cronq_schedule_ticks WHERE schedule_name = 'report' AND period_key <> 'seed'")).toEqual([{ caught_up: 0 }]);
 
     await ticker(s).catchUp(new Date());
     const enqueued = await t.sql("SELECT COUNT(*) AS n, MIN(scheduled_at) AS first FROM cronq_jobs");

@@ -12,7 +12,7 @@ import type { PauseTarget } from '../db/schema.ts';
 import type { Schedule } from '../schedule/define.ts';
 import { latestFireAtOrBefore, periodKeyOfFire } from '../schedule/period.ts';
 import { tickSourceOf } from '../schedule/tickSource.ts';
-import { pausedNote } from '../schedule/plan.ts';
+import { isLateTick, pausedNote } from '../schedule/plan.ts';
 import type { Pause, PauseWriteOutcome, ResumeWriteOutcome, Store } from '../store/index.ts';
 
 export type { Pause, PauseTarget };
@@ -140,9 +140,9 @@ export function createPauseAdmin(store: Store, schedules: () => Promise<Schedule
  * while it was paused and no scheduler ran are not enqueued after the resume.
  */
 async function anchorAfterPause(store: Store, schedule: Schedule, pause: Pause): Promise<void> {
-  const at = latestFireAtOrBefore(schedule.cron, schedule.timezone, await store.now());
+  const now = await store.now();
+  const at = latestFireAtOrBefore(schedule.cron, schedule.timezone, now);
   if (at === null || at.getTime() < pause.pausedAt.getTime()) return;
-  await store.recordSkippedTicks(schedule.name, tickSourceOf(schedule), [
-    { scheduledAt: at, periodKey: periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, at), note: pausedNote(pause) },
-  ]);
+  const periodKey = periodKeyOfFire(schedule.period, schedule.cron, schedule.timezone, at);
+  await store.recordSkippedTicks(schedule.name, tickSourceOf(schedule), [{ scheduledAt: at, periodKey, caughtUp: isLateTick(at, now), note: pausedNote(pause) }]);
 }

@@ -5,6 +5,14 @@ import type { ResolvedCatchUp } from './define.ts';
 /** A tick is "caught up" rather than on time when handled more than this after its instant. */
 export const DEFAULT_LATE_TOLERANCE_MS = 60_000;
 
+/**
+ * Whether a tick at `at` handled at `now` is late: more than `toleranceMs` after its
+ * instant. What the ledger's `caught_up` records, whatever the tick's outcome.
+ */
+export function isLateTick(at: Date, now: Date, toleranceMs = DEFAULT_LATE_TOLERANCE_MS): boolean {
+  return now.getTime() - at.getTime() > toleranceMs;
+}
+
 export interface TickPlan {
   /** Ticks to enqueue, oldest first. */
   enqueue: Array<{ at: Date; late: boolean }>;
@@ -59,9 +67,8 @@ export class DueTickPlanner {
     const skip: Array<{ at: Date; note: string }> = [];
     const nowMs = this.now.getTime();
     for (const at of due) {
-      const lateness = nowMs - at.getTime();
-      const late = lateness > this.toleranceMs;
-      if (late && (this.catchUp.mode === 'off' || lateness > this.catchUp.windowMs)) skip.push({ at, note: outsideNote(this.catchUp) });
+      const late = isLateTick(at, this.now, this.toleranceMs);
+      if (late && (this.catchUp.mode === 'off' || nowMs - at.getTime() > this.catchUp.windowMs)) skip.push({ at, note: outsideNote(this.catchUp) });
       else this.held.push({ at, late });
     }
     // Once per page, so a page costs its length plus `keep`, never their product.

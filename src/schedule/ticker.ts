@@ -12,7 +12,7 @@ import { enqueueTick, FanoutTooLargeError, keysTakenNote } from './fanout.ts';
 import { FanoutAbandonedError, FanoutLease, TickTakenOverError } from './fanoutLease.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { OverlapGuard } from './overlapGuard.ts';
-import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, pausedNote } from './plan.ts';
+import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, isLateTick, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
 import { isFireOf, sharedFires, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
 import type { TickRow } from '../store/index.ts';
@@ -213,7 +213,7 @@ export class ScheduleTicker {
     for (;;) {
       const page = fireTimesBetween(this.schedule.cron, this.schedule.timezone, from, now, SKIP_PAGE);
       if (page.length === 0) break;
-      await this.recordSkipped(planner.add(edit === null ? page : edit.due(page)), edit);
+      await this.recordSkipped(planner.add(edit === null ? page : edit.due(page)), now, edit);
       // A page with nothing to skip (all within the window and the cap) awaits no
       // statement: without this the pages would run back to back in microtasks.
       await setImmediate();
@@ -229,6 +229,7 @@ export class ScheduleTicker {
       for (let i = 0; i < enqueue.length; i += SKIP_PAGE) {
         await this.recordSkipped(
           enqueue.slice(i, i + SKIP_PAGE).map((tick) => ({ at: tick.at, note: paused })),
+          now,
           edit,
         );
         if (signal?.aborted) return;
@@ -297,11 +298,11 @@ export class ScheduleTicker {
   private async anchor(at: Date, now: Date, onTimeNote: string | null, lateNote: string, signal?: AbortSignal): Promise<void> {
     const paused = await this.pausedNote();
     if (paused !== null) {
-      await this.recordSkipped([{ at, note: paused }]);
+      await this.recordSkipped([{ at, note: paused }], now);
     } else if (now.getTime() - at.getTime() <= this.toleranceMs) {
       await this.fanOut(at, false, onTimeNote, now, signal);
     } else {
-      await this.recordSkipped([{ at, note: lateNote }]);
+      await this.recordSkipped([{ at, note: lateNote }], now);
     }
   }
 
@@ -311,8 +312,12 @@ export class ScheduleTicker {
     return pause && pausedNote(pause);
   }
 
-  /** Records `ticks` as skipped; with `edit`, each with the source it records (EditRange.sourceOf), the anchor it wrote left out. */
-  private async recordSkipped(given: Array<{ at: Date; note: string }>, edit: EditRange | null = null): Promise<void> {
+  /**
+   * Records `ticks` as skipped, handled at `now` (caught up when late, as an enqueued
+   * tick); with `edit`, each with the source it records (EditRange.sourceOf), the anchor
+   * it wrote left out.
+   */
+  private async recordSkipped(given: Array<{ at: Date; note: string }>, now: Date, edit: EditRange | null = null): Promise<void> {
     const ticks = edit === null ? given : given.filter((t) => !edit.written(t.at));
     if (ticks.length === 0) return;
     let recorded = 0;
@@ -321,6 +326,7 @@ export class ScheduleTicker {
       const rows = part.ticks.map((t) => ({
         scheduledAt: t.at,
         periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
+        caughtUp: isLateTick(t.at, now, this.toleranceMs),
         note: t.note,
       }));
       recorded += await this.deps.store.recordSkippedTicks(this.schedule.name, part.source, rows);

@@ -235,6 +235,8 @@ export async function adoptTickSourceIfUnknown(exec: Executor, id: number, sourc
 export interface SkippedTick {
   scheduledAt: Date;
   periodKey: string;
+  /** Handled late (more than the late tolerance after scheduledAt), as TickClaim.caughtUp: column caught_up. */
+  caughtUp: boolean;
   note: string;
 }
 
@@ -250,7 +252,7 @@ export async function recordSkippedTicks(exec: Executor, scheduleName: string, s
       .slice(i, i + 1000)
       .map(
         (t) =>
-          sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', TRUE, ${boundedNote(t.note)}, ${NOW}, ${NOW}, ${source.cron}, ${source.timezone})`,
+          sql`(${scheduleName}, ${toDbTime(t.scheduledAt)}, ${t.periodKey}, 'skipped', ${t.caughtUp}, ${boundedNote(t.note)}, ${NOW}, ${NOW}, ${source.cron}, ${source.timezone})`,
       );
     const result = await exec.execute(sql`INSERT INTO cronq_schedule_ticks
         (schedule_name, scheduled_at, period_key, outcome, caught_up, note, started_at, finished_at, cron, timezone)
