@@ -195,6 +195,44 @@ describe('a schedule whose cron was edited', () => {
     ]);
   }, 60_000);
 
+  it('the first row of the new cron says the cron changed also when the old cron has that tick too (on time, late, or paused)', async () => {
+    const change = 'cron changed from `0 * * * *` to `*/5 * * * *`';
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    // Deployed at 10:00:30: 10:00 is on time, and shared.
+    await version({ cron: '*/5 * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:00:30Z'));
+    expect((await ledger()).map((r) => [r.at.slice(11, 16), r.outcome, r.cron, r.note])).toEqual([
+      ['09:00', 'enqueued', '0 * * * *', null],
+      ['10:00', 'enqueued', '*/5 * * * *', change],
+    ]);
+
+    // Late (caught up), and skipped while paused: the row's own note first, then the edit.
+    for (const paused of [false, true]) {
+      await t.sql('DELETE FROM cronq_schedule_ticks');
+      await t.sql('DELETE FROM cronq_jobs');
+      if (paused) await t.sql("INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('schedule', 'mailer', 'deploy', 'ann')");
+      await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+      await version({ cron: '*/5 * * * *' }, 'v2:1').catchUp(at('2030-01-03T10:01:30Z'));
+      const [, first] = await ledger();
+      expect(first, `paused: ${paused}`).toMatchObject({ at: '2030-01-03T10:00:00.000Z', cron: '*/5 * * * *', caughtUp: true });
+      expect(first.note, `paused: ${paused}`).toMatch(paused ? new RegExp(`^paused by ann since \\S+: deploy; ${change.replace(/[*]/g, '\\*')}$`) : /^caught up; /);
+      if (!paused) expect(first.note).toBe(`caught up; ${change}`);
+    }
+    await t.sql('DELETE FROM cronq_pauses');
+  }, 60_000);
+
+  it('the note of a shared first tick between two long crons is cut to the column', async () => {
+    // Crons of about 150 characters; the old one fires at every minute the new one does (and more).
+    const hours = Array.from({ length: 24 }, (_, i) => i).join(',');
+    const [before, after] = [`${Array.from({ length: 60 }, (_, i) => i).join(',')} ${hours} * * *`, `${Array.from({ length: 30 }, (_, i) => 2 * i).join(',')} ${hours} * * *`];
+    await version({ cron: before }, 'v1:1').catchUp(at('2030-01-03T10:00:05Z'));
+    await version({ cron: after }, 'v2:1').catchUp(at('2030-01-03T10:02:30Z'));
+
+    const [, edited] = await ledger();
+    expect(edited).toMatchObject({ at: '2030-01-03T10:02:00.000Z', outcome: 'enqueued', cron: after });
+    expect([...edited.note!]).toHaveLength(255);
+    expect(edited.note).toMatch(/^cron changed from `0,1,2,.*…$/);
+  }, 60_000);
+
   it('every tick the old cron has too, within the window, is caught up; the others are not (daily made weekdays)', async () => {
     // Monday 2030-01-07 08:00; the new version first runs on Saturday 12 at 09:00.
     await version({ cron: '0 8 * * *' }, 'v1:1').catchUp(at('2030-01-07T08:00:05Z'));
@@ -237,7 +275,7 @@ describe('a schedule whose cron was edited', () => {
     expect((await ledger()).map((r) => [r.at.slice(0, 10), r.cron, r.timezone, r.note])).toEqual([
       ['2030-01-06', '0 0 * * 0', 'UTC', null],
       ['2030-01-13', '0 0 * * 0', 'UTC', 'caught up'],
-      ['2030-01-20', '0 0 * * 7', 'Etc/UTC', 'caught up'],
+      ['2030-01-20', '0 0 * * 7', 'Etc/UTC', 'caught up; cron changed from `0 0 * * 0` to `0 0 * * 7`, timezone changed from UTC to Etc/UTC'],
     ]);
   }, 60_000);
   it('a row of unknown source (an older daemon’s) read once by a daemon of this version records its cron: a later edit does not burst', async () => {
@@ -279,7 +317,7 @@ describe('a schedule whose cron was edited', () => {
     // 11:00 is the latest and shared: late, it is skipped as any missed tick is; 10:00 is out of reach, not recorded.
     expect((await ledger()).map((r) => [r.at.slice(11, 16), r.outcome, r.note])).toEqual([
       ['09:00', 'enqueued', null],
-      ['11:00', 'skipped', 'missed; catch-up is off'],
+      ['11:00', 'skipped', 'missed; catch-up is off; cron changed from `0 * * * *` to `0,20,40 * * * *`'],
     ]);
     expect(await jobTimes()).toHaveLength(1);
   }, 60_000);

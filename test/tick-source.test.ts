@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fireTimesBetween } from '../src/schedule/period.ts';
-import { isFireOf, normalisedCron, sharedFires, sourceChangeNote } from '../src/schedule/tickSource.ts';
+import { isFireOf, normalisedCron, sharedFires, sourceChange, sourceChangeNote } from '../src/schedule/tickSource.ts';
 
 describe('what a ledger row says its tick was computed from', () => {
   it('a cron rewritten only in its blanks and tabs is the same cron', () => {
@@ -21,6 +21,9 @@ describe('what a ledger row says its tick was computed from', () => {
     expect(sourceChangeNote({ cron: '0 0 1 * *', timezone: 'UTC' }, now)).toBe(
       "cron changed from `0 0 1 * *` to `* * * * *`, timezone changed from UTC to Europe/Berlin: ticks before this were not the schedule's",
     );
+    // The short form, for a first tick the old version has too: what changed, nothing about the ticks before.
+    expect(sourceChange({ cron: '0 0 1 * *', timezone: 'UTC' }, now)).toBe('cron changed from `0 0 1 * *` to `* * * * *`, timezone changed from UTC to Europe/Berlin');
+    expect(sourceChange({ cron: '*  * * * *', timezone: 'Europe/Berlin' }, now)).toBeNull();
   });
 
   it('the ticks an edited schedule shares with its old version are those the old one fires at too, dense or sparse, over a DST change', () => {

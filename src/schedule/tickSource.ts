@@ -25,19 +25,30 @@ export function tickSourceOf(schedule: Pick<Schedule, 'cron' | 'timezone'>): Tic
 }
 
 /**
- * The ledger note of the first tick written after an edit of the cron or time zone, or
- * null when `row` was computed from `source` itself, or from an unknown source (NULL
- * columns: a row written before migration 0009 or by an older daemon, read as unchanged).
+ * What changed from `row`'s source to `source`: ``cron changed from `A` to `B` `` and/or
+ * `timezone changed from X to Y`, or null when `row` was computed from `source` itself, or
+ * from an unknown source (NULL columns: a row written before migration 0009 or by an older
+ * daemon, read as unchanged). The note of the first row written after an edit whose tick
+ * the old version has too (it was the schedule's under either).
  */
-export function sourceChangeNote(row: { cron: string | null; timezone: string | null }, source: TickSource): string | null {
+export function sourceChange(row: { cron: string | null; timezone: string | null }, source: TickSource): string | null {
   if (row.cron === null || row.timezone === null) return null;
   const cronChanged = normalisedCron(row.cron) !== source.cron;
   const zoneChanged = row.timezone !== source.timezone;
   if (!cronChanged && !zoneChanged) return null;
   const cron = `cron changed from \`${row.cron}\` to \`${source.cron}\``;
   const zone = `timezone changed from ${row.timezone} to ${source.timezone}`;
-  const what = cronChanged && zoneChanged ? `${cron}, ${zone}` : cronChanged ? cron : zone;
-  return `${what}: ticks before this were not the schedule's`;
+  return cronChanged && zoneChanged ? `${cron}, ${zone}` : cronChanged ? cron : zone;
+}
+
+/**
+ * The ledger note of the first tick written after an edit of the cron or time zone when
+ * the old version does not have that tick (sourceChange, and that the ticks before it
+ * were not the schedule's), or null as sourceChange.
+ */
+export function sourceChangeNote(row: { cron: string | null; timezone: string | null }, source: TickSource): string | null {
+  const change = sourceChange(row, source);
+  return change === null ? null : `${change}: ticks before this were not the schedule's`;
 }
 
 /**

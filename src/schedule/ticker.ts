@@ -14,7 +14,7 @@ import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire 
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, isLateTick, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
-import { isFireOf, sharedFires, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
+import { isFireOf, sharedFires, sourceChange, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
 import type { TickRow } from '../store/index.ts';
 
 export interface TickerDeps {
@@ -238,7 +238,8 @@ export class ScheduleTicker {
     }
     for (const tick of enqueue) {
       if (signal?.aborted) return;
-      await this.fanOut(tick.at, tick.late, tick.late ? 'caught up' : null, now, signal, { source: edit?.sourceOf(tick.at) });
+      const note = withNote(tick.late ? 'caught up' : null, edit?.noteAt(tick.at) ?? null);
+      await this.fanOut(tick.at, tick.late, note, now, signal, { source: edit?.sourceOf(tick.at) });
     }
   }
 
@@ -253,11 +254,13 @@ export class ScheduleTicker {
    * of the range (skips come oldest first, then enqueues), and records this version's
    * source while the earlier shared ones record the old one: until the anchor is written,
    * every row is the old version's, so a pass cut short finds the edit again instead of
-   * catching up from a shared row the ticks that were never the schedule's.
+   * catching up from a shared row the ticks that were never the schedule's. That shared
+   * anchor, the first row of this version, adds what changed (sourceChange) to its note.
    */
   private async editSince(latest: TickRow, now: Date, signal?: AbortSignal): Promise<EditRange | null> {
+    const change = sourceChange(latest, this.source);
     const changed = sourceChangeNote(latest, this.source);
-    if (changed === null) return null;
+    if (change === null || changed === null) return null;
     const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, this.seenSince!);
     if (anchor === null || anchor.getTime() <= latest.scheduledAt.getTime()) return null;
     const old: TickSource = { cron: latest.cron!, timezone: latest.timezone! };
@@ -276,6 +279,7 @@ export class ScheduleTicker {
       },
       written: (at) => !anchorShared && at.getTime() === anchorMs,
       sourceOf: (at) => (at.getTime() < anchorMs ? old : this.source),
+      noteAt: (at) => (anchorShared && at.getTime() === anchorMs ? change : null),
     };
   }
 
@@ -314,8 +318,8 @@ export class ScheduleTicker {
 
   /**
    * Records `ticks` as skipped, handled at `now` (caught up when late, as an enqueued
-   * tick); with `edit`, each with the source it records (EditRange.sourceOf), the anchor
-   * it wrote left out.
+   * tick); with `edit`, each with the source it records (EditRange.sourceOf) and the
+   * edit's note after its own (EditRange.noteAt), the anchor it wrote left out.
    */
   private async recordSkipped(given: Array<{ at: Date; note: string }>, now: Date, edit: EditRange | null = null): Promise<void> {
     const ticks = edit === null ? given : given.filter((t) => !edit.written(t.at));
@@ -327,7 +331,7 @@ export class ScheduleTicker {
         scheduledAt: t.at,
         periodKey: periodKeyOfFire(this.schedule.period, this.schedule.cron, this.schedule.timezone, t.at),
         caughtUp: isLateTick(t.at, now, this.toleranceMs),
-        note: t.note,
+        note: withNote(t.note, edit?.noteAt(t.at) ?? null),
       }));
       recorded += await this.deps.store.recordSkippedTicks(this.schedule.name, part.source, rows);
     }
@@ -581,7 +585,7 @@ export class ScheduleTicker {
 /**
  * What a pass lists of an edited schedule's ticks before its first pass (ScheduleTicker.editSince):
  * listing starts at `listFrom`, keeps of each page what `due` returns, leaves out of its writes the
- * anchor already `written`, and records each row's `sourceOf`.
+ * anchor already `written`, and records each row's `sourceOf` and, after its plan's note, `noteAt`.
  */
 interface EditRange {
   listFrom: Date;
@@ -589,6 +593,14 @@ interface EditRange {
   due(page: Date[]): Date[];
   written(at: Date): boolean;
   sourceOf(at: Date): TickSource;
+  /** What the row at `at` notes of the edit after its own note (the shared anchor: what changed), or null. */
+  noteAt(at: Date): string | null;
+}
+
+/** `note` with `extra` after it ('; '), either alone when the other is null. */
+function withNote<T extends string | null>(note: T, extra: string | null): T | string {
+  if (extra === null) return note;
+  return note === null ? extra : `${note}; ${extra}`;
 }
 
 /** `ticks` (ascending) cut into runs of one source each, in order. */
