@@ -1,10 +1,11 @@
 import { describePause, LISTING_MAX, type TickRow } from '../../admin.ts';
 import { baseConfig, parseIntFlag } from '../../config.ts';
 import { formatDuration } from '../../duration.ts';
+import { normalisedCron } from '../../schedule/tickSource.ts';
 import { instantText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
-import { jsonText } from '../printable.ts';
+import { jsonText, printableLine } from '../printable.ts';
 import { parseIsoInstant } from '../instant.ts';
 
 /** The IANA time-zone data release this runtime computes fire times with, e.g. `2025c`. */
@@ -15,10 +16,11 @@ export const schedulesCommand: Command = {
   summary: 'list schedules with their next fire times and last tick',
   help: `Usage: cronq schedules [--json] [--from ISO] [--count N]
 
-Lists every schedule in the schedules folder: name, cron, time zone, its next N
-fire instants (UTC) after --from (default now), its last tick ledger row and,
-when paused ('cronq pause'), who paused it, since when and why; after the
-version of the zone data fire times come from (Node's process.versions.tz).
+Lists every schedule in the schedules folder: name, cron (one space between
+its fields; --json gives it as defined), time zone, its next N fire instants
+(UTC) after --from (default now), its last tick ledger row and, when paused
+('cronq pause'), who paused it, since when and why; after the version of the
+zone data fire times come from (Node's process.versions.tz).
 Then its health: the fire time of its last tick whose jobs are all done, and, with
 'expect: { within }', OVERDUE when a later tick's jobs have not all completed within
 that time (see "Schedule health" in the README).
@@ -62,7 +64,7 @@ ${COMMON_HELP}`,
         args.out(`zone data: tz ${TZDATA} (Node ${process.version})`);
         for (const [i, s] of listed.entries()) {
           const paused = schedules[i].paused;
-          args.out(`${s.name}  ${s.cron}  ${s.timezone}  period ${s.period}`);
+          args.out(`${s.name}  ${shownCron(s.cron)}  ${s.timezone}  period ${s.period}`);
           if (paused) args.out(`  ${describePause(paused)} (its ticks are skipped)`);
           args.out(`  next: ${s.next.join(', ') || '(never)'}`);
           const t = s.lastTick;
@@ -83,6 +85,15 @@ ${COMMON_HELP}`,
     }
   },
 };
+
+/**
+ * A cron as its schedule's line shows it: one space between fields (normalisedCron, as the
+ * ledger records it), anything else that is no printable character a visible escape
+ * (printableLine), so the line keeps its columns. --json gives the cron as defined.
+ */
+function shownCron(cron: string): string {
+  return printableLine(normalisedCron(cron));
+}
 
 function tickJson(t: TickRow) {
   return {
