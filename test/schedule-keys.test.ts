@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, type ScheduleOptions } from '../src/index.ts';
 import { systemClock } from '../src/schedule/clock.ts';
 import { assessHealth } from '../src/schedule/health.ts';
-import { noteSaysKeysTaken, refuseScheduleKey } from '../src/schedule/fanout.ts';
+import { finishedTickNote, noteSaysKeysTaken, refuseScheduleKey } from '../src/schedule/fanout.ts';
+import { NOTE_MAX } from '../src/store/ledger.ts';
 import { ScheduleTicker } from '../src/schedule/ticker.ts';
 import { Store } from '../src/store/index.ts';
 import { useTestDatabase } from './support/db.ts';
@@ -127,6 +128,17 @@ describe('a tick whose key another job holds', () => {
     expect(noteSaysKeysTaken('1 entity refused, first: u; 1 key held by jobs this schedule did not enqueue: key too long')).toBe(false);
     expect(noteSaysKeysTaken('caught up')).toBe(false);
     expect(noteSaysKeysTaken(null)).toBe(false);
+  });
+
+  it("keeps the taken keys' words in a finished tick's note however long the tick's own note, cut as the column cuts it", () => {
+    // A cron edit's note quoting two long crons fills the column on its own.
+    const own = `caught up; cron changed from \`${'0 '.repeat(60)}* * *\` to \`${'5 '.repeat(60)}* * *\``;
+    const taken = '1 key held by jobs this schedule did not enqueue, first daily:x (kind report, job 1)';
+    const note = finishedTickNote(own, taken, '1 entity refused, first: u: key too long')!;
+    expect(note.length).toBeGreaterThan(NOTE_MAX);
+    expect(noteSaysKeysTaken(note.slice(0, NOTE_MAX))).toBe(true);
+    expect(finishedTickNote(null, null, null)).toBeNull();
+    expect(finishedTickNote('caught up', null, null)).toBe('caught up');
   });
 
   it('cronq tick counts a held key apart, names its holder on stderr and exits 1', async () => {

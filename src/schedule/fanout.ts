@@ -45,6 +45,19 @@ export function keysTakenNote(count: number, first: TakenKey | null): string {
 }
 
 /**
+ * The note a finished tick's row keeps: the taken keys first (keysTakenNote), then the
+ * tick's own note (`caught up`, a pause's, a cron edit's), then the refused entities
+ * (refusedSummary), joined by `; `; null when there is none. The store cuts a note longer
+ * than its column at its end, and schedule health reads the taken keys' words at the
+ * start (noteSaysKeysTaken): however long the tick's own note (two long crons quoted by an
+ * edit's), they are kept.
+ */
+export function finishedTickNote(own: string | null, taken: string | null, refused: string | null): string | null {
+  const parts = [taken, own, refused].filter((part): part is string => part !== null && part !== '');
+  return parts.length === 0 ? null : parts.join('; ');
+}
+
+/**
  * Whether a tick's ledger note says some of its keys were held by jobs it did not
  * enqueue (keysTakenNote). Only the note's own parts are read, those before a
  * refused-entities part (`N entities refused, first KEY: …`), which quotes a key from

@@ -8,7 +8,7 @@ import type { RefusedJob } from '../enqueue/write.ts';
 import { DB_ERROR_TEXT_MAX, errorLine, errorText } from '../runtime/errorText.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
-import { enqueueTick, FanoutTooLargeError, keysTakenNote } from './fanout.ts';
+import { enqueueTick, FanoutTooLargeError, finishedTickNote, keysTakenNote } from './fanout.ts';
 import { FanoutAbandonedError, FanoutLease, TickTakenOverError } from './fanoutLease.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { OverlapGuard } from './overlapGuard.ts';
@@ -518,13 +518,11 @@ export class ScheduleTicker {
         if (refusedNote) {
           this.log.warn({ event: 'jobs_refused', scheduled_at: at, count: result.refusedCount, logged: refusedLogged }, refusedNote);
         }
-        // Taken keys first: a note longer than the column is cut at its end, and schedule
-        // health reads the taken keys' words (KEYS_TAKEN_MARK) in it.
-        const extra = [takenNote, refusedNote].filter((part) => part !== null);
+        // Written only when the fan-out adds a part: the claim wrote the tick's own note already.
         const finished = await store.finishTickIfOwned(id, claimedBy, {
           inserted: result.inserted,
           existing: result.existing,
-          note: extra.length === 0 ? null : [note, ...extra].filter(Boolean).join('; '),
+          note: takenNote === null && refusedNote === null ? null : finishedTickNote(note, takenNote, refusedNote),
         });
         this.abandoned.delete(id);
         if (!finished) throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
