@@ -253,8 +253,13 @@ export interface CronqAdmin {
   completions(options?: { queues?: readonly string[] }): Promise<Completions>;
   /** Daemons heard from within `withinMs` (default 10 minutes), most recent first, at most 200. */
   daemons(options?: { withinMs?: number }): Promise<DaemonSeen[]>;
-  /** One job's row by id (a number) or key (a string), with its payload and lease holder; null when none. */
-  job(target: { id: number } | { key: string }): Promise<JobRecord | null>;
+  /**
+   * One job's row by id (a number) or key (a string), with its payload and lease holder;
+   * null when none. `payloadCharsMax` (a whole number, 1 or more): read only the payload's
+   * first that many characters (code points) from the database, `payloadChars` and
+   * `payloadBytes` still telling the whole (the console reads a job so).
+   */
+  job(target: { id: number } | { key: string }, options?: { payloadCharsMax?: number }): Promise<JobRecord | null>;
   /**
    * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`
    * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
@@ -438,7 +443,12 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       const { withinMs = 10 * 60_000 } = checkedOptions(options, ['withinMs'], 'daemons');
       return store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER }));
     },
-    job: async (target) => store.job(checkedTarget(target, 'job')),
+    job: async (target, options) => {
+      const checked = checkedTarget(target, 'job');
+      const { payloadCharsMax } = checkedOptions(options, ['payloadCharsMax'], 'job');
+      if (payloadCharsMax === undefined) return store.job(checked);
+      return store.job(checked, { payloadCharsMax: wholeNumberWithin(payloadCharsMax, 'job: payloadCharsMax', { min: 1, max: Number.MAX_SAFE_INTEGER }) });
+    },
     async tick(name, options) {
       const { at: asked, force = false, signal, stallMs = FANOUT_LEASE_MS } = checkedOptions(options, ['at', 'force', 'signal', 'stallMs'], 'tick');
       if (typeof force !== 'boolean') throw new UsageError(`tick: force must be true or false (got ${shownValue(force)})`);

@@ -137,12 +137,16 @@ export interface JobRecord {
   kind: string;
   key: string;
   /**
-   * The payload exactly as stored (JSON text); null when the server will not return it,
-   * the payload being larger than its max_allowed_packet (`payloadBytes` says how large).
+   * The payload exactly as stored (JSON text), or with `payloadCharsMax` only its first
+   * that many characters (cut when `payloadChars` is larger); null when the server will
+   * not return it, the whole payload being larger than its max_allowed_packet
+   * (`payloadBytes` says how large), bounded or not.
    */
   payloadText: string | null;
   /** The stored payload's size in bytes. */
   payloadBytes: number;
+  /** The stored payload's length in characters (code points, as the database counts them). */
+  payloadChars: number;
   status: JobStatus;
   attempts: number;
   maxAttempts: number;
@@ -161,10 +165,18 @@ export interface JobRecord {
   finishedAt: Date | null;
 }
 
-/** One job by primary key (a number) or by its unique key (a string); null when none. */
-export async function jobByIdOrKey(exec: Executor, target: { id: number } | { key: string }): Promise<JobRecord | null> {
+/**
+ * One job by primary key (a number) or by its unique key (a string); null when none.
+ * `payloadCharsMax`: read only the payload's first that many characters (code points; at
+ * most four bytes each) from the database, so a page showing a job costs the same whether
+ * its payload is 1 kB or 60 MB. (The server still casts the whole, as an unbounded read
+ * does, so a payload over its max_allowed_packet stays null, never a start of it.)
+ */
+export async function jobByIdOrKey(exec: Executor, target: { id: number } | { key: string }, { payloadCharsMax }: { payloadCharsMax?: number } = {}): Promise<JobRecord | null> {
   const where = 'id' in target ? sql`id = ${target.id}` : sql`job_key = ${target.key}`;
-  const result = await exec.execute(sql`SELECT id, queue, kind, job_key, CAST(payload AS CHAR) AS payload, LENGTH(payload) AS payload_bytes, status, attempts, max_attempts, available_at,
+  const payload = payloadCharsMax === undefined ? sql`CAST(payload AS CHAR)` : sql`LEFT(CAST(payload AS CHAR), ${payloadCharsMax})`;
+  const result = await exec.execute(sql`SELECT id, queue, kind, job_key, ${payload} AS payload, LENGTH(payload) AS payload_bytes, CHAR_LENGTH(payload) AS payload_chars,
+      status, attempts, max_attempts, available_at,
       lease_until, locked_by, lease_expiries, last_error, cancelled_by, cancel_reason, schedule_name, period_key,
       created_at, updated_at, finished_at
     FROM cronq_jobs WHERE ${where} LIMIT 1`);
@@ -177,6 +189,7 @@ export async function jobByIdOrKey(exec: Executor, target: { id: number } | { ke
     key: r.job_key,
     payloadText: r.payload === null ? null : String(r.payload),
     payloadBytes: Number(r.payload_bytes),
+    payloadChars: Number(r.payload_chars),
     status: r.status,
     attempts: Number(r.attempts),
     maxAttempts: Number(r.max_attempts),

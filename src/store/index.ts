@@ -495,9 +495,9 @@ export class Store implements JobWriter {
     return daemonsSeen(this.db, withinMs);
   }
 
-  /** One job row by id or key, or null (jobByIdOrKey). */
-  job(target: { id: number } | { key: string }): Promise<JobRecord | null> {
-    return jobByIdOrKey(this.db, target);
+  /** One job row by id or key, or null; its payload's start only with `payloadCharsMax` (jobByIdOrKey). */
+  job(target: { id: number } | { key: string }, options: { payloadCharsMax?: number } = {}): Promise<JobRecord | null> {
+    return jobByIdOrKey(this.db, target, options);
   }
 
   /** A page of a schedule's ledger: `count` rows fired before `before`, newest first (ticksBefore). */

@@ -11,7 +11,7 @@ export async function deadLetterPage(ctx: ConsoleContext, id: number): Promise<P
   const review = letter.reviewedAt
     ? html`<p>Reviewed ${when(letter.reviewedAt)}: ${letter.resolution}</p>`
     : html`<p>${actionForm(ctx, `/dead/${id}/requeue`, 'Requeue', { reason: true })}</p><p>${actionForm(ctx, `/dead/${id}/discard`, 'Discard', { reason: true })}</p>`;
-  const payload = ctx.viewer.operator ? payloadBlock(letter.payloadText, letter.payloadBytes, `cronq dead show ${id} --json`) : html`<p class="note">Payloads are shown to token holders only.</p>`;
+  const payload = ctx.viewer.operator ? payloadBlock(letter, `cronq dead show ${id} --json`) : html`<p class="note">Payloads are shown to token holders only.</p>`;
   const body = html`<dl>
 <dt>Job</dt><dd><a href="/jobs/${letter.jobId}">#${letter.jobId}</a> <code>${letter.key}</code> (${letter.kind} on ${letter.queue})</dd>
 <dt>Died</dt><dd>${when(letter.deadAt)} after ${letter.attempts} attempts</dd>

@@ -1,0 +1,123 @@
+/**
+ * The console's job page reads only the start of a payload from the database: a job
+ * holding tens of megabytes must not make every view of its page fetch and hold all of
+ * it. The cut is the store's (a bounded read), the note the page's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCronq, defineTask, type Cronq } from '../src/index.ts';
+import type { JobRecord } from '../src/store/index.ts';
+import { jobByIdOrKey } from '../src/store/console.ts';
+import { ConsoleAuth } from '../src/http/console/auth.ts';
+import { PAYLOAD_SHOWN_MAX } from '../src/http/console/payload.ts';
+import { createConsole } from '../src/http/console/router.ts';
+import { startHttpServer, type HttpServer } from '../src/http/server.ts';
+import { silentLogger } from '../src/logger.ts';
+import { useTestDatabase } from './support/db.ts';
+
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
+const TOKEN = 'ops:correct-horse-battery-staple';
+const mail = defineTask({ name: 'send-mail', handle() {} });
+
+/** Characters as the database counts them (code points), not UTF-16 units. */
+const codePoints = (text: string) => [...text].length;
+
+/** A payload of `n` astral characters (two UTF-16 units, four bytes each) and its JSON around them. */
+function astralPayload(n: number): string {
+  return `{"a":"${'😀'.repeat(n)}"}`;
+}
+
+async function insertJob(key: string, payload: string): Promise<void> {
+  await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at) VALUES ('mail', 'send-mail', ?, ?, 'ready', 0, UTC_TIMESTAMP(6))`, [key, payload]);
+}
+
+describe('reading a job for the console', () => {
+  it('returns at most the asked characters of a larger payload, with the whole size in bytes and characters', async () => {
+    const payload = astralPayload(PAYLOAD_SHOWN_MAX * 2);
+    await insertJob('big:1', payload);
+    const job = await jobByIdOrKey(t.database.db, { key: 'big:1' }, { payloadCharsMax: PAYLOAD_SHOWN_MAX });
+    expect(codePoints(job!.payloadText!)).toBe(PAYLOAD_SHOWN_MAX);
+    expect(payload.startsWith(job!.payloadText!)).toBe(true);
+    expect(job).toMatchObject({ payloadBytes: Buffer.byteLength(payload), payloadChars: codePoints(payload) });
+  });
+
+  it('returns a payload no longer than the bound whole, and every payload whole when not bounded', async () => {
+    await insertJob('small:1', '{"a":1}');
+    await insertJob('big:1', astralPayload(PAYLOAD_SHOWN_MAX));
+    expect(await jobByIdOrKey(t.database.db, { key: 'small:1' }, { payloadCharsMax: 7 })).toMatchObject({ payloadText: '{"a":1}', payloadBytes: 7, payloadChars: 7 });
+    expect((await jobByIdOrKey(t.database.db, { key: 'big:1' }))!.payloadText).toBe(astralPayload(PAYLOAD_SHOWN_MAX));
+  });
+
+  it('refuses a bound that is no whole number of 1 or more, naming it', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, tasks: [mail], workers: false, scheduler: false, logger: false });
+    try {
+      for (const bad of [0, 1.5, -1, '10', Number.NaN]) {
+        await expect(cronq.admin.job({ key: 'x' }, { payloadCharsMax: bad as number })).rejects.toThrow(/^job: payloadCharsMax must be a whole number from 1 to /);
+      }
+      await expect(cronq.admin.job({ key: 'x' }, { payloadMax: 10 } as any)).rejects.toThrow(/payloadMax/);
+    } finally {
+      await cronq.stop({ graceMs: 0 });
+    }
+  });
+});
+
+describe('the console job page and a large payload', () => {
+  let cronq: Cronq;
+  let server: HttpServer;
+  const read: JobRecord[] = [];
+
+  beforeAll(async () => {
+    cronq = createCronq({ databaseUrl: t.url, tasks: [mail], workers: false, scheduler: false, logger: false });
+    // The page's reads, recorded: what came from the database for it.
+    const admin: Cronq['admin'] = {
+      ...cronq.admin,
+      job: async (...args: Parameters<Cronq['admin']['job']>) => {
+        const job = await cronq.admin.job(...args);
+        if (job) read.push(job);
+        return job;
+      },
+    };
+    server = await startHttpServer(
+      { host: '127.0.0.1', port: 0 },
+      {
+        health: async () => ({ status: 'ok' }) as any,
+        metrics: async () => ({ contentType: 'text/plain', body: '' }),
+        console: createConsole({ admin, auth: new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) }), log: silentLogger() }),
+      },
+      silentLogger(),
+    );
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await cronq?.stop({ graceMs: 0 });
+  });
+
+  it('reads only the start it shows from the database and says the payload is cut and how large it is', async () => {
+    const payload = astralPayload(PAYLOAD_SHOWN_MAX * 4);
+    await insertJob('big:1', payload);
+    const res = await fetch(`http://127.0.0.1:${server.port}/jobs/big:1`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    const body = await res.text();
+    expect(res.status).toBe(200);
+    expect(read.map((job) => codePoints(job.payloadText!))).toEqual([PAYLOAD_SHOWN_MAX]);
+    // The page shows PAYLOAD_SHOWN_MAX UTF-16 units: half as many of these two-unit characters.
+    expect(body).toContain(`<pre id="payload">{&quot;a&quot;:&quot;😀😀`);
+    expect(body).toContain(
+      `Only its first ${PAYLOAD_SHOWN_MAX} characters are shown: the payload holds ${Buffer.byteLength(payload)} bytes (read it whole with <code>admin.job()</code>)`,
+    );
+  });
+
+  it('shows a payload exactly as long as the page shows whole, with no note', async () => {
+    const payload = `{"a":"${'x'.repeat(PAYLOAD_SHOWN_MAX - 8)}"}`;
+    await insertJob('edge:1', payload);
+    const body = await (await fetch(`http://127.0.0.1:${server.port}/jobs/edge:1`, { headers: { Authorization: `Bearer ${TOKEN}` } })).text();
+    expect(body).toContain(`<pre id="payload">${payload.replaceAll('"', '&quot;')}</pre>`);
+    expect(body).not.toContain('Only its first');
+  });
+
+  it('says a payload one character longer than it shows is cut, though the start read holds no more than it shows', async () => {
+    const payload = `{"a":"${'x'.repeat(PAYLOAD_SHOWN_MAX - 7)}"}`;
+    await insertJob('edge:2', payload);
+    const body = await (await fetch(`http://127.0.0.1:${server.port}/jobs/edge:2`, { headers: { Authorization: `Bearer ${TOKEN}` } })).text();
+    expect(body).toContain(`Only its first ${PAYLOAD_SHOWN_MAX} characters are shown: the payload holds ${payload.length} bytes`);
+  });
+});
