@@ -286,6 +286,19 @@ describe('a pause row of no known target, written from SQL', () => {
     expect(await runCli(['resume', '--unknown-target', 'mail'], env)).toMatchObject({ code: 64, stderr: "cronq resume: (unknown target) 'mail' is not paused\n" });
     expect(await runCli(['resume', '--unknown-target'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/^cronq resume: --unknown-target needs the NAME/) });
   });
+
+  it('is left out of cronq_paused (it pauses nothing) and counted in cronq_pauses_unknown_target, 0 when there is none', async () => {
+    cronq = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false });
+    const metrics = new CronqMetrics({ collect: () => cronq!.admin.stats() });
+    expect((await metrics.scrape()).body).toContain('\ncronq_pauses_unknown_target 0\n');
+    await t.sql("SET STATEMENT sql_mode = '' FOR INSERT INTO cronq_pauses (target, name, paused_by) VALUES ('mailq', 'mail', 'dba'), ('', 'x\"y', 'dba')");
+    await cronq.admin.pauses.pause('queue', 'mail', { by: 'ops' });
+    const body = (await metrics.scrape()).body;
+    const paused = body.split('\n').filter((line) => line.startsWith('cronq_paused'));
+    // An empty target label is no label to Prometheus: the row would read as a pause of nothing in particular.
+    expect(paused).toEqual(['cronq_paused{target="queue",name="mail"} 1']);
+    expect(body).toContain('\ncronq_pauses_unknown_target 2\n');
+  });
 });
 
 describe('a pause as a line of text', () => {

@@ -54,6 +54,7 @@ export class CronqMetrics implements Observer {
   private readonly lastTickLateness: Gauge<'schedule'>;
   private readonly lastTickOutcome: Gauge<'schedule' | 'outcome'>;
   private readonly paused: Gauge<'target' | 'name'>;
+  private readonly pausesUnknownTarget: Gauge;
   private readonly databaseUp: Gauge;
   private readonly overdue: Gauge<'schedule'>;
   private readonly lastSuccessAt: Gauge<'schedule'>;
@@ -173,6 +174,11 @@ export class CronqMetrics implements Observer {
       labelNames: ['target', 'name'],
       registers,
     });
+    this.pausesUnknownTarget = new Gauge({
+      name: 'cronq_pauses_unknown_target',
+      help: "Pause rows whose target is none of cronq's (written from SQL with strict mode off), as of this scrape: they pause nothing; 'cronq stats' lists them, 'cronq resume --unknown-target NAME' ends one.",
+      registers,
+    });
     this.overdue = new Gauge({
       name: 'cronq_schedule_overdue',
       help: "1 when a schedule with expect: { within } is overdue (a tick's jobs not all done within that time of it), else 0, as of this scrape.",
@@ -280,6 +286,7 @@ export class CronqMetrics implements Observer {
     this.overdue.reset();
     this.lastSuccessAt.reset();
     this.deadLetters.remove({}); // absent, not 0, when unknown
+    this.pausesUnknownTarget.remove({});
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
     for (const q of stats.queues) {
@@ -292,7 +299,11 @@ export class CronqMetrics implements Observer {
       for (const outcome of TICK_OUTCOMES) this.lastTickOutcome.set({ schedule: s.schedule, outcome }, s.lastTick.outcome === outcome ? 1 : 0);
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
     }
-    for (const p of stats.pauses ?? []) this.paused.set({ target: p.target, name: p.name }, 1);
+    // A row of no known target (target '') pauses nothing, and an empty label is no label to
+    // Prometheus: it is counted apart, its name (any text, hand-written) never a label.
+    const pauses = stats.pauses ?? [];
+    for (const p of pauses) if (p.target !== '') this.paused.set({ target: p.target, name: p.name }, 1);
+    this.pausesUnknownTarget.set(pauses.filter((p) => p.target === '').length);
     for (const h of stats.health ?? []) {
       if (h.expectWithinMs !== null) this.overdue.set({ schedule: h.schedule }, h.overdue ? 1 : 0);
       if (h.lastSuccessAt) this.lastSuccessAt.set({ schedule: h.schedule }, h.lastSuccessAt.getTime() / 1000);
