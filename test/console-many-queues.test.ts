@@ -8,7 +8,8 @@ import type { Database } from '../src/db/client.ts';
 import { overviewPage, OVERVIEW_QUEUES } from '../src/http/console/pages/overview.ts';
 import { Store } from '../src/store/index.ts';
 import { COMPLETION_QUEUES_MAX, COMPLETION_LAG_MAX_MS, recentDoneQueues } from '../src/store/console.ts';
-import { queuesMostBehindFirst } from '../src/store/stats.ts';
+import { COUNT_CAPS, queuesMostBehindFirst } from '../src/store/stats.ts';
+import type { JobStatus } from '../src/db/schema.ts';
 import { useTestDatabase } from './support/db.ts';
 
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
@@ -69,6 +70,53 @@ describe('the overview with many queues', () => {
     expect(stats.queues[599].oldestReadyAgeSeconds).toBeGreaterThanOrEqual(599 * 60);
     expect(statements()).toBeLessThanOrEqual(10);
   });
+});
+
+describe('stats (and /metrics) with one queue past the counting prefix', () => {
+  const SMALL_QUEUES = 5_000;
+  const BIG_QUEUE_READY = 120_000;
+
+  it(`counts ${SMALL_QUEUES} small queues behind a queue of ${BIG_QUEUE_READY} ready jobs in as few statements as without it`, async () => {
+    // 'a-big' sorts first: its entries fill the whole counting prefix of the claim index.
+    await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, available_at)
+      SELECT 'a-big', 'k', CONCAT('big:', seq), '{}', 'ready', UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE FROM seq_1_to_${BIG_QUEUE_READY}`);
+    await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, available_at)
+      SELECT CONCAT('q', LPAD(seq, 4, '0')), 'k', CONCAT('small:', seq), '{}', 'ready', UTC_TIMESTAMP(6) FROM seq_1_to_${SMALL_QUEUES}`);
+    await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, available_at, finished_time)
+      SELECT CONCAT('q', LPAD(seq, 4, '0')), 'k', CONCAT('done:', seq), '{}', 'done', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) FROM seq_1_to_${SMALL_QUEUES}`);
+    const { admin, statements } = countedAdmin();
+    const stats = await admin.stats();
+    expect(stats.queues).toHaveLength(SMALL_QUEUES + 1);
+    expect(stats.queues[0]).toMatchObject({ queue: 'a-big', ready: 100_000, capped: ['ready'] });
+    expect(stats.queues.slice(1).every((q) => q.ready === 1 && q.done === 1 && q.capped.length === 0)).toBe(true);
+    expect(statements()).toBeLessThanOrEqual(10);
+  }, 60_000);
+
+  it('counts as a plain count does when the prefix stops inside queues of two statuses, the last status included', async () => {
+    const insert = (queue: string, status: string, n: number, from = 1) =>
+      t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, available_at, finished_time)
+        SELECT ${queue}, 'k', CONCAT(${queue}, ':${status}:', seq), '{}', '${status}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) FROM seq_${from}_to_${from + n - 1}`);
+    // 150 small ready queues, one of 105,000 ready jobs, 150 more; one of 100,000 cancelled jobs, then 150 small cancelled ones.
+    await insert(`CONCAT('a', LPAD(seq, 3, '0'))`, 'ready', 150);
+    await insert(`'m-big'`, 'ready', 105_000);
+    await insert(`CONCAT('r', LPAD(seq, 3, '0'))`, 'ready', 150);
+    await insert(`'c-big'`, 'cancelled', 100_000);
+    await insert(`CONCAT('z', LPAD(seq, 3, '0'))`, 'cancelled', 150);
+    const { admin, statements } = countedAdmin();
+    const stats = await admin.stats();
+    const plain = await t.sql<{ queue: string; status: JobStatus; n: number }>('SELECT queue, status, COUNT(*) AS n FROM cronq_jobs GROUP BY queue, status');
+    const expected = new Map<string, Record<string, unknown>>();
+    for (const { queue, status, n } of plain) {
+      const q = expected.get(queue) ?? { queue, ready: 0, reserved: 0, done: 0, dead: 0, cancelled: 0, capped: [] };
+      q[status] = Math.min(Number(n), COUNT_CAPS[status]);
+      if (Number(n) > COUNT_CAPS[status]) (q.capped as string[]).push(status);
+      expected.set(queue, q);
+    }
+    expect(stats.queues.map(({ oldestReadyAgeSeconds, ...counts }) => counts)).toEqual([...expected.values()].sort((a, b) => ((a.queue as string) < (b.queue as string) ? -1 : 1)));
+    expect(stats.queues.find((q) => q.queue === 'm-big')).toMatchObject({ ready: 100_000, capped: ['ready'] });
+    expect(stats.queues.find((q) => q.queue === 'c-big')).toMatchObject({ cancelled: 10_000, capped: ['cancelled'] });
+    expect(statements()).toBeLessThanOrEqual(10);
+  }, 60_000);
 });
 
 describe('the queues the completions chart reads', () => {

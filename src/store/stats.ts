@@ -3,7 +3,7 @@
  * the oldest runnable job has waited, and dead letters awaiting review. Read-only,
  * lock-free (plain reads at READ COMMITTED), one statement per section.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { JOB_STATUSES, type JobStatus, type TickOutcome } from '../db/schema.ts';
 import { listPauses, type Pause } from './pauses.ts';
@@ -103,8 +103,10 @@ export interface DeadLetterStats {
 
 /** (status, queue) pairs counted per statement at most. */
 const PAIRS_PER_STATEMENT = 100;
-/** Claim-index entries the one grouped count of queueStats reads at most (prefixCounts). */
+/** Claim-index entries one grouped count of queueStats reads at most (prefixCounts). */
 const PREFIX_COUNT_ROWS = 100_000;
+/** Grouped counts queueStats runs at most, each starting past the pair the one before stopped in (prefixCounts). */
+const PREFIX_COUNT_SCANS_MAX = 4;
 
 /** A status that a queue holds jobs in (heldStatuses). */
 export interface HeldStatus {
@@ -160,9 +162,14 @@ export function queuesMostBehindFirst(held: readonly HeldStatus[]): string[] {
  * 2. when there are more pairs than one counting statement takes, the first
  *    PREFIX_COUNT_ROWS entries of the index counted by (status, queue) in one statement:
  *    every pair wholly inside them is counted (3,300 queues of a few jobs each: all of
- *    them, where a count per pair took 66 statements and ~800 ms);
- * 3. each pair past them (a big table), its entries counted up to the status's cap
- *    (COUNT_CAPS), PAIRS_PER_STATEMENT pairs a statement.
+ *    them, where a count per pair took 66 statements and ~800 ms); when they end inside
+ *    a pair, the next PREFIX_COUNT_ROWS entries past that pair likewise, and so on, up
+ *    to PREFIX_COUNT_SCANS_MAX statements, while more pairs are left than one counting
+ *    statement takes (one queue of 120,000 ready jobs sorting first took all 100,000
+ *    entries, and its 5,000 small neighbours then 50 statements of step 3);
+ * 3. each pair left (a pair a grouped count stopped in, those past the last one), its
+ *    entries counted up to the status's cap (COUNT_CAPS), PAIRS_PER_STATEMENT pairs a
+ *    statement.
  * The counts are read by separate statements, so they are not one snapshot: a job
  * moving between statuses meanwhile may be counted twice or not at all.
  */
@@ -170,7 +177,7 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
   const held = await heldStatuses(exec);
   // With pairs for one counting statement, that one alone: it reads at most the caps, where the
   // grouped count reads (and sorts) up to PREFIX_COUNT_ROWS entries (130-170 ms for 100,000 here).
-  const counted = await countedQueues(exec, held, held.length > PAIRS_PER_STATEMENT ? await prefixCounts(exec) : undefined);
+  const counted = await countedQueues(exec, held, held.length > PAIRS_PER_STATEMENT ? await prefixCounts(exec, held.length) : undefined);
   return [...counted.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
 }
 
@@ -197,22 +204,47 @@ export async function queuesMostBehind(exec: Executor, limit: number): Promise<Q
 const pairKey = (status: string, queue: string) => `${status}\u0000${queue}`;
 
 /**
- * The (status, queue) pairs wholly inside the first PREFIX_COUNT_ROWS entries of the claim
- * index (its order: status, then queue), each with its number of jobs: one statement
- * reading at most that many entries from the index alone. The last pair read is left out
- * when the limit was reached (it may go on past it).
+ * The (status, queue) pairs counted by grouped counts of the claim index (its order:
+ * status, then queue), each with its number of jobs. Each statement reads at most
+ * PREFIX_COUNT_ROWS entries from the index alone; the last pair it read is left out when
+ * it reached the limit (the pair may go on past it), and the next statement starts past
+ * that pair: a queue of a million jobs costs one statement here, not the count of every
+ * queue after it. At most PREFIX_COUNT_SCANS_MAX statements, and none once `pairsHeld`
+ * (heldStatuses) leaves at most PAIRS_PER_STATEMENT pairs uncounted: one countPairs
+ * statement counts those for less.
  */
-async function prefixCounts(exec: Executor): Promise<Map<string, number>> {
-  const found = rows<{ status: JobStatus; queue: string; n: number | string }>(
-    await exec.execute(sql`SELECT status, queue, COUNT(*) AS n
-      FROM (SELECT status, queue FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
-        WHERE status IN (${sql.join(JOB_STATUSES.map((status) => sql`${status}`), sql`, `)})
-        ORDER BY status, queue LIMIT ${PREFIX_COUNT_ROWS}) first_entries
-      GROUP BY status, queue ORDER BY status, queue`),
-  );
-  const read = found.reduce((sum, r) => sum + Number(r.n), 0);
-  if (read >= PREFIX_COUNT_ROWS) found.pop();
-  return new Map(found.map((r) => [pairKey(r.status, r.queue), Number(r.n)]));
+async function prefixCounts(exec: Executor, pairsHeld: number): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  let stoppedIn: { status: JobStatus; queue: string } | null = null;
+  let stoppedInCount = 0;
+  for (let scan = 0; scan < PREFIX_COUNT_SCANS_MAX; scan++) {
+    const found: Array<{ status: JobStatus; queue: string; n: number | string }> = rows(
+      await exec.execute(sql`SELECT status, queue, COUNT(*) AS n
+        FROM (SELECT status, queue FROM cronq_jobs FORCE INDEX (cronq_jobs_claim)
+          WHERE ${stoppedIn ? pastPair(stoppedIn) : sql`status IN ${JOB_STATUSES}`}
+          ORDER BY status, queue LIMIT ${PREFIX_COUNT_ROWS}) first_entries
+        GROUP BY status, queue ORDER BY status, queue`),
+    );
+    const read = found.reduce((sum, r) => sum + Number(r.n), 0);
+    const last = read >= PREFIX_COUNT_ROWS ? found.pop() : undefined;
+    for (const r of found) counts.set(pairKey(r.status, r.queue), Number(r.n));
+    if (!last) break;
+    stoppedIn = last;
+    stoppedInCount += 1;
+    if (pairsHeld - counts.size - stoppedInCount <= PAIRS_PER_STATEMENT) break;
+  }
+  return counts;
+}
+
+/**
+ * The claim index's entries after every entry of the pair (status, queue), in its order: by
+ * JOB_STATUSES order (the ENUM's index order; `status > 'x'` would compare the names as
+ * text), then by queue. Ranges of the index, so the server seeks to the first.
+ */
+function pastPair({ status, queue }: { status: JobStatus; queue: string }): SQL {
+  const later = JOB_STATUSES.slice(JOB_STATUSES.indexOf(status) + 1);
+  const sameStatus = sql`(status = ${status} AND queue > ${queue})`;
+  return later.length === 0 ? sameStatus : sql`(${sameStatus} OR status IN ${later})`;
 }
 
 /**
