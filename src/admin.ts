@@ -85,8 +85,12 @@ export interface DeadLetterAdmin {
   groups(query?: DeadLetterQuery & { limit?: number }): Promise<DeadLetterGroup[]>;
   /** Dead letters awaiting review, counted up to DEAD_LETTER_COUNT_CAP (as stats().deadLetters, alone). */
   awaitingReview(): Promise<DeadLetterStats>;
-  /** One dead letter in full with its job's row now, or null when no such id. */
-  get(id: number): Promise<DeadLetterDetail | null>;
+  /**
+   * One dead letter in full with its job's row now, or null when no such id.
+   * `payloadCharsMax` (a whole number, 1 or more): read only the payload's first that many
+   * characters (code points), `payloadChars` and `payloadBytes` still telling the whole.
+   */
+  get(id: number, options?: { payloadCharsMax?: number }): Promise<DeadLetterDetail | null>;
   /** Puts the job back to 'ready' (attempts and lease expiries 0, available now) unless it is no longer dead or died again since. */
   requeue(id: number, reason: string): Promise<ReviewOutcome>;
   /** Leaves the job dead and marks the dead letter reviewed. */
@@ -361,7 +365,11 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
         return store.groupDeadLetters({ ...rest, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: LISTING_MAX }) }) });
       },
       awaitingReview: () => store.deadLettersAwaitingReview(),
-      get: async (id) => store.getDeadLetter(checkedId(id)),
+      get: async (id, options) => {
+        const checked = checkedId(id);
+        const bound = checkedPayloadBound(options, 'deadLetters.get');
+        return bound === undefined ? store.getDeadLetter(checked) : store.getDeadLetter(checked, { payloadCharsMax: bound });
+      },
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
       discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),
       requeueMatching: async (filter, reason, options) =>
@@ -445,9 +453,8 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     },
     job: async (target, options) => {
       const checked = checkedTarget(target, 'job');
-      const { payloadCharsMax } = checkedOptions(options, ['payloadCharsMax'], 'job');
-      if (payloadCharsMax === undefined) return store.job(checked);
-      return store.job(checked, { payloadCharsMax: wholeNumberWithin(payloadCharsMax, 'job: payloadCharsMax', { min: 1, max: Number.MAX_SAFE_INTEGER }) });
+      const bound = checkedPayloadBound(options, 'job');
+      return bound === undefined ? store.job(checked) : store.job(checked, { payloadCharsMax: bound });
     },
     async tick(name, options) {
       const { at: asked, force = false, signal, stallMs = FANOUT_LEASE_MS } = checkedOptions(options, ['at', 'force', 'signal', 'stallMs'], 'tick');
@@ -576,6 +583,12 @@ function checkedFilter<T extends DeadLetterFilter & { includeReviewed?: boolean 
  * A call's options: undefined (none) or an object of known keys, else UsageError naming the
  * key (a misspelt `{ att }` would leave the default in force: `tick` would run today's fire).
  */
+/** The `payloadCharsMax` of job's or deadLetters.get's options, checked (a whole number, 1 or more); undefined when not given. */
+function checkedPayloadBound(options: { payloadCharsMax?: number } | undefined, what: string): number | undefined {
+  const { payloadCharsMax } = checkedOptions(options, ['payloadCharsMax'], what);
+  return payloadCharsMax === undefined ? undefined : wholeNumberWithin(payloadCharsMax, `${what}: payloadCharsMax`, { min: 1, max: Number.MAX_SAFE_INTEGER });
+}
+
 function checkedOptions<T extends object>(options: T | undefined, known: readonly string[], what: string): Partial<T> {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null) throw new UsageError(`${what}: options must be an object (got ${shownValue(options)})`);

@@ -1,12 +1,13 @@
 /**
- * The console's job page reads only the start of a payload from the database: a job
- * holding tens of megabytes must not make every view of its page fetch and hold all of
- * it. The cut is the store's (a bounded read), the note the page's.
+ * The console's job and dead-letter pages read only the start of a payload from the
+ * database: a job holding tens of megabytes must not make every view of its page fetch
+ * and hold all of it. The cut is the store's (a bounded read), the note the page's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCronq, defineTask, type Cronq } from '../src/index.ts';
 import type { JobRecord } from '../src/store/index.ts';
 import { jobByIdOrKey } from '../src/store/console.ts';
+import { getDeadLetter, type DeadLetterDetail } from '../src/store/deadLetters.ts';
 import { ConsoleAuth } from '../src/http/console/auth.ts';
 import { PAYLOAD_SHOWN_MAX } from '../src/http/console/payload.ts';
 import { createConsole } from '../src/http/console/router.ts';
@@ -14,7 +15,7 @@ import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import { useTestDatabase } from './support/db.ts';
 
-const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
+const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_dead_letters'] });
 const TOKEN = 'ops:correct-horse-battery-staple';
 const mail = defineTask({ name: 'send-mail', handle() {} });
 
@@ -54,9 +55,26 @@ describe('reading a job for the console', () => {
         await expect(cronq.admin.job({ key: 'x' }, { payloadCharsMax: bad as number })).rejects.toThrow(/^job: payloadCharsMax must be a whole number from 1 to /);
       }
       await expect(cronq.admin.job({ key: 'x' }, { payloadMax: 10 } as any)).rejects.toThrow(/payloadMax/);
+      await expect(cronq.admin.deadLetters.get(1, { payloadCharsMax: 0 })).rejects.toThrow(/^deadLetters\.get: payloadCharsMax must be a whole number from 1 to /);
     } finally {
       await cronq.stop({ graceMs: 0 });
     }
+  });
+});
+
+async function insertDeadLetter(id: number, payload: string): Promise<void> {
+  await t.sql(`INSERT INTO cronq_dead_letters (id, job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts) VALUES (?, ?, 'mail', 'send-mail', ?, ?, 'Error: x', 'Error: x', 5)`, [id, 100 + id, `dead:${id}`, payload]);
+}
+
+describe('reading a dead letter for the console', () => {
+  it('returns at most the asked characters of a larger payload, with the whole size in bytes and characters, and all of it unbounded', async () => {
+    const payload = astralPayload(PAYLOAD_SHOWN_MAX * 2);
+    await insertDeadLetter(3, payload);
+    const letter = await getDeadLetter(t.database.db, 3, { payloadCharsMax: PAYLOAD_SHOWN_MAX });
+    expect(codePoints(letter!.payloadText!)).toBe(PAYLOAD_SHOWN_MAX);
+    expect(payload.startsWith(letter!.payloadText!)).toBe(true);
+    expect(letter).toMatchObject({ payloadBytes: Buffer.byteLength(payload), payloadChars: codePoints(payload) });
+    expect((await getDeadLetter(t.database.db, 3))!.payloadText).toBe(payload);
   });
 });
 
@@ -64,6 +82,7 @@ describe('the console job page and a large payload', () => {
   let cronq: Cronq;
   let server: HttpServer;
   const read: JobRecord[] = [];
+  const lettersRead: DeadLetterDetail[] = [];
 
   beforeAll(async () => {
     cronq = createCronq({ databaseUrl: t.url, tasks: [mail], workers: false, scheduler: false, logger: false });
@@ -74,6 +93,14 @@ describe('the console job page and a large payload', () => {
         const job = await cronq.admin.job(...args);
         if (job) read.push(job);
         return job;
+      },
+      deadLetters: {
+        ...cronq.admin.deadLetters,
+        get: async (...args: Parameters<Cronq['admin']['deadLetters']['get']>) => {
+          const letter = await cronq.admin.deadLetters.get(...args);
+          if (letter) lettersRead.push(letter);
+          return letter;
+        },
       },
     };
     server = await startHttpServer(
@@ -103,6 +130,16 @@ describe('the console job page and a large payload', () => {
     expect(body).toContain(`<pre id="payload">{&quot;a&quot;:&quot;😀😀`);
     expect(body).toContain(
       `Only its first ${PAYLOAD_SHOWN_MAX} characters are shown: the payload holds ${Buffer.byteLength(payload)} bytes (read it whole with <code>admin.job()</code>)`,
+    );
+  });
+
+  it("reads only the start of a dead letter's payload it shows, saying it is cut and how large it is", async () => {
+    const payload = astralPayload(PAYLOAD_SHOWN_MAX * 4);
+    await insertDeadLetter(4, payload);
+    const body = await (await fetch(`http://127.0.0.1:${server.port}/dead/4`, { headers: { Authorization: `Bearer ${TOKEN}` } })).text();
+    expect(lettersRead.map((letter) => codePoints(letter.payloadText!))).toEqual([PAYLOAD_SHOWN_MAX]);
+    expect(body).toContain(
+      `Only its first ${PAYLOAD_SHOWN_MAX} characters are shown: the payload holds ${Buffer.byteLength(payload)} bytes (read it whole with <code>cronq dead show 4 --json</code>)`,
     );
   });
 

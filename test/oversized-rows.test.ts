@@ -107,7 +107,8 @@ describe.skipIf(skip)(skip ? 'a row larger than max_allowed_packet (skipped: no 
     const [{ id: letterId }] = await query('SELECT id FROM cronq_dead_letters');
     expect(await engine!.admin.deadLetters.get(Number(letterId))).toMatchObject({ payloadText: null, payloadBytes });
     expect(await engine!.admin.job({ id: bigId })).toMatchObject({ payloadText: null, payloadBytes });
-    // The console's bounded read too: not readable, not a start of it.
+    // The console's bounded reads too: not readable, not a start of it.
+    expect(await engine!.admin.deadLetters.get(Number(letterId), { payloadCharsMax: 100 })).toMatchObject({ payloadText: null, payloadBytes });
     expect(await engine!.admin.job({ id: bigId }, { payloadCharsMax: 100 })).toMatchObject({ payloadText: null, payloadBytes });
   });
 

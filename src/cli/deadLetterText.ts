@@ -55,7 +55,7 @@ export function deadLetterJson(letter: DeadLetterSummary): Record<string, unknow
 
 /** `dead show --json`: everything, the payload parsed (or as text if it does not parse). */
 export function deadLetterDetailJson(letter: DeadLetterDetail): Record<string, unknown> {
-  const { payloadText, job, ...rest } = letter;
+  const { payloadText, payloadChars, job, ...rest } = letter;
   return {
     ...deadLetterJson(rest),
     failureReason: letter.failureReason,

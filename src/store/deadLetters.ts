@@ -67,12 +67,16 @@ export interface DeadLetterSummary {
 export interface DeadLetterDetail extends DeadLetterSummary {
   failureReason: string;
   /**
-   * The payload exactly as stored (JSON text); null when the server will not return it,
-   * the payload being larger than its max_allowed_packet (`payloadBytes` says how large).
+   * The payload exactly as stored (JSON text), or with `payloadCharsMax` only its first
+   * that many characters (cut when `payloadChars` is larger); null when the server will
+   * not return it, the whole payload being larger than its max_allowed_packet
+   * (`payloadBytes` says how large), bounded or not.
    */
   payloadText: string | null;
   /** The stored payload's size in bytes. */
   payloadBytes: number;
+  /** The stored payload's length in characters (code points, as the database counts them). */
+  payloadChars: number;
   job: {
     id: number;
     status: JobStatus;
@@ -277,10 +281,16 @@ export async function fillReasonGroups(tx: Executor, jobIds: number[], firstId: 
   }
 }
 
-/** One dead letter by its own id (`cronq_dead_letters.id`) with its job's current row; null when there is none. */
-export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLetterDetail | null> {
+/**
+ * One dead letter by its own id (`cronq_dead_letters.id`) with its job's current row; null
+ * when there is none. `payloadCharsMax`: read only the payload's first that many
+ * characters (code points) from the database, as jobByIdOrKey does (the whole is still
+ * cast, so one over max_allowed_packet stays null).
+ */
+export async function getDeadLetter(exec: Executor, id: number, { payloadCharsMax }: { payloadCharsMax?: number } = {}): Promise<DeadLetterDetail | null> {
+  const payload = payloadCharsMax === undefined ? sql`CAST(d.payload AS CHAR)` : sql`LEFT(CAST(d.payload AS CHAR), ${payloadCharsMax})`;
   const result = await exec.execute(sql`SELECT d.id, d.job_id, d.queue, d.kind, d.job_key, d.attempts, d.dead_at,
-      d.reviewed_at, d.resolution, d.failure_reason, CAST(d.payload AS CHAR) AS payload_text, LENGTH(d.payload) AS payload_bytes,
+      d.reviewed_at, d.resolution, d.failure_reason, ${payload} AS payload_text, LENGTH(d.payload) AS payload_bytes, CHAR_LENGTH(d.payload) AS payload_chars,
       j.id AS j_id, j.status AS j_status, j.attempts AS j_attempts, j.max_attempts AS j_max_attempts,
       j.available_at AS j_available_at, j.updated_at AS j_updated_at, j.last_error AS j_last_error
     FROM cronq_dead_letters d LEFT JOIN cronq_jobs j ON j.id = d.job_id
@@ -289,6 +299,7 @@ export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLet
     failure_reason: string;
     payload_text: string | null;
     payload_bytes: number;
+    payload_chars: number;
     j_id: number | null;
     j_status: JobStatus | null;
     j_attempts: number;
@@ -304,6 +315,7 @@ export async function getDeadLetter(exec: Executor, id: number): Promise<DeadLet
     failureReason: r.failure_reason,
     payloadText: r.payload_text,
     payloadBytes: Number(r.payload_bytes),
+    payloadChars: Number(r.payload_chars),
     job:
       r.j_id === null
         ? null

@@ -317,9 +317,9 @@ export class Store implements JobWriter {
     return groupDeadLetters(this.db, options);
   }
 
-  /** One dead letter with its job's current row, or null. */
-  getDeadLetter(id: number): Promise<DeadLetterDetail | null> {
-    return getDeadLetter(this.db, id);
+  /** One dead letter with its job's current row, or null; its payload's start only with `payloadCharsMax` (getDeadLetter). */
+  getDeadLetter(id: number, options: { payloadCharsMax?: number } = {}): Promise<DeadLetterDetail | null> {
+    return getDeadLetter(this.db, id, options);
   }
 
   /** Requeues or discards one dead letter, at most once (resolveDeadLetter). */

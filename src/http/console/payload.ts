@@ -4,8 +4,8 @@
  * payload may be megabytes (enqueue takes up to 64 MiB, the server returns up to its
  * max_allowed_packet): escaped and copied into the page whole, one 15 MB payload of `&`
  * made a 75 MB page and took the daemon's memory from 100 MB to 600 MB per view. A page
- * reads only PAYLOAD_SHOWN_MAX characters of it from the database where it can (a job:
- * admin.job's payloadCharsMax), so such a payload is not even fetched whole.
+ * reads only PAYLOAD_SHOWN_MAX characters of it from the database (admin.job's and
+ * deadLetters.get's payloadCharsMax), so such a payload is not even fetched whole.
  */
 import { sliceChars } from '../../runtime/errorText.ts';
 import { unreadablePayloadNote } from '../../shownText.ts';

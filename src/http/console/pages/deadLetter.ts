@@ -3,10 +3,11 @@ import { actionForm, type ConsoleContext, type PageResult } from '../context.ts'
 import { when } from '../format.ts';
 import { html } from '../html.ts';
 import { page } from '../layout.ts';
-import { payloadBlock } from '../payload.ts';
+import { PAYLOAD_SHOWN_MAX, payloadBlock } from '../payload.ts';
 
 export async function deadLetterPage(ctx: ConsoleContext, id: number): Promise<PageResult> {
-  const letter = await ctx.admin.deadLetters.get(id);
+  // Only the start the page shows is read: a payload may be tens of megabytes.
+  const letter = await ctx.admin.deadLetters.get(id, { payloadCharsMax: PAYLOAD_SHOWN_MAX });
   if (!letter) return { status: 404, body: page('No such dead letter', ctx.viewer, html`<p>No dead letter #${id}.</p>`) };
   const review = letter.reviewedAt
     ? html`<p>Reviewed ${when(letter.reviewedAt)}: ${letter.resolution}</p>`
