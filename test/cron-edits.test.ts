@@ -220,6 +220,52 @@ describe('a schedule whose cron was edited', () => {
     await t.sql('DELETE FROM cronq_pauses');
   }, 60_000);
 
+  it('the first tick of the new cron skipped for overlap keeps the words saying the cron changed, after the skip’s own', async () => {
+    // v1's job of 09:00 (or January 1st) is still ready when v2's first tick comes: overlap 'skip' skips it.
+    await version({ cron: '0 * * * *', overlap: 'skip' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    await version({ cron: '*/5 * * * *', overlap: 'skip' }, 'v2:1').catchUp(at('2030-01-03T10:00:30Z'));
+    expect((await outcomes())[1]).toEqual(['2030-01-03T10:00:00.000Z', 'skipped', 'previous run still in progress; cron changed from `0 * * * *` to `*/5 * * * *`']);
+
+    // Not shared: the edit's note says the ticks before were not the schedule's.
+    await t.sql('DELETE FROM cronq_schedule_ticks');
+    await t.sql('DELETE FROM cronq_jobs');
+    await version({ overlap: 'skip' }, 'v1:1').catchUp(at('2030-01-01T00:00:05Z'));
+    await version({ cron: '* * * * *', overlap: 'skip' }, 'v2:1').catchUp(at('2030-01-03T10:00:30Z'));
+    expect((await outcomes())[1]).toEqual([
+      '2030-01-03T10:00:00.000Z',
+      'skipped',
+      "previous run still in progress; cron changed from `0 0 1 * *` to `* * * * *`: ticks before this were not the schedule's",
+    ]);
+  }, 60_000);
+
+  it('the first tick of the new cron whose fan-out fails keeps the words saying the cron changed, after the failure, within the column', async () => {
+    const failing = (message: string) => ({
+      async *jobs() {
+        throw new Error(message);
+      },
+    });
+    const deps = { fanoutRetry: { attempts: 1, backoff: { baseMs: 1, maxMs: 1 } } };
+    await version({ cron: '0 * * * *' }, 'v1:1').catchUp(at('2030-01-03T09:00:05Z'));
+    await version({ cron: '*/5 * * * *', ...failing('boom') }, 'v2:1', deps).catchUp(at('2030-01-03T10:01:30Z'));
+    expect((await ledger())[1]).toMatchObject({
+      at: '2030-01-03T10:00:00.000Z',
+      outcome: 'failed',
+      caughtUp: true,
+      note: 'failed after 1 attempts: Error: boom; cron changed from `0 * * * *` to `*/5 * * * *`',
+    });
+
+    // The longest failure (its error cut to 200 characters) and two long crons: the note is cut at its end, the words kept.
+    await t.sql('DELETE FROM cronq_schedule_ticks');
+    const hours = Array.from({ length: 24 }, (_, i) => i).join(',');
+    const [before, after] = [`${Array.from({ length: 60 }, (_, i) => i).join(',')} ${hours} * * *`, `${Array.from({ length: 30 }, (_, i) => 2 * i).join(',')} ${hours} * * *`];
+    await version({ cron: before }, 'v1:1').catchUp(at('2030-01-03T10:00:05Z'));
+    await version({ cron: after, ...failing('x'.repeat(500)) }, 'v2:1', deps).catchUp(at('2030-01-03T10:02:30Z'));
+    const [, failed] = await ledger();
+    expect(failed).toMatchObject({ at: '2030-01-03T10:02:00.000Z', outcome: 'failed' });
+    expect([...failed.note!]).toHaveLength(255);
+    expect(failed.note).toMatch(/^failed after 1 attempts: Error: x+; cron changed from `0,1,2,.*…$/);
+  }, 60_000);
+
   it('the note of a shared first tick between two long crons is cut to the column', async () => {
     // Crons of about 150 characters; the old one fires at every minute the new one does (and more).
     const hours = Array.from({ length: 24 }, (_, i) => i).join(',');

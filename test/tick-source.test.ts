@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fireTimesBetween } from '../src/schedule/period.ts';
-import { isFireOf, normalisedCron, sharedFires, sourceChange, sourceChangeNote } from '../src/schedule/tickSource.ts';
+import { isFireOf, normalisedCron, sharedFires, sourceChange, sourceChangeIn, sourceChangeNote } from '../src/schedule/tickSource.ts';
 
 describe('what a ledger row says its tick was computed from', () => {
   it('a cron rewritten only in its blanks and tabs is the same cron', () => {
@@ -24,6 +24,18 @@ describe('what a ledger row says its tick was computed from', () => {
     // The short form, for a first tick the old version has too: what changed, nothing about the ticks before.
     expect(sourceChange({ cron: '0 0 1 * *', timezone: 'UTC' }, now)).toBe('cron changed from `0 0 1 * *` to `* * * * *`, timezone changed from UTC to Europe/Berlin');
     expect(sourceChange({ cron: '*  * * * *', timezone: 'Europe/Berlin' }, now)).toBeNull();
+  });
+
+  it('the part of a note saying what changed is found after the note’s own parts, and nothing else is taken for it', () => {
+    const now = { cron: '*/5 * * * *', timezone: 'UTC' };
+    const change = sourceChange({ cron: '0 * * * *', timezone: 'UTC' }, now)!;
+    expect(sourceChangeIn(change)).toBe(change);
+    expect(sourceChangeIn(`caught up; ${change}`)).toBe(change);
+    const note = sourceChangeNote({ cron: '0 * * * *', timezone: 'Etc/UTC' }, now)!;
+    expect(sourceChangeIn(`paused by ann since 2030-01-03T10:00:00.000Z: deploy; ${note}`)).toBe(note);
+    expect(sourceChangeIn('caught up')).toBeNull();
+    expect(sourceChangeIn(null)).toBeNull();
+    expect(sourceChangeIn('paused: the cron changed from monday')).toBeNull();
   });
 
   it('the ticks an edited schedule shares with its old version are those the old one fires at too, dense or sparse, over a DST change', () => {

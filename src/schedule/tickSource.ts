@@ -42,6 +42,20 @@ export function sourceChange(row: { cron: string | null; timezone: string | null
 }
 
 /**
+ * The part of a tick's ledger note that says its cron or time zone changed (sourceChange,
+ * sourceChangeNote), through the note's end, or null when it says none. That part always
+ * comes last (ScheduleTicker writes it after the tick's own note, `caught up` say), so a
+ * note that replaces the tick's (a skip for overlap, a failure) can keep it after its own.
+ */
+export function sourceChangeIn(note: string | null): string | null {
+  if (note === null) return null;
+  const found = CHANGE_START.exec(note);
+  return found === null ? null : note.slice(found.index + (found[0].startsWith('; ') ? 2 : 0));
+}
+/** How sourceChange starts, at the start of a note or of one of its `; ` parts. */
+const CHANGE_START = /(?:^|; )(?:cron|timezone) changed from /;
+
+/**
  * The ledger note of the first tick written after an edit of the cron or time zone when
  * the old version does not have that tick (sourceChange, and that the ticks before it
  * were not the schedule's), or null as sourceChange.

@@ -14,7 +14,7 @@ import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire 
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, isLateTick, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
-import { isFireOf, sharedFires, sourceChange, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
+import { isFireOf, sharedFires, sourceChange, sourceChangeIn, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
 import type { TickRow } from '../store/index.ts';
 
 export interface TickerDeps {
@@ -416,10 +416,13 @@ export class ScheduleTicker {
     }
   }
 
-  /** Records an owned tick as skipped by `overlap: 'skip'`. */
+  /**
+   * Records an owned tick as skipped by `overlap: 'skip'`: OVERLAP_NOTE, then what its own
+   * note said of a cron edit (sourceChangeIn: the first tick of an edited cron).
+   */
   private async skipOverlapping(tick: OwnedTick, why: string): Promise<void> {
     const at = tick.scheduledAt.toISOString();
-    if (!(await this.deps.store.skipTickIfOwned(tick.id, this.deps.claimedBy, OVERLAP_NOTE))) {
+    if (!(await this.deps.store.skipTickIfOwned(tick.id, this.deps.claimedBy, withNote(OVERLAP_NOTE, sourceChangeIn(tick.note))))) {
       throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
     }
     this.log.info({ event: 'schedule_tick_skipped', scheduled_at: at, reason: OVERLAP_NOTE, why }, 'tick skipped: previous run still in progress');
@@ -487,7 +490,7 @@ export class ScheduleTicker {
           // Too many entities: another attempt would read them all again, and as many.
           if (attempt >= retry.attempts || error instanceof FanoutTooLargeError) {
             this.abandoned.delete(id);
-            await this.recordFailed(id, at, attempt, reason, insertedSoFar);
+            await this.recordFailed(id, at, attempt, reason, insertedSoFar, note);
             return;
           }
           const retryInMs = retryDelayMs(retry.backoff, attempt);
@@ -556,7 +559,7 @@ export class ScheduleTicker {
       const abandoned = (this.abandoned.get(id) ?? 0) + 1;
       if (abandoned >= retry.attempts) {
         this.abandoned.delete(id);
-        await this.recordFailed(id, at, abandoned, `the fan-out made no progress for ${leaseMs} ms (its lease), each time`, insertedSoFar);
+        await this.recordFailed(id, at, abandoned, `the fan-out made no progress for ${leaseMs} ms (its lease), each time`, insertedSoFar, note);
         return;
       }
       this.abandoned.set(id, abandoned);
@@ -569,8 +572,13 @@ export class ScheduleTicker {
     this.log.info({ event: 'schedule_tick_interrupted', scheduled_at: at, enqueued: insertedSoFar }, 'fan-out stopped for shutdown; the next scheduler resumes it');
   }
 
-  private async recordFailed(id: number, at: string, attempts: number, reason: string, inserted: number): Promise<void> {
-    const note = `failed after ${attempts} attempts: ${reason}`;
+  /**
+   * Records an owned tick as failed: the failure (its reason at most 200 characters, so
+   * the note's cut at the column's end keeps the words), then what the tick's own note
+   * `own` said of a cron edit (sourceChangeIn).
+   */
+  private async recordFailed(id: number, at: string, attempts: number, reason: string, inserted: number, own: string | null): Promise<void> {
+    const note = withNote(`failed after ${attempts} attempts: ${reason}`, sourceChangeIn(own));
     if (!(await this.deps.store.failTickIfOwned(id, this.deps.claimedBy, { inserted, existing: 0, note }))) {
       throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
     }
