@@ -93,7 +93,7 @@ export function outsideNote(catchUp: ResolvedCatchUp): string {
 
 /** The ledger note of a tick skipped while its schedule was paused: who, since when, why. */
 export function pausedNote(pause: { pausedBy: string; pausedAt: Date; reason: string | null }): string {
-  // One line: a reason's line breaks would print as lines of their own (in `cronq stats`, say), reading as other output.
+  // One line: a reason's line breaks would print as lines of their own (in `cronq tick`'s refusal, say), reading as other output.
   const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
   const reason = pause.reason === null ? null : oneLine(pause.reason);
   return `paused by ${oneLine(pause.pausedBy)} since ${instantText(pause.pausedAt)}${reason ? `: ${reason}` : ''}`;

@@ -61,21 +61,27 @@ ${COMMON_HELP}`,
       } else if (listed.length === 0) {
         args.out('no schedules');
       } else {
-        args.out(`zone data: tz ${TZDATA} (Node ${process.version})`);
+        // Every line through printableLine: a pause's reason and author and a tick's note (an
+        // error's line, a refused key) hold whatever was written, and their tabs and line
+        // breaks show as escapes (`\x09`), as in a table cell, so each line keeps its columns.
+        // The cron shows with one space between its fields, as the ledger records it (--json
+        // gives it as defined).
+        const line = (text: string) => args.out(printableLine(text));
+        line(`zone data: tz ${TZDATA} (Node ${process.version})`);
         for (const [i, s] of listed.entries()) {
           const paused = schedules[i].paused;
-          args.out(`${s.name}  ${shownCron(s.cron)}  ${s.timezone}  period ${s.period}`);
-          if (paused) args.out(`  ${describePause(paused)} (its ticks are skipped)`);
-          args.out(`  next: ${s.next.join(', ') || '(never)'}`);
+          line(`${s.name}  ${normalisedCron(s.cron)}  ${s.timezone}  period ${s.period}`);
+          if (paused) line(`  ${describePause(paused)} (its ticks are skipped)`);
+          line(`  next: ${s.next.join(', ') || '(never)'}`);
           const t = s.lastTick;
-          args.out(
+          line(
             t
               ? `  last tick: ${t.scheduledAt} ${t.outcome}${t.outcome === 'enqueued' ? ` (${t.jobsEnqueued} new, ${t.jobsExisting} existing${t.finishedAt ? '' : ', fan-out unfinished'})` : ''}${t.note ? ` — ${t.note}` : ''}`
               : '  last tick: none yet',
           );
           if (s.expectWithinMs !== null || s.lastSuccessAt !== null) {
             const verdict = s.expectWithinMs === null ? '' : s.overdue ? `; OVERDUE since ${s.overdueSince} (expect within ${formatDuration(s.expectWithinMs)})` : `; ok (expect within ${formatDuration(s.expectWithinMs)})`;
-            args.out(`  last success: ${s.lastSuccessAt ?? 'none among the latest ticks'}${verdict}`);
+            line(`  last success: ${s.lastSuccessAt ?? 'none among the latest ticks'}${verdict}`);
           }
         }
       }
@@ -85,15 +91,6 @@ ${COMMON_HELP}`,
     }
   },
 };
-
-/**
- * A cron as its schedule's line shows it: one space between fields (normalisedCron, as the
- * ledger records it), anything else that is no printable character a visible escape
- * (printableLine), so the line keeps its columns. --json gives the cron as defined.
- */
-function shownCron(cron: string): string {
-  return printableLine(normalisedCron(cron));
-}
 
 function tickJson(t: TickRow) {
   return {

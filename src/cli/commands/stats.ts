@@ -3,7 +3,7 @@ import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { shownPauseName, shownPauseTarget } from './pause.ts';
-import { jsonText } from '../printable.ts';
+import { jsonText, printableLine } from '../printable.ts';
 import { renderTable } from '../textTable.ts';
 
 /** `cronq stats [--json]`: jobs per queue and status, oldest waiting job, dead letters to review. */
@@ -119,10 +119,17 @@ function healthText(health: ScheduleHealth[] | undefined): string {
   )}`;
 }
 
-/** One line per pause in force (nothing when none): what, who, since when, why. */
+/**
+ * One line per pause in force (nothing when none): what, who, since when, why; tabs and
+ * line breaks of a name, an author or a reason shown as escapes (printableLine), as in a
+ * table cell, so each pause stays one line that reads as written.
+ */
 function pausesText(pauses: Stats['pauses']): string {
   return pauses
-    .map((p) => `\n${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: cronq resume --unknown-target ${shownPauseName(p.name)})` : ''}`)
+    .map(
+      (p) =>
+        `\n${printableLine(`${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: cronq resume --unknown-target ${shownPauseName(p.name)})` : ''}`)}`,
+    )
     .join('');
 }
 
