@@ -97,7 +97,7 @@ describe('a fan-out whose jobs() never ends', () => {
       ['10:01', 'failed', 2_500],
       ['10:02', 'enqueued', 1],
     ]);
-    expect(ticks[1].note).toBe('failed after 1 attempts: FanoutTooLargeError: jobs() yielded more than 2,500 entities; the fan-out was stopped there');
+    expect(ticks[1].note).toBe('failed after 1 attempt: FanoutTooLargeError: jobs() yielded more than 2,500 entities; the fan-out was stopped there');
     expect(log.named('schedule_tick_retry')).toEqual([]);
     expect(log.named('tick_failed')).toHaveLength(1);
     expect(calls).toBe(2);

@@ -54,21 +54,21 @@ describe('user text in cronq schedules and cronq stats', () => {
     );
     await t.sql(
       `INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, note, started_at, finished_at)
-       VALUES ('nuuk', '2026-03-27 02:30:00', '2026-03-26', 'failed', 'failed after 1 attempts: Error: a\tb\nc', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+       VALUES ('nuuk', '2026-03-27 02:30:00', '2026-03-26', 'failed', 'failed after 1 attempt: Error: a\tb\nc', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
     );
     try {
       const schedules = await runMain(['schedules', '--from', '2026-03-27T12:00:00Z', '--count', '1'], env);
       expect(schedules).toMatchObject({ code: 0, stderr: '' });
       const lines = schedules.stdout.split('\n');
       expect(lines[2]).toBe('  paused by ann\\x09ops since 2026-03-27T10:00:00.000Z: deploy\\x09v2 \\x1b[2J now (its ticks are skipped)');
-      expect(lines[4]).toBe('  last tick: 2026-03-27T02:30:00.000Z failed — failed after 1 attempts: Error: a\\x09b\\x0ac');
+      expect(lines[4]).toBe('  last tick: 2026-03-27T02:30:00.000Z failed — failed after 1 attempt: Error: a\\x09b\\x0ac');
       expect(schedules.stdout).not.toMatch(/\t/);
 
       const stats = await runMain(['stats'], env);
       expect(stats).toMatchObject({ code: 0, stderr: '' });
       expect(stats.stdout).toContain('\nschedule nuuk paused by ann\\x09ops since 2026-03-27T10:00:00.000Z: deploy\\x09v2 \\x1b[2J now\n');
       expect(stats.stdout).toContain('\nqueue mail\\x09bulk paused by bob since 2026-03-27T10:00:00.000Z\n');
-      expect(stats.stdout).toMatch(/\nnuuk +2026-03-27T02:30:00\.000Z +failed: failed after 1 attempts: Error: a\\x09b\\x0ac +- *\n/);
+      expect(stats.stdout).toMatch(/\nnuuk +2026-03-27T02:30:00\.000Z +failed: failed after 1 attempt: Error: a\\x09b\\x0ac +- *\n/);
       expect(stats.stdout).not.toMatch(/\t/);
     } finally {
       await t.sql('DELETE FROM cronq_pauses');

@@ -578,7 +578,7 @@ export class ScheduleTicker {
    * `own` said of a cron edit (sourceChangeIn).
    */
   private async recordFailed(id: number, at: string, attempts: number, reason: string, inserted: number, own: string | null): Promise<void> {
-    const note = withNote(`failed after ${attempts} attempts: ${reason}`, sourceChangeIn(own));
+    const note = withNote(`failed after ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`, sourceChangeIn(own));
     if (!(await this.deps.store.failTickIfOwned(id, this.deps.claimedBy, { inserted, existing: 0, note }))) {
       throw new TickTakenOverError(`tick ${at} was taken over by another daemon`);
     }
