@@ -61,6 +61,40 @@ describe('a running job cut short by the shutdown grace', () => {
     expect(letter.failure_reason).toMatch(/^the process running it stopped 3 times without finishing it \(the last time the shutdown's grace ran out while its handler ran; /);
   }, 60_000);
 
+  it('is handed back too when its handler returns early on the aborted signal instead of throwing: it did not finish', async () => {
+    // The common way to stop early: check ctx.signal.aborted between items and return.
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let itemsDone = 0;
+    const stopsEarly = defineTask({
+      name: 'stops-early',
+      handle: async (_job, ctx) => {
+        started();
+        for (let item = 0; item < 1_000; item++) {
+          if (ctx.signal.aborted) return;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          itemsDone += 1;
+        }
+      },
+    });
+    const log = new EventLog();
+    cronq = createCronq({ databaseUrl: t.url, tasks: [stopsEarly], logger: log.logger, scheduler: false, pollInterval: '20ms' });
+    await cronq.start();
+    await cronq.enqueue({ kind: 'stops-early', key: 'deploy:3' });
+    await running;
+    await cronq.stop({ graceMs: 100 });
+    cronq = null;
+    expect(itemsDone).toBeLessThan(1_000);
+    expect(log.named('job_released_on_shutdown')).toHaveLength(1);
+    expect(log.named('job_completed')).toEqual([]);
+    expect((await t.sql("SELECT status, attempts, lease_expiries, lease_token FROM cronq_jobs WHERE job_key = 'deploy:3'"))[0]).toEqual({
+      status: 'ready',
+      attempts: 0,
+      lease_expiries: 1,
+      lease_token: null,
+    });
+  }, 30_000);
+
   it('a job that finishes within the grace is done, with no stop counted', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

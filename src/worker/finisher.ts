@@ -330,14 +330,17 @@ export class Finisher {
       this.settle(run); // result discarded; job_lease_lost already logged
       return;
     }
+    // Cut by the shutdown's grace, whatever the handler came to: a throw, or a return once it
+    // saw its signal aborted (`if (ctx.signal.aborted) return`), which did not finish the job
+    // either. Handed back (attempt restored, the stop counted): at worst it runs again.
+    if (run.shutdownAborted) {
+      this.settleAfter(run, run.releaseIfStillHeld());
+      return;
+    }
     if (outcome.ok && effects.length === 0) {
       this.deps.slots.free(run);
       this.pending.push(run);
       this.flushing ??= this.flush();
-      return;
-    }
-    if (!outcome.ok && run.shutdownAborted) {
-      this.settleAfter(run, run.releaseIfStillHeld());
       return;
     }
     this.settleAfter(
