@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { DatabaseBusyError, UsageError } from './errors.ts';
 import { isLockConflict } from './runtime/dbHealth.ts';
 import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
@@ -8,6 +8,7 @@ import { helpText, mainHelp, usageOf } from './cli/help.ts';
 import { printable } from './cli/printable.ts';
 import { shownText } from './shownText.ts';
 import { parseLogLevel } from './logger.ts';
+import { scheduleFileImporting } from './schedule/loader.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
 import { migrateCommand } from './cli/commands/migrate.ts';
 import { startCommand } from './cli/commands/start.ts';
@@ -86,10 +87,33 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const { values, positionals } = parseCommandArgs(command, rest);
     label = commandLabel(command, positionals);
     parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
-    return await command.run({ values, positionals, env, out });
+    const onExitWhileImporting = exitWhileImportingReporter(label);
+    process.on('exit', onExitWhileImporting);
+    try {
+      return await command.run({ values, positionals, env, out });
+    } finally {
+      process.off('exit', onExitWhileImporting);
+    }
   } catch (error) {
     return report(error, env, label);
   }
+}
+
+/**
+ * An `exit` listener for the time a command runs: a schedule file that ends the process as
+ * it imports (`process.exit()` at its top level) is refused as one that throws is, one line
+ * naming it and exit 64, rather than ending the command silently with its code (`cronq
+ * enqueue` exiting 0 without an id). Exits at other times are left alone (the daemon
+ * reports its own). Writes synchronously: the process ends when the listener returns.
+ */
+function exitWhileImportingReporter(label: string | undefined): (code: number | string | undefined) => void {
+  return (code) => {
+    const file = scheduleFileImporting();
+    if (file === null) return;
+    process.exitCode = EXIT_USAGE;
+    const called = `process.exit(${shownText(String(code ?? ''), 20)})`;
+    writeSync(2, `${printable(cliLine(label, `${file}: called ${called} while being imported: a schedule file must not end the process`))}\n`);
+  };
 }
 
 /**

@@ -8,6 +8,7 @@ import { ConsoleAuth } from './http/console/auth.ts';
 import { createConsole } from './http/console/router.ts';
 import type { Logger } from './logger.ts';
 import { shownText } from './shownText.ts';
+import { scheduleFileImporting } from './schedule/loader.ts';
 
 /**
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
@@ -147,6 +148,8 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
    * restarts on failure (systemd's Restart=on-failure) restarts the daemon.
    */
   function onForeignExit(code: number | string | undefined): void {
+    // A schedule file ending the process as it imports is refused by the CLI, naming the file.
+    if (scheduleFileImporting() !== null) return;
     // What the process would exit with: the code's low 8 bits (256 is 0; '0' is 0).
     const status = Number(code) & 0xff;
     const reported = status === 0 ? EXIT_FOREIGN_EXIT : status;

@@ -155,6 +155,27 @@ describe.concurrent('schedule files that cannot be imported (cronq start)', () =
   });
 });
 
+// A file that ends the process as it loads would otherwise end a command with its code and
+// no word: `cronq enqueue` exiting 0 without an id, a script reading success.
+describe.concurrent('a schedule file that calls process.exit() while it imports', () => {
+  const unreachable = { DATABASE_URL: 'mysql://root@127.0.0.1:1/unused' };
+
+  it.each([
+    ['start', '0', []],
+    ['schedules', '0', []],
+    ['tick', '0', ['fine']],
+    ['enqueue', '0', ['fine', '--key', 'by-hand:1']],
+    ['schedules', '3', []],
+  ])('cronq %s is refused in one line naming the file, exit 64 (process.exit(%s))', async (command, code, args) => {
+    const dir = folder({ 'a.ts': good('fine'), 'exits.ts': `process.exit(${code});\n` });
+    const r = await runCli([command, ...args, '--schedules', dir], unreachable, 50_000);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 64, stdout: '' });
+    expect(r.stderr).toBe(
+      `cronq ${command}: ${relative(REPO_ROOT, dir)}/exits.ts: called process.exit(${code}) while being imported: a schedule file must not end the process\n`,
+    );
+  });
+});
+
 describe('a stop while schedule files are still importing', () => {
   // Marks that its import began, then never settles; its interval would keep a process alive.
   const stuck = (mark: string, keepAlive = '') =>

@@ -18,6 +18,19 @@ const NOT_SCHEDULES = /\.(test|spec)\.(ts|mts|js|mjs)$/;
 const LOOKS_LOADABLE = /^(?![._]).*\.(ts|mts|js|mjs)$/i;
 const LOOKS_NOT_SCHEDULES = /\.(test|spec|d)\.(ts|mts|js|mjs)$/i;
 
+/** The schedule file being imported now, as messages show it; null between imports. */
+let importing: string | null = null;
+
+/**
+ * The schedule file whose import is in progress in this process (as messages show its
+ * path), or null. For an `exit` listener: code that ends the process while a file
+ * imports (`process.exit()` at its top level) can then be blamed on that file. With
+ * several folders loading at once, the one whose import began last.
+ */
+export function scheduleFileImporting(): string | null {
+  return importing;
+}
+
 export interface LoadOptions {
   /** How long importing one file may take (default 10 s): past it the folder is refused. */
   importTimeoutMs?: number;
@@ -62,6 +75,7 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
       const file = join(absolute, name);
       const shown = shownPath(file);
       let module: Record<string, unknown>;
+      importing = shown;
       try {
         module = await importer.import(
           pathToFileURL(file).href,
@@ -70,6 +84,8 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
       } catch (error) {
         if (error instanceof ImportTimeoutError) throw new ScheduleFileError(error.message);
         throw new ScheduleFileError(await importFailure(error, file, shown), { cause: error });
+      } finally {
+        if (importing === shown) importing = null;
       }
       const found = Object.values(module).filter(isTask);
       if (found.length === 0) {
