@@ -147,6 +147,14 @@ describe('DATABASE_URL', () => {
     }
   });
 
+  it('a URL mistyped around its scheme (a slash short, or three) is refused with its password masked all the same', async () => {
+    for (const url of ['mysql:/root:s3cret@127.0.0.1:3306/cronq', 'mysql:root:s3cret@127.0.0.1:3306/cronq', 'mysql//root:s3cret@127.0.0.1:3306/cronq', 'mysql:///root:s3cret@127.0.0.1:3306/cronq', 'mysql:/root:s3/cret@127.0.0.1:3306/cronq']) {
+      const line = await refused(['stats'], { DATABASE_URL: url });
+      expect(line, url).toMatch(/^cronq stats: DATABASE_URL /);
+      expect(line, url).not.toMatch(/s3|cret/);
+    }
+  });
+
   it('parameters after the database name (?ssl=true) are refused, naming them, never read as TLS or silently dropped', async () => {
     expect(await refused(['stats'], { DATABASE_URL: 'mysql://root:secret@127.0.0.1:1/cronq?ssl=true&ssl-mode=REQUIRED' })).toBe(
       "cronq stats: DATABASE_URL takes no parameters after the database name (got 'ssl', 'ssl-mode'): cronq reads the user, password, host, port and database alone, and does not configure TLS to the database (docs/deploy.md): mysql://root:***@127.0.0.1:1/cronq?ssl=true&ssl-mode=REQUIRED",

@@ -21,6 +21,7 @@ export interface DatabaseTarget {
  * it is not one, naming the setting it came from (`name`).
  */
 export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTarget {
+  const masked = maskedSetting(url);
   // An unencoded '/', '?' or '#' before the last '@' ends the authority early: the URL
   // would parse with pieces of the password read as host and database, or (the usual
   // case: what precedes it is no port) not parse at all. Said before parsing, so both
@@ -28,7 +29,7 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   const afterScheme = url.slice(url.indexOf('//') + 2);
   if (/[/?#]/.test(afterScheme.slice(0, Math.max(0, afterScheme.lastIndexOf('@'))))) {
     throw new UsageError(
-      `${name} has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${maskUrl(url)}`,
+      `${name} has '/', '?' or '#' before its last '@': percent-encode them in the password (%2F, %3F, %23): ${masked}`,
     );
   }
   let parsed: URL;
@@ -42,9 +43,9 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
     const hostPort = rest.slice(rest.lastIndexOf('@') + 1).split(/[/?#]/)[0];
     const port = /^(?:\[[^\]]*\]|[^:[\]]*):(.*)$/.exec(hostPort)?.[1];
     if (port !== undefined && port !== '' && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535)) {
-      throw new UsageError(`${name} has a port that is not a number from 1 to 65535: ${maskUrl(url)}`);
+      throw new UsageError(`${name} has a port that is not a number from 1 to 65535: ${masked}`);
     }
-    throw new UsageError(`${name} is not a URL: ${maskUrl(url)}`);
+    throw new UsageError(`${name} is not a URL: ${masked}`);
   }
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${name} must start with mysql:// (got ${parsed.protocol}//)`);
@@ -55,27 +56,27 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
     const names = [...new Set(parsed.searchParams.keys())].map((key) => `'${key.slice(0, 40)}'`);
     if (parsed.hash !== '') names.push(`'${parsed.hash.slice(0, 40)}'`);
     throw new UsageError(
-      `${name} takes no parameters after the database name (got ${names.slice(0, 5).join(', ') || "'?'"}): cronq reads the user, password, host, port and database alone, and does not configure TLS to the database (docs/deploy.md): ${maskUrl(url)}`,
+      `${name} takes no parameters after the database name (got ${names.slice(0, 5).join(', ') || "'?'"}): cronq reads the user, password, host, port and database alone, and does not configure TLS to the database (docs/deploy.md): ${masked}`,
     );
   }
   const decode = (part: string) => {
     try {
       return decodeURIComponent(part);
     } catch {
-      throw new UsageError(`${name} has a '%' not followed by two hex digits: percent-encode '%' itself as %25: ${maskUrl(url)}`);
+      throw new UsageError(`${name} has a '%' not followed by two hex digits: percent-encode '%' itself as %25: ${masked}`);
     }
   };
   const database = decode(parsed.pathname.replace(/^\//, ''));
-  if (database.length > 64) throw new UsageError(`${name} names a database of ${database.length} characters; MySQL allows at most 64: ${maskUrl(url)}`);
+  if (database.length > 64) throw new UsageError(`${name} names a database of ${database.length} characters; MySQL allows at most 64: ${masked}`);
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
-    throw new UsageError(`${name} must name a database (letters, digits, _ $ -): ${maskUrl(url)}`);
+    throw new UsageError(`${name} must name a database (letters, digits, _ $ -): ${masked}`);
   }
   const password = decode(parsed.password);
   rememberPassword(password);
   rememberPassword(parsed.password);
   const host = parsed.hostname || '127.0.0.1';
   // The URL parser keeps ':0'; the driver would read port 0 as its default, 3306.
-  if (parsed.port === '0') throw new UsageError(`${name} has port 0; give a port from 1 to 65535, or none for 3306: ${maskUrl(url)}`);
+  if (parsed.port === '0') throw new UsageError(`${name} has port 0; give a port from 1 to 65535, or none for 3306: ${masked}`);
   const port = parsed.port ? Number(parsed.port) : 3306;
   return {
     host: host.replace(/^\[(.*)\]$/, '$1'), // the driver takes an IPv6 address bare
@@ -84,8 +85,22 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
     user: decode(parsed.username || 'root'),
     password,
     database,
-    masked: maskUrl(url),
+    masked,
   };
+}
+
+/**
+ * `url`, a database setting's whole value, with its password masked even where it is no
+ * well-formed URL for maskUrl to recognise (`mysql:/user:pw@host`, `mysql//user:pw@host`):
+ * from the first ':' after `://` (or, without one, the first ':' of all, the scheme's,
+ * so the user is masked too) to the last '@'. Masks too much sooner than too little.
+ */
+function maskedSetting(url: string): string {
+  const at = url.lastIndexOf('@');
+  const separator = url.indexOf('://');
+  const colon = url.indexOf(':', separator < 0 ? 0 : separator + 3);
+  if (at < 0 || colon < 0 || colon > at) return maskUrl(url);
+  return maskUrl(`${url.slice(0, colon + 1)}***${url.slice(at)}`);
 }
 
 /** How far past `scheme://user:` the masker looks for the `@` that ends a password. */
