@@ -641,7 +641,7 @@ export function checkTickInstant(at: Date, name: string, now = new Date(), whose
 }
 
 /** The first instant croner finds no fire time at or after: fire times end with the year 2999. */
-const FIRE_TIME_HORIZON = Date.UTC(3000, 0, 1);
+export const FIRE_TIME_HORIZON = Date.UTC(3000, 0, 1);
 
 /** checkedDate for an instant fire times are looked up from: before FIRE_TIME_HORIZON, or a UsageError saying why. */
 function checkedFireDate(value: unknown, name: string): Date {

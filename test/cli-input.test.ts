@@ -224,6 +224,15 @@ describe('instants past what the database holds', () => {
   });
 });
 
+describe('cronq schedules --from in the year 3000 or later', () => {
+  it('is refused naming --from, before the database is opened', async () => {
+    // No server there: a refusal after connecting would be a connection error instead.
+    expect(await refused(['schedules', '--from', '3000-01-01'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe(
+      "cronq schedules: --from must be before the year 3000: cron fire times are computed up to the end of 2999 (got '3000-01-01')",
+    );
+  });
+});
+
 describe('cronq enqueue --queue', () => {
   it('a bad queue name is refused naming --queue, before the database is opened', async () => {
     // No server there: a refusal after connecting would be a connection error instead.
