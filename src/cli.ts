@@ -26,6 +26,8 @@ import { cancelCommand } from './cli/commands/cancel.ts';
 export const EXIT_USAGE = 64;
 /** Exit code for a database busy with other transactions' locks: the same command may run again (EX_TEMPFAIL). */
 export const EXIT_TEMPFAIL = 75;
+/** Exit code for a command ended with 0 by code not cronq's, before it finished (EX_SOFTWARE, as the daemon's). */
+const EXIT_SOFTWARE = 70;
 
 const COMMANDS: Command[] = [startCommand, migrateCommand, enqueueCommand, tickCommand, schedulesCommand, importCrontabCommand, deadCommand, cancelCommand, statsCommand, limitsCommand, pruneCommand, pauseCommand, resumeCommand];
 
@@ -87,12 +89,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const { values, positionals } = parseCommandArgs(command, rest);
     label = commandLabel(command, positionals);
     parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
-    const onExitWhileImporting = exitWhileImportingReporter(label);
-    process.on('exit', onExitWhileImporting);
+    const onForeignExit = foreignExitReporter(command, label);
+    process.on('exit', onForeignExit);
     try {
       return await command.run({ values, positionals, env, out });
     } finally {
-      process.off('exit', onExitWhileImporting);
+      process.off('exit', onForeignExit);
     }
   } catch (error) {
     return report(error, env, label);
@@ -100,19 +102,30 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 }
 
 /**
- * An `exit` listener for the time a command runs: a schedule file that ends the process as
- * it imports (`process.exit()` at its top level) is refused as one that throws is, one line
- * naming it and exit 64, rather than ending the command silently with its code (`cronq
- * enqueue` exiting 0 without an id). Exits at other times are left alone (the daemon
- * reports its own). Writes synchronously: the process ends when the listener returns.
+ * An `exit` listener for the time a command runs, when code other than cronq's ends the
+ * process (`process.exit()`; cronq itself exits only after main returns). A schedule file
+ * doing so as it imports is refused as one that throws is: one line naming it, exit 64.
+ * Any other time (a schedule's jobs() during `cronq tick`) it is said in one line, and an
+ * exit code of 0 becomes 70 (EX_SOFTWARE), so a script never reads success for a command
+ * that did not finish. `cronq start` reports its own (daemon_exit_unexpected) after
+ * loading. Writes synchronously: the process ends when the listener returns.
  */
-function exitWhileImportingReporter(label: string | undefined): (code: number | string | undefined) => void {
+function foreignExitReporter(command: Command, label: string | undefined): (code: number | string | undefined) => void {
   return (code) => {
-    const file = scheduleFileImporting();
-    if (file === null) return;
-    process.exitCode = EXIT_USAGE;
     const called = `process.exit(${shownText(String(code ?? ''), 20)})`;
-    writeSync(2, `${printable(cliLine(label, `${file}: called ${called} while being imported: a schedule file must not end the process`))}\n`);
+    const file = scheduleFileImporting();
+    let line: string;
+    if (file !== null) {
+      process.exitCode = EXIT_USAGE;
+      line = `${file}: called ${called} while being imported: a schedule file must not end the process`;
+    } else if (command.name !== 'start') {
+      const status = Number(code ?? 0) & 0xff;
+      process.exitCode = status === 0 ? EXIT_SOFTWARE : status;
+      line = `${called} was called before the command finished (by a schedule's jobs() or a handler?): exiting with ${process.exitCode}`;
+    } else {
+      return;
+    }
+    writeSync(2, `${printable(cliLine(label, line))}\n`);
   };
 }
 

@@ -208,6 +208,16 @@ describe('a tick run by hand whose fan-out fails midway', () => {
     });
     expect(await count("schedule_name = 'explodes'")).toBe(3);
   });
+
+  it('cronq tick whose jobs() calls process.exit(0) says so in one line and exits 70, never 0', async () => {
+    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' };
+    const r = await runCli(['tick', 'exits', '--at', '2026-11-30T05:00:00Z'], env);
+    expect(r).toEqual({
+      code: 70,
+      stdout: '',
+      stderr: "cronq tick: process.exit(0) was called before the command finished (by a schedule's jobs() or a handler?): exiting with 70\n",
+    });
+  });
 });
 
 describe('enqueueMany and enqueue', () => {
