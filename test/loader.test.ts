@@ -99,6 +99,11 @@ describe('loading schedule files', () => {
     expect(message).toMatch(/duplicate name 'dup': defined in .*one\.ts and in .*two\.ts/);
   });
 
+  it('refuses a name used twice in one file, naming the file once', async () => {
+    const source = `import { defineSchedule } from 'cronq';\nexport const a = defineSchedule({ name: 'dup', cron: '0 2 * * *', handle() {} });\nexport const b = defineSchedule({ name: 'dup', cron: '0 3 * * *', handle() {} });\n`;
+    expect(await loadError({ 'both.ts': source })).toMatch(/^duplicate name 'dup': defined twice in .*both\.ts$/);
+  });
+
   it('refuses a missing folder given explicitly', async () => {
     await expect(loadSchedulesDir(join(root, 'nope'), new TaskRegistry())).rejects.toThrow(/does not exist/);
   });

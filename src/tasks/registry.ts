@@ -14,11 +14,12 @@ export class TaskRegistry {
     for (const task of tasks) this.add(task, 'createCronq({ tasks })');
   }
 
-  /** Adds a task; throws UsageError naming both sources when the name is taken. */
+  /** Adds a task; throws UsageError naming both sources (one, when the same) when the name is taken. */
   add(task: Task, source: string): void {
     const existing = this.byName.get(task.name);
     if (existing) {
-      throw new UsageError(`duplicate name '${task.name}': defined in ${existing.source} and in ${source}`);
+      const where = existing.source === source ? `twice in ${source}` : `in ${existing.source} and in ${source}`;
+      throw new UsageError(`duplicate name '${task.name}': defined ${where}`);
     }
     const sharing = [...this.byName.values()].find(
       (e) => e.task.queue === task.queue && (e.task.concurrency !== null || task.concurrency !== null),
