@@ -1,7 +1,7 @@
 import { readFileSync, writeSync } from 'node:fs';
 import { DatabaseBusyError, UsageError } from './errors.ts';
 import { isLockConflict } from './runtime/dbHealth.ts';
-import { boundedText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
+import { boundedText, errorText, STACK_TEXT_MAX, shownError } from './runtime/errorText.ts';
 import { cliLine } from './cli/cliLine.ts';
 import { commandLabel, parseCommandArgs, type Command } from './cli/command.ts';
 import { helpText, mainHelp, usageOf } from './cli/help.ts';
@@ -89,12 +89,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const { values, positionals } = parseCommandArgs(command, rest);
     label = commandLabel(command, positionals);
     parseLogLevel(env.LOG_LEVEL); // every command logs or reports at it: refused before anything runs
-    const onForeignExit = foreignExitReporter(command, label);
+    const stray = strayErrorReporter(label, env);
+    const onForeignExit = foreignExitReporter(command, label, stray);
     process.on('exit', onForeignExit);
+    process.on('uncaughtException', stray.onException);
+    process.on('unhandledRejection', stray.onRejection);
     try {
       return await command.run({ values, positionals, env, out });
     } finally {
       process.off('exit', onForeignExit);
+      process.off('uncaughtException', stray.onException);
+      process.off('unhandledRejection', stray.onRejection);
     }
   } catch (error) {
     return report(error, env, label);
@@ -110,8 +115,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
  * that did not finish. `cronq start` reports its own (daemon_exit_unexpected) after
  * loading. Writes synchronously: the process ends when the listener returns.
  */
-function foreignExitReporter(command: Command, label: string | undefined): (code: number | string | undefined) => void {
+function foreignExitReporter(command: Command, label: string | undefined, stray: StrayErrorReporter): (code: number | string | undefined) => void {
   return (code) => {
+    if (stray.reported) return; // the exit that reporter made, having said why
     const called = `process.exit(${shownText(String(code ?? ''), 20)})`;
     const file = scheduleFileImporting();
     let line: string;
@@ -127,6 +133,42 @@ function foreignExitReporter(command: Command, label: string | undefined): (code
     }
     writeSync(2, `${printable(cliLine(label, line))}\n`);
   };
+}
+
+/** Listeners for an uncaught exception or unhandled rejection while a command runs; `reported` once one ended it. */
+interface StrayErrorReporter {
+  onException: (error: unknown) => void;
+  onRejection: (reason: unknown) => void;
+  reported: boolean;
+}
+
+/**
+ * While a command runs, an error no code awaits (a schedule file's stray timer or promise,
+ * a callback a handler left behind) ends it as Node would, exit 1, but in one line
+ * (`cronq schedules: uncaught exception: Error: …`) instead of a stack trace, which only
+ * LOG_LEVEL=debug adds. Where another listener handles it (`cronq start` once its engine
+ * runs: it logs and keeps running), this one leaves it to that.
+ */
+function strayErrorReporter(label: string | undefined, env: NodeJS.ProcessEnv): StrayErrorReporter {
+  const level = env.LOG_LEVEL?.toLowerCase();
+  const reporter: StrayErrorReporter = {
+    reported: false,
+    onException: (error) => end('uncaughtException', 'uncaught exception', error),
+    onRejection: (reason) => end('unhandledRejection', 'unhandled promise rejection', reason),
+  };
+  function end(event: 'uncaughtException' | 'unhandledRejection', what: string, error: unknown): void {
+    if (process.listenerCount(event) > 1 || reporter.reported) return;
+    reporter.reported = true;
+    try {
+      const said = errorText(error).split('\n')[0];
+      writeSync(2, `${printable(cliLine(label, `${what}: ${boundedText(said, 300)} (from a schedule file, or a callback a handler left behind)`))}\n`);
+      const stack = (error as { stack?: unknown } | null)?.stack;
+      if ((level === 'debug' || level === 'trace') && typeof stack === 'string') writeSync(2, `${printable(boundedText(stack, STACK_TEXT_MAX))}\n`);
+    } finally {
+      process.exit(1);
+    }
+  }
+  return reporter;
 }
 
 /**

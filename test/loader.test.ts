@@ -181,6 +181,22 @@ describe.concurrent('a schedule file that calls process.exit() while it imports'
   });
 });
 
+// Node's default for these is a stack trace on stderr; every command gives one line instead.
+describe.concurrent('a schedule file whose stray callback throws or promise rejects as it loads', () => {
+  const unreachable = { DATABASE_URL: 'mysql://root@127.0.0.1:1/unused' };
+
+  it.each([
+    ['start', 'queueMicrotask(() => { throw new Error("stray throw"); });', 'uncaught exception: Error: stray throw'],
+    ['schedules', 'queueMicrotask(() => { throw new Error("stray throw"); });', 'uncaught exception: Error: stray throw'],
+    ['schedules', 'Promise.reject(new Error("stray rejection"));', 'unhandled promise rejection: Error: stray rejection'],
+  ])('cronq %s ends in one line, no stack trace, exit 1 (%s)', async (command, stray, said) => {
+    const dir = folder({ 'a.ts': `${stray}\n${good('fine')}` });
+    const r = await runCli([command, '--schedules', dir], unreachable, 50_000);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(r.stderr).toBe(`cronq ${command}: ${said} (from a schedule file, or a callback a handler left behind)\n`);
+  });
+});
+
 describe('a stop while schedule files are still importing', () => {
   // Marks that its import began, then never settles; its interval would keep a process alive.
   const stuck = (mark: string, keepAlive = '') =>
