@@ -224,6 +224,27 @@ describe('instants past what the database holds', () => {
   });
 });
 
+describe('--kind and --queue filters longer than any kind or queue', () => {
+  it('are refused in one bounded line naming the flag, before the database is opened, never echoed whole', async () => {
+    const kind = 'k'.repeat(100_000);
+    const cases: Array<[string[], string]> = [
+      [['dead', 'list', '--kind', kind], 'dead list: --kind'],
+      [['dead', 'requeue', '--all-matching', '--kind', kind, '--reason', 'r'], 'dead requeue: --kind'],
+      [['dead', 'discard', '--all-matching', '--queue', 'q'.repeat(65), '--reason', 'r'], 'dead discard: --queue'],
+      [['cancel', '--all-matching', '--kind', kind, '--reason', 'r'], 'cancel: --kind'],
+      [['cancel', '--all-matching', '--queue', 'q'.repeat(65), '--reason', 'r'], 'cancel: --queue'],
+    ];
+    for (const [args, named] of cases) {
+      const [command, flag] = named.split(': ');
+      const most = flag === '--kind' ? 128 : 64;
+      // No server there: a refusal after connecting would be a connection error instead.
+      expect(await refused(args, { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' }), named).toBe(
+        `cronq ${command}: ${flag} is longer than ${most} characters, the longest a ${flag.slice(2)} can be: it would match nothing`,
+      );
+    }
+  });
+});
+
 describe('cronq schedules --from in the year 3000 or later', () => {
   it('is refused naming --from, before the database is opened', async () => {
     // No server there: a refusal after connecting would be a connection error instead.

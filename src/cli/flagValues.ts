@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.ts';
+import { longerThanChars } from '../runtime/chars.ts';
 import { shownText } from '../shownText.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -39,4 +40,19 @@ export function settledFlagValues(options: Options, argv: readonly string[], see
     i++;
   }
   return args;
+}
+
+/** The longest kind and queue the tables hold, in characters (cronq_jobs.kind VARCHAR(128), queue VARCHAR(64)). */
+const FILTER_MAX = { kind: 128, queue: 64 } as const;
+
+/**
+ * A `--kind` or `--queue` filter as typed, or a UsageError: empty or blank, or longer than
+ * any kind or queue can be (it would match nothing, and be echoed whole in the lines that
+ * name the filter).
+ */
+export function filterFlag(value: string, flag: keyof typeof FILTER_MAX): string {
+  if (value.trim() === '') throw new UsageError(`--${flag} must not be empty or blank`);
+  const most = FILTER_MAX[flag];
+  if (longerThanChars(value, most)) throw new UsageError(`--${flag} is longer than ${most} characters, the longest a ${flag} can be: it would match nothing`);
+  return value;
 }

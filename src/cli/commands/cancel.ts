@@ -4,6 +4,7 @@ import { longerThanChars } from '../../runtime/chars.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
 import { DATABASE_ONLY_HELP, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { filterFlag } from '../flagValues.ts';
 
 /**
  * `cronq cancel ID | --key KEY | --all-matching [--kind K] [--queue Q] --reason R [--by NAME]`:
@@ -100,11 +101,6 @@ async function withCronq<T>(args: ParsedArgs, work: (cronq: Awaited<ReturnType<t
   }
 }
 
-function nonEmpty(value: string, flag: string): string {
-  if (value.trim() === '') throw new UsageError(`${flag} must not be empty or blank`);
-  return value;
-}
-
 function checkedText(value: string | undefined, flag: string, why: string): string {
   if (value === undefined || value.trim() === '') throw new UsageError(`${flag} is required (${why})`);
   if (longerThanChars(value.trim(), MAX_CANCEL_TEXT_LENGTH)) throw new UsageError(`${flag.split(' ')[0]} is longer than ${MAX_CANCEL_TEXT_LENGTH} characters`);
@@ -122,7 +118,7 @@ function parseFilter(values: ParsedArgs['values']): CancelFilter {
   const filter: CancelFilter = {};
   for (const flag of ['queue', 'kind'] as const) {
     const value = values[flag] as string | undefined;
-    if (value !== undefined) filter[flag] = nonEmpty(value, `--${flag}`);
+    if (value !== undefined) filter[flag] = filterFlag(value, flag);
   }
   return filter;
 }

@@ -21,6 +21,7 @@ import { cliLine } from '../cliLine.ts';
 import { openForCommand } from '../open.ts';
 import { jsonText } from '../printable.ts';
 import { parseIsoInstant } from '../instant.ts';
+import { filterFlag } from '../flagValues.ts';
 
 const DEFAULT_LIST_LIMIT = DEAD_LETTER_LIST_LIMIT;
 
@@ -133,9 +134,7 @@ function parseFilter(values: ParsedArgs['values']): DeadLetterFilter {
   const filter: DeadLetterFilter = {};
   for (const flag of ['queue', 'kind'] as const) {
     const value = values[flag] as string | undefined;
-    if (value === undefined) continue;
-    if (value.trim() === '') throw new UsageError(`--${flag} must not be empty or blank`);
-    filter[flag] = value;
+    if (value !== undefined) filter[flag] = filterFlag(value, flag);
   }
   if (values.since !== undefined) filter.since = parseIsoInstant(values.since as string, '--since');
   return filter;
