@@ -89,6 +89,7 @@ describe('loading schedule files', () => {
       'notes.txt': 'hi',
     });
     mkdirSync(join(dir, 'lib.JS'));
+    mkdirSync(join(dir, 'lib.ts')); // a folder, even one named as a schedule file is
     const registry = new TaskRegistry();
     await loadSchedulesDir(dir, registry);
     expect(registry.list().map((t) => t.name)).toEqual(['alpha']);

@@ -54,7 +54,12 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
   try {
     if (!(await stat(absolute)).isDirectory()) throw new Error('not a directory');
     const listed = await readdir(absolute, { withFileTypes: true });
-    names = listed.map((entry) => entry.name).filter((n) => LOADABLE.test(n) && !NOT_SCHEDULES.test(n)).sort();
+    // A folder is never a schedule file, whatever its name (`lib.ts/`); its files load when a schedule imports them.
+    names = listed
+      .filter((entry) => !entry.isDirectory())
+      .map((entry) => entry.name)
+      .filter((n) => LOADABLE.test(n) && !NOT_SCHEDULES.test(n))
+      .sort();
     unloadable = listed
       .filter((entry) => !entry.isDirectory() && LOOKS_LOADABLE.test(entry.name) && !LOOKS_NOT_SCHEDULES.test(entry.name) && !LOADABLE.test(entry.name))
       .map((entry) => entry.name)
