@@ -395,7 +395,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   let clockSync: Promise<void> | null = null;
   let starting: Promise<void> | null = null;
   let stopped: Promise<StopResult> | null = null;
-  let migrating: Promise<void> | null = null;
+  /** migrate() calls under way, every one: a stop waits for each (one called while another holds the lock ends at once, the holder must not). */
+  const migrations = new Set<Promise<void>>();
+  /** Settles once every migrate() under way now has; null when none is. */
+  const migrationsUnderWay = () => (migrations.size === 0 ? null : Promise.allSettled([...migrations]));
   /** Aborted as stop() is called: a start still waiting for schedule files gives up. */
   const stopRequested = new AbortController();
   /** enqueue/enqueueMany calls under way: stop() lets them finish within its grace before the pool closes. */
@@ -554,10 +557,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
         await applyMigrations(database, { self: lockedBy, signal });
       })();
       // Only a migration under way holds a stop past its margin: a finished one is forgotten.
-      const finished = () => {
-        if (migrating === run) migrating = null;
-      };
-      migrating = run;
+      const finished = () => migrations.delete(run);
+      migrations.add(run);
       run.then(finished, finished);
       return run;
     },
@@ -614,7 +615,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           await step("the scheduler's database clock reading", clockSync);
           // A migration cut off midway would leave its DDL half applied (MySQL commits DDL
           // statement by statement), and every later run failing on it: let it finish.
-          await migrating?.catch(() => undefined);
+          await migrationsUnderWay();
           // Enqueues under way finish within what is left of the grace; past it, an
           // enqueueMany still reading its rows writes what it gathered and stops reading.
           await settledWithin([...enqueuing], deadline - Date.now());
@@ -625,7 +626,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
           healthTracker.poolClosing(); // what fails from here is our own close, not an outage
           await step('closing database connections', database.close().catch(() => database.destroy()));
         })();
-        if (await finishedInTime(work, deadline + SHUTDOWN_MARGIN_MS, () => migrating)) {
+        if (await finishedInTime(work, deadline + SHUTDOWN_MARGIN_MS, migrationsUnderWay)) {
           await work; // its error, if any, is the stop's
         } else {
           // Out of time, whatever the database does: say once what was left, write nothing more.

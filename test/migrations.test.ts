@@ -4,7 +4,7 @@ import mysql from 'mysql2/promise';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connect, type Database } from '../src/db/client.ts';
-import { createCronq, defineTask } from '../src/index.ts';
+import { createCronq, defineTask, MigrationNotBegunError } from '../src/index.ts';
 import { applyMigrations, MIGRATIONS_FOLDER, MigrationHalfAppliedError, MigrationIncompleteError, MigrationNeedsStoppedDaemonsError, pendingMigrations } from '../src/db/migrate.ts';
 import { CRONQ_BIN, DaemonProcess, REPO_ROOT, runCli } from './support/cli.ts';
 
@@ -201,6 +201,34 @@ describe('a stop during a migration', () => {
     expect(stderr).toBe('cronq migrate: finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once\n');
     expect(await pendingMigrations(db.database)).toBe(0);
     await applyMigrations(db.database);
+  });
+
+  it('a stop while a second migrate() still connects ends that one at once and still waits for the first, holding the lock, to finish', async () => {
+    const db = await emptyDatabase();
+    const holder = await mysql.createConnection({ uri: serverUrl });
+    const cronq = createCronq({ databaseUrl: `${serverUrl}/${db.name}`, workers: false, scheduler: false, logger: false });
+    try {
+      await holder.query(`SELECT GET_LOCK('cronq_migrate', 30)`);
+      const first = cronq.migrate().then(() => 'migrated', (error: unknown) => error);
+      const waiting = async () =>
+        (await db.sql("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = ? AND info LIKE 'SELECT GET_LOCK(%cronq_migrate%'", [db.name]))[0].n > 0;
+      for (let i = 0; !(await waiting()); i++) {
+        if (i > 1000) throw new Error('the first migrate() never waited for the migration lock');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // The second has not even connected when the stop comes: it has nothing to finish.
+      const second = cronq.migrate().catch((error: unknown) => error);
+      const stopping = cronq.stop({ graceMs: 0 });
+      expect(await second).toBeInstanceOf(MigrationNotBegunError);
+      await holder.query(`SELECT RELEASE_LOCK('cronq_migrate')`);
+      expect(await first).toBe('migrated');
+      await stopping;
+      expect(await pendingMigrations(db.database)).toBe(0);
+      await applyMigrations(db.database); // and the next run has nothing left to trip on
+    } finally {
+      await cronq.stop({ graceMs: 0 });
+      await holder.end();
+    }
   });
 });
 
