@@ -18,6 +18,7 @@ import { PoisonRows } from './poisonRows.ts';
 import { Prefetch } from './prefetch.ts';
 import { QueueList } from './queueList.ts';
 import { RunSlots } from './slots.ts';
+import { SLOTS_HELD_WARN_MS, SlotsHeldWatch } from './slotsHeld.ts';
 import { UNKNOWN_KIND_DEFAULTS, UnknownKinds } from './unknownKinds.ts';
 import type { WorkerStore } from './workerStore.ts';
 
@@ -71,6 +72,8 @@ export interface WorkerPoolOptions {
   unknownKinds?: UnknownKinds;
   /** Stops of the process running a job after which it goes dead: a run cut by the shutdown's grace counts one (default LEASE_EXPIRIES.default). */
   maxLeaseExpiries?: number;
+  /** Every slot held by the same runs this long logs `worker_slots_held` (SlotsHeldWatch; default SLOTS_HELD_WARN_MS). */
+  slotsHeldWarnMs?: number;
 }
 
 /** What `stop` reports. */
@@ -108,6 +111,8 @@ export interface StopResult {
  */
 export class WorkerPool {
   private readonly slots: RunSlots;
+  /** Says when every slot has been held by the same runs for long (a handler that never settles, say). */
+  private readonly slotsHeld: SlotsHeldWatch;
   /** Jobs claimed and committed but not started yet, oldest first. */
   private readonly buffered = new ClaimBuffer();
   private readonly prefetch: Prefetch;
@@ -171,6 +176,7 @@ export class WorkerPool {
     this.prefetch = new Prefetch(options.prefetch ?? 0, { concurrency: options.concurrency });
     this.limited = new LimitedQueues(options.tasks.list(), options.pollMs);
     this.slots = new RunSlots(options.concurrency, this.prefetch, new Set(this.limited.byQueue.keys()));
+    this.slotsHeld = new SlotsHeldWatch(this.slots, log, options.slotsHeldWarnMs ?? SLOTS_HELD_WARN_MS);
     this.finisher = new Finisher({
       store,
       health: this.health,
@@ -315,6 +321,7 @@ export class WorkerPool {
         const wouldClaim = this.buffered.length === 0 && !this.slots.full;
         if (!this.health.healthy && !wouldClaim && !(await this.probeDatabase())) continue;
         this.startBuffered();
+        this.slotsHeld.check(); // at least every poll while the slots are full (the wait for room below)
       }
       if (lane > 0 && (!this.lastClaimFull || this.poison.narrowing)) {
         await this.wakeup.wait(this.options.pollMs, seen);

@@ -81,6 +81,18 @@ export class RunSlots {
     return undefined;
   }
 
+  /** When the run that took a slot last started (performance.now()), or undefined when none holds one. */
+  newestStartedAt(): number | undefined {
+    let newest: number | undefined;
+    for (const run of this.holding) newest = run.startedAt;
+    return newest;
+  }
+
+  /** The kind of each run holding a slot. */
+  heldKinds(): string[] {
+    return [...this.holding].map((run) => run.job.kind);
+  }
+
   /** Runs whose handler is still running, or whose effects are (not a plain final write): what shutdown interrupts. */
   inHandler(): JobRun[] {
     return [...this.holding].filter((run) => run.inHandler || run.effectsAbort !== null);

@@ -65,11 +65,11 @@ export function scriptedStore({ lanes = 1, writes = {} }: { lanes?: number; writ
  */
 export async function withPool(
   fake: ReturnType<typeof scriptedStore>,
-  options: { pollMs?: number; tasks?: TaskRegistry; concurrency?: number; log?: EventLog },
+  options: { pollMs?: number; tasks?: TaskRegistry; concurrency?: number; log?: EventLog; slotsHeldWarnMs?: number },
   body: (pool: WorkerPool) => Promise<void>,
 ): Promise<void> {
-  const { pollMs = 20, tasks = new TaskRegistry(), concurrency = 4, log = new EventLog() } = options;
-  const pool = new WorkerPool({ store: fake.store, tasks, log: log.logger, concurrency, queues: ['default'], lockedBy: 'test:1', pollMs });
+  const { pollMs = 20, tasks = new TaskRegistry(), concurrency = 4, log = new EventLog(), slotsHeldWarnMs } = options;
+  const pool = new WorkerPool({ store: fake.store, tasks, log: log.logger, concurrency, queues: ['default'], lockedBy: 'test:1', pollMs, slotsHeldWarnMs });
   pool.start();
   try {
     await body(pool);
