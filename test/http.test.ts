@@ -222,6 +222,7 @@ describe('CronqMetrics', () => {
     expect(sample(body, 'cronq_jobs_claimed_total')).toBe(1);
     expect(sample(body, 'cronq_jobs{queue="default",status="ready"}')).toBeUndefined();
     expect(sample(body, 'cronq_dead_letters_awaiting_review')).toBeUndefined();
+    expect(sample(body, 'cronq_pauses_empty_name')).toBeUndefined();
   });
 
   it('treats a collect slower than its timeout as the database being down', async () => {

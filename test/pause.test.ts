@@ -267,6 +267,22 @@ describe('a pause with an empty name, written from SQL', () => {
     expect(refused.stderr.split('\n')).toHaveLength(2);
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
   });
+
+  it('is left out of cronq_paused (it pauses nothing) and counted in cronq_pauses_empty_name, 0 when there is none', async () => {
+    cronq = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false });
+    const metrics = new CronqMetrics({ collect: () => cronq!.admin.stats() });
+    expect((await metrics.scrape()).body).toContain('\ncronq_pauses_empty_name 0\n');
+    await t.sql("INSERT INTO cronq_pauses (target, name, paused_by) VALUES ('queue', '', 'dba'), ('schedule', '', 'dba')");
+    // A row of no known target and no name is counted once, as of no known target.
+    await t.sql("SET STATEMENT sql_mode = '' FOR INSERT INTO cronq_pauses (target, name, paused_by) VALUES ('mailq', '', 'dba')");
+    await cronq.admin.pauses.pause('queue', 'mail', { by: 'ops' });
+    const body = (await metrics.scrape()).body;
+    const paused = body.split('\n').filter((line) => line.startsWith('cronq_paused'));
+    // An empty name label is no label to Prometheus: the row would read as a pause of the whole target.
+    expect(paused).toEqual(['cronq_paused{target="queue",name="mail"} 1']);
+    expect(body).toContain('\ncronq_pauses_empty_name 2\n');
+    expect(body).toContain('\ncronq_pauses_unknown_target 1\n');
+  });
 });
 
 describe('a pause row of no known target, written from SQL', () => {

@@ -55,6 +55,7 @@ export class CronqMetrics implements Observer {
   private readonly lastTickOutcome: Gauge<'schedule' | 'outcome'>;
   private readonly paused: Gauge<'target' | 'name'>;
   private readonly pausesUnknownTarget: Gauge;
+  private readonly pausesEmptyName: Gauge;
   private readonly databaseUp: Gauge;
   private readonly overdue: Gauge<'schedule'>;
   private readonly lastSuccessAt: Gauge<'schedule'>;
@@ -179,6 +180,11 @@ export class CronqMetrics implements Observer {
       help: "Pause rows whose target is none of cronq's (written from SQL with strict mode off), as of this scrape: they pause nothing; 'cronq stats' lists them, 'cronq resume --unknown-target NAME' ends one.",
       registers,
     });
+    this.pausesEmptyName = new Gauge({
+      name: 'cronq_pauses_empty_name',
+      help: "Pause rows of a schedule or queue with an empty name (written from SQL), as of this scrape: they pause nothing; 'cronq stats' lists them as '', 'cronq resume ''' or 'cronq resume --queue ''' ends one.",
+      registers,
+    });
     this.overdue = new Gauge({
       name: 'cronq_schedule_overdue',
       help: "1 when a schedule with expect: { within } is overdue (a tick's jobs not all done within that time of it), else 0, as of this scrape.",
@@ -287,6 +293,7 @@ export class CronqMetrics implements Observer {
     this.lastSuccessAt.reset();
     this.deadLetters.remove({}); // absent, not 0, when unknown
     this.pausesUnknownTarget.remove({});
+    this.pausesEmptyName.remove({});
     this.databaseUp.set(stats ? 1 : 0);
     if (!stats) return;
     for (const q of stats.queues) {
@@ -299,11 +306,13 @@ export class CronqMetrics implements Observer {
       for (const outcome of TICK_OUTCOMES) this.lastTickOutcome.set({ schedule: s.schedule, outcome }, s.lastTick.outcome === outcome ? 1 : 0);
       if (s.latenessMs !== null) this.lastTickLateness.set({ schedule: s.schedule }, s.latenessMs / 1000);
     }
-    // A row of no known target (target '') pauses nothing, and an empty label is no label to
-    // Prometheus: it is counted apart, its name (any text, hand-written) never a label.
+    // A row of no known target (target '') or of no name pauses nothing, and an empty label is
+    // no label to Prometheus: each is counted apart, the first's name (any text, hand-written)
+    // never a label. A row with neither is counted once, as of no known target.
     const pauses = stats.pauses ?? [];
-    for (const p of pauses) if (p.target !== '') this.paused.set({ target: p.target, name: p.name }, 1);
+    for (const p of pauses) if (p.target !== '' && p.name !== '') this.paused.set({ target: p.target, name: p.name }, 1);
     this.pausesUnknownTarget.set(pauses.filter((p) => p.target === '').length);
+    this.pausesEmptyName.set(pauses.filter((p) => p.target !== '' && p.name === '').length);
     for (const h of stats.health ?? []) {
       if (h.expectWithinMs !== null) this.overdue.set({ schedule: h.schedule }, h.overdue ? 1 : 0);
       if (h.lastSuccessAt) this.lastSuccessAt.set({ schedule: h.schedule }, h.lastSuccessAt.getTime() / 1000);
