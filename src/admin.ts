@@ -23,7 +23,7 @@ import { checkRetention } from './schedule/retention.ts';
 import { refuseUnknownOptions, validateName, validateQueue } from './tasks/define.ts';
 import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
-import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, KindLimitStatus, Store, TickRow } from './store/index.ts';
+import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, JobTarget, KindLimitStatus, NoPayload, PayloadBound, PayloadReadOptions, Store, TickRow, WithoutPayload } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
 import type { DeadLetterStats, QueuesMostBehind, Stats } from './store/stats.ts';
 
@@ -36,7 +36,7 @@ export { TICK_OUTCOMES } from './db/schema.ts';
 /** Every status a job row can have (QueueStats counts each). */
 export { JOB_STATUSES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
-export type { Completions, DaemonSeen, JobRecord } from './store/index.ts';
+export type { Completions, DaemonSeen, JobRecord, JobTarget, NoPayload, PayloadBound, PayloadFields, PayloadReadOptions, WithoutPayload } from './store/index.ts';
 export { COMPLETIONS_SCAN_MAX, COMPLETION_LAG_MAX_MS } from './store/console.ts';
 export type { PruneResult } from './maintenance/prune.ts';
 export type { KindLimitStatus } from './store/index.ts';
@@ -89,8 +89,12 @@ export interface DeadLetterAdmin {
    * One dead letter in full with its job's row now, or null when no such id.
    * `payloadCharsMax` (a whole number, 1 or more): read only the payload's first that many
    * characters (code points), `payloadChars` and `payloadBytes` still telling the whole.
+   * `payload: false`: read none of the payload, nor its size (the result has no payload
+   * fields; the console reads so for a viewer not shown payloads).
    */
-  get(id: number, options?: { payloadCharsMax?: number }): Promise<DeadLetterDetail | null>;
+  get(id: number, options: NoPayload): Promise<WithoutPayload<DeadLetterDetail> | null>;
+  get(id: number, options?: PayloadBound): Promise<DeadLetterDetail | null>;
+  get(id: number, options?: PayloadReadOptions): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null>;
   /** Puts the job back to 'ready' (attempts and lease expiries 0, available now) unless it is no longer dead or died again since. */
   requeue(id: number, reason: string): Promise<ReviewOutcome>;
   /** Leaves the job dead and marks the dead letter reviewed. */
@@ -261,9 +265,12 @@ export interface CronqAdmin {
    * One job's row by id (a number) or key (a string), with its payload and lease holder;
    * null when none. `payloadCharsMax` (a whole number, 1 or more): read only the payload's
    * first that many characters (code points) from the database, `payloadChars` and
-   * `payloadBytes` still telling the whole (the console reads a job so).
+   * `payloadBytes` still telling the whole (the console reads a job so). `payload: false`:
+   * read none of the payload, nor its size (the record has no payload fields).
    */
-  job(target: { id: number } | { key: string }, options?: { payloadCharsMax?: number }): Promise<JobRecord | null>;
+  job(target: JobTarget, options: NoPayload): Promise<WithoutPayload<JobRecord> | null>;
+  job(target: JobTarget, options?: PayloadBound): Promise<JobRecord | null>;
+  job(target: JobTarget, options?: PayloadReadOptions): Promise<JobRecord | WithoutPayload<JobRecord> | null>;
   /**
    * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`
    * (default now). Keys make it harmless to repeat; it writes no tick-ledger row (the
@@ -352,6 +359,20 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     return health;
   };
   const checkRetentionOf = async (olderThanMs: number, name = 'olderThanMs') => checkRetention(olderThanMs, await schedules(), name);
+  function deadLetter(id: number, options: NoPayload): Promise<WithoutPayload<DeadLetterDetail> | null>;
+  function deadLetter(id: number, options?: PayloadBound): Promise<DeadLetterDetail | null>;
+  function deadLetter(id: number, options?: PayloadReadOptions): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null>;
+  async function deadLetter(id: number, options?: PayloadReadOptions): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null> {
+    const checked = checkedId(id);
+    return store.getDeadLetter(checked, checkedPayloadRead(options, 'deadLetters.get'));
+  }
+  function job(target: JobTarget, options: NoPayload): Promise<WithoutPayload<JobRecord> | null>;
+  function job(target: JobTarget, options?: PayloadBound): Promise<JobRecord | null>;
+  function job(target: JobTarget, options?: PayloadReadOptions): Promise<JobRecord | WithoutPayload<JobRecord> | null>;
+  async function job(target: JobTarget, options?: PayloadReadOptions): Promise<JobRecord | WithoutPayload<JobRecord> | null> {
+    const checked = checkedTarget(target, 'job');
+    return store.job(checked, checkedPayloadRead(options, 'job'));
+  }
   return {
     ping: () => store.ping(),
     checkSchema: () => assertSchemaCurrent(database),
@@ -365,11 +386,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
         return store.groupDeadLetters({ ...rest, ...(limit === undefined ? {} : { limit: wholeNumberWithin(limit, 'limit', { min: 1, max: LISTING_MAX }) }) });
       },
       awaitingReview: () => store.deadLettersAwaitingReview(),
-      get: async (id, options) => {
-        const checked = checkedId(id);
-        const bound = checkedPayloadBound(options, 'deadLetters.get');
-        return bound === undefined ? store.getDeadLetter(checked) : store.getDeadLetter(checked, { payloadCharsMax: bound });
-      },
+      get: deadLetter,
       requeue: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'requeue', reason),
       discard: async (id, reason) => store.resolveDeadLetter(checkedId(id), 'discard', reason),
       requeueMatching: async (filter, reason, options) =>
@@ -451,11 +468,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
       const { withinMs = 10 * 60_000 } = checkedOptions(options, ['withinMs'], 'daemons');
       return store.daemonsSeen(wholeNumberWithin(withinMs, 'withinMs', { min: 0, max: Number.MAX_SAFE_INTEGER }));
     },
-    job: async (target, options) => {
-      const checked = checkedTarget(target, 'job');
-      const bound = checkedPayloadBound(options, 'job');
-      return bound === undefined ? store.job(checked) : store.job(checked, { payloadCharsMax: bound });
-    },
+    job,
     async tick(name, options) {
       const { at: asked, force = false, signal, stallMs = FANOUT_LEASE_MS } = checkedOptions(options, ['at', 'force', 'signal', 'stallMs'], 'tick');
       if (typeof force !== 'boolean') throw new UsageError(`tick: force must be true or false (got ${shownValue(force)})`);
@@ -580,15 +593,23 @@ function checkedFilter<T extends DeadLetterFilter & { includeReviewed?: boolean 
 }
 
 /**
+ * The payload options of job's or deadLetters.get's, checked: `payloadCharsMax` a whole
+ * number, 1 or more, or `payload: false` alone (nothing read, so nothing to bound).
+ */
+function checkedPayloadRead(options: PayloadReadOptions | undefined, what: string): PayloadReadOptions {
+  const { payload, payloadCharsMax } = checkedOptions(options as { payload?: unknown; payloadCharsMax?: number } | undefined, ['payloadCharsMax', 'payload'], what);
+  if (payload !== undefined) {
+    if (payload !== false) throw new UsageError(`${what}: payload must be false (read none of it) or left out (got ${shownValue(payload)})`);
+    if (payloadCharsMax !== undefined) throw new UsageError(`${what}: payload: false reads none of the payload; leave out payloadCharsMax`);
+    return { payload: false };
+  }
+  return payloadCharsMax === undefined ? {} : { payloadCharsMax: wholeNumberWithin(payloadCharsMax, `${what}: payloadCharsMax`, { min: 1, max: Number.MAX_SAFE_INTEGER }) };
+}
+
+/**
  * A call's options: undefined (none) or an object of known keys, else UsageError naming the
  * key (a misspelt `{ att }` would leave the default in force: `tick` would run today's fire).
  */
-/** The `payloadCharsMax` of job's or deadLetters.get's options, checked (a whole number, 1 or more); undefined when not given. */
-function checkedPayloadBound(options: { payloadCharsMax?: number } | undefined, what: string): number | undefined {
-  const { payloadCharsMax } = checkedOptions(options, ['payloadCharsMax'], what);
-  return payloadCharsMax === undefined ? undefined : wholeNumberWithin(payloadCharsMax, `${what}: payloadCharsMax`, { min: 1, max: Number.MAX_SAFE_INTEGER });
-}
-
 function checkedOptions<T extends object>(options: T | undefined, known: readonly string[], what: string): Partial<T> {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null) throw new UsageError(`${what}: options must be an object (got ${shownValue(options)})`);

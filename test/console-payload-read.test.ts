@@ -48,7 +48,14 @@ describe('reading a job for the console', () => {
     expect((await jobByIdOrKey(t.database.db, { key: 'big:1' }))!.payloadText).toBe(astralPayload(PAYLOAD_SHOWN_MAX));
   });
 
-  it('refuses a bound that is no whole number of 1 or more, naming it', async () => {
+  it('returns none of the payload, nor its size, when asked for no payload', async () => {
+    await insertJob('big:1', astralPayload(PAYLOAD_SHOWN_MAX));
+    const job = await jobByIdOrKey(t.database.db, { key: 'big:1' }, { payload: false });
+    expect(job).toMatchObject({ key: 'big:1', status: 'ready' });
+    expect(Object.keys(job!).filter((name) => name.startsWith('payload'))).toEqual([]);
+  });
+
+  it('refuses a bound that is no whole number of 1 or more, and a payload option but false or beside a bound, naming it', async () => {
     const cronq = createCronq({ databaseUrl: t.url, tasks: [mail], workers: false, scheduler: false, logger: false });
     try {
       for (const bad of [0, 1.5, -1, '10', Number.NaN]) {
@@ -56,6 +63,8 @@ describe('reading a job for the console', () => {
       }
       await expect(cronq.admin.job({ key: 'x' }, { payloadMax: 10 } as any)).rejects.toThrow(/payloadMax/);
       await expect(cronq.admin.deadLetters.get(1, { payloadCharsMax: 0 })).rejects.toThrow(/^deadLetters\.get: payloadCharsMax must be a whole number from 1 to /);
+      await expect(cronq.admin.job({ key: 'x' }, { payload: true as any })).rejects.toThrow(/^job: payload must be false \(read none of it\) or left out \(got true\)$/);
+      await expect(cronq.admin.deadLetters.get(1, { payload: false, payloadCharsMax: 10 } as any)).rejects.toThrow(/^deadLetters\.get: payload: false reads none of the payload; leave out payloadCharsMax$/);
     } finally {
       await cronq.stop({ graceMs: 0 });
     }
@@ -76,31 +85,39 @@ describe('reading a dead letter for the console', () => {
     expect(letter).toMatchObject({ payloadBytes: Buffer.byteLength(payload), payloadChars: codePoints(payload) });
     expect((await getDeadLetter(t.database.db, 3))!.payloadText).toBe(payload);
   });
+
+  it('returns none of the payload, nor its size, when asked for no payload', async () => {
+    await insertDeadLetter(3, astralPayload(PAYLOAD_SHOWN_MAX));
+    const letter = await getDeadLetter(t.database.db, 3, { payload: false });
+    expect(letter).toMatchObject({ id: 3, key: 'dead:3', failureReason: 'Error: x', job: null });
+    expect(Object.keys(letter!).filter((name) => name.startsWith('payload'))).toEqual([]);
+  });
 });
 
 describe('the console job page and a large payload', () => {
   let cronq: Cronq;
   let server: HttpServer;
-  const read: JobRecord[] = [];
-  const lettersRead: DeadLetterDetail[] = [];
+  // Payload fields absent: read with { payload: false }.
+  const read: Partial<JobRecord>[] = [];
+  const lettersRead: Partial<DeadLetterDetail>[] = [];
 
   beforeAll(async () => {
     cronq = createCronq({ databaseUrl: t.url, tasks: [mail], workers: false, scheduler: false, logger: false });
     // The page's reads, recorded: what came from the database for it.
     const admin: Cronq['admin'] = {
       ...cronq.admin,
-      job: async (...args: Parameters<Cronq['admin']['job']>) => {
+      job: (async (...args: Parameters<Cronq['admin']['job']>) => {
         const job = await cronq.admin.job(...args);
         if (job) read.push(job);
         return job;
-      },
+      }) as Cronq['admin']['job'],
       deadLetters: {
         ...cronq.admin.deadLetters,
-        get: async (...args: Parameters<Cronq['admin']['deadLetters']['get']>) => {
+        get: (async (...args: Parameters<Cronq['admin']['deadLetters']['get']>) => {
           const letter = await cronq.admin.deadLetters.get(...args);
           if (letter) lettersRead.push(letter);
           return letter;
-        },
+        }) as Cronq['admin']['deadLetters']['get'],
       },
     };
     server = await startHttpServer(
@@ -141,6 +158,20 @@ describe('the console job page and a large payload', () => {
     expect(body).toContain(
       `Only its first ${PAYLOAD_SHOWN_MAX} characters are shown: the payload holds ${Buffer.byteLength(payload)} bytes (read it whole with <code>cronq dead show 4 --json</code>)`,
     );
+  });
+
+  it('reads none of a payload for a viewer without the token, who is not shown it, on the job and dead-letter pages', async () => {
+    await insertJob('big:2', astralPayload(PAYLOAD_SHOWN_MAX * 4));
+    await insertDeadLetter(5, astralPayload(PAYLOAD_SHOWN_MAX * 4));
+    const [jobsBefore, lettersBefore] = [read.length, lettersRead.length];
+    for (const path of ['/jobs/big:2', '/dead/5']) {
+      const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(await res.text(), path).toContain('Payloads are shown to token holders only.');
+    }
+    const payloadFields = (row: object) => Object.keys(row).filter((name) => name.startsWith('payload'));
+    expect(read.slice(jobsBefore).map(payloadFields)).toEqual([[]]);
+    expect(lettersRead.slice(lettersBefore).map(payloadFields)).toEqual([[]]);
   });
 
   it('shows a payload exactly as long as the page shows whole, with no note', async () => {

@@ -10,6 +10,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { JobStatus } from '../db/schema.ts';
+import { payloadColumns, payloadFieldsOf, type NoPayload, type PayloadBound, type PayloadFields, type PayloadReadOptions, type WithoutPayload } from './payloadRead.ts';
 import { interval, parseDbTime, rows } from './sql.ts';
 
 /** Done jobs read per queue at most for the completions chart (see completionsPerMinute). */
@@ -130,23 +131,12 @@ export async function daemonsSeen(exec: Executor, withinMs: number): Promise<Dae
   }));
 }
 
-/** One job row as an operator reads it. */
-export interface JobRecord {
+/** One job row as an operator reads it, its payload included (see PayloadFields). */
+export interface JobRecord extends PayloadFields {
   id: number;
   queue: string;
   kind: string;
   key: string;
-  /**
-   * The payload exactly as stored (JSON text), or with `payloadCharsMax` only its first
-   * that many characters (cut when `payloadChars` is larger); null when the server will
-   * not return it, the whole payload being larger than its max_allowed_packet
-   * (`payloadBytes` says how large), bounded or not.
-   */
-  payloadText: string | null;
-  /** The stored payload's size in bytes. */
-  payloadBytes: number;
-  /** The stored payload's length in characters (code points, as the database counts them). */
-  payloadChars: number;
   status: JobStatus;
   attempts: number;
   maxAttempts: number;
@@ -165,17 +155,23 @@ export interface JobRecord {
   finishedAt: Date | null;
 }
 
+/** A job by its id or by its key. */
+export type JobTarget = { id: number } | { key: string };
+
 /**
  * One job by primary key (a number) or by its unique key (a string); null when none.
  * `payloadCharsMax`: read only the payload's first that many characters (code points; at
  * most four bytes each) from the database, so a page showing a job costs the same whether
  * its payload is 1 kB or 60 MB. (The server still casts the whole, as an unbounded read
  * does, so a payload over its max_allowed_packet stays null, never a start of it.)
+ * `payload: false`: read none of it, nor its size; the record has no payload fields.
  */
-export async function jobByIdOrKey(exec: Executor, target: { id: number } | { key: string }, { payloadCharsMax }: { payloadCharsMax?: number } = {}): Promise<JobRecord | null> {
+export async function jobByIdOrKey(exec: Executor, target: JobTarget, options: NoPayload): Promise<WithoutPayload<JobRecord> | null>;
+export async function jobByIdOrKey(exec: Executor, target: JobTarget, options?: PayloadBound): Promise<JobRecord | null>;
+export async function jobByIdOrKey(exec: Executor, target: JobTarget, options?: PayloadReadOptions): Promise<JobRecord | WithoutPayload<JobRecord> | null>;
+export async function jobByIdOrKey(exec: Executor, target: JobTarget, options: PayloadReadOptions = {}): Promise<JobRecord | WithoutPayload<JobRecord> | null> {
   const where = 'id' in target ? sql`id = ${target.id}` : sql`job_key = ${target.key}`;
-  const payload = payloadCharsMax === undefined ? sql`CAST(payload AS CHAR)` : sql`LEFT(CAST(payload AS CHAR), ${payloadCharsMax})`;
-  const result = await exec.execute(sql`SELECT id, queue, kind, job_key, ${payload} AS payload, LENGTH(payload) AS payload_bytes, CHAR_LENGTH(payload) AS payload_chars,
+  const result = await exec.execute(sql`SELECT id, queue, kind, job_key${payloadColumns(sql.raw('payload'), options)},
       status, attempts, max_attempts, available_at,
       lease_until, locked_by, lease_expiries, last_error, cancelled_by, cancel_reason, schedule_name, period_key,
       created_at, updated_at, finished_at
@@ -187,9 +183,7 @@ export async function jobByIdOrKey(exec: Executor, target: { id: number } | { ke
     queue: r.queue,
     kind: r.kind,
     key: r.job_key,
-    payloadText: r.payload === null ? null : String(r.payload),
-    payloadBytes: Number(r.payload_bytes),
-    payloadChars: Number(r.payload_chars),
+    ...payloadFieldsOf(r, options),
     status: r.status,
     attempts: Number(r.attempts),
     maxAttempts: Number(r.max_attempts),

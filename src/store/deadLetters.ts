@@ -21,6 +21,7 @@ import { UsageError } from '../errors.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { firstLine } from '../runtime/errorText.ts';
 import { reasonGroup } from './failureReason.ts';
+import { payloadColumns, payloadFieldsOf, type NoPayload, type PayloadBound, type PayloadFields, type PayloadReadOptions, type WithoutPayload } from './payloadRead.ts';
 import { NO_LEASE, NO_TIME, NOW, parseDbTime, PAYLOAD_KEPT, rows, toDbTime } from './sql.ts';
 
 /** The first line of failure_reason, computed by the server so long reasons stay there. */
@@ -63,20 +64,9 @@ export interface DeadLetterSummary {
   resolution: string | null;
 }
 
-/** One dead letter in full, with the current state of its job row (null when the row is gone). */
-export interface DeadLetterDetail extends DeadLetterSummary {
+/** One dead letter in full (its payload: see PayloadFields), with the current state of its job row (null when the row is gone). */
+export interface DeadLetterDetail extends DeadLetterSummary, PayloadFields {
   failureReason: string;
-  /**
-   * The payload exactly as stored (JSON text), or with `payloadCharsMax` only its first
-   * that many characters (cut when `payloadChars` is larger); null when the server will
-   * not return it, the whole payload being larger than its max_allowed_packet
-   * (`payloadBytes` says how large), bounded or not.
-   */
-  payloadText: string | null;
-  /** The stored payload's size in bytes. */
-  payloadBytes: number;
-  /** The stored payload's length in characters (code points, as the database counts them). */
-  payloadChars: number;
   job: {
     id: number;
     status: JobStatus;
@@ -285,21 +275,24 @@ export async function fillReasonGroups(tx: Executor, jobIds: number[], firstId: 
  * One dead letter by its own id (`cronq_dead_letters.id`) with its job's current row; null
  * when there is none. `payloadCharsMax`: read only the payload's first that many
  * characters (code points) from the database, as jobByIdOrKey does (the whole is still
- * cast, so one over max_allowed_packet stays null).
+ * cast, so one over max_allowed_packet stays null). `payload: false`: read none of it,
+ * nor its size; the result has no payload fields.
  */
-export async function getDeadLetter(exec: Executor, id: number, { payloadCharsMax }: { payloadCharsMax?: number } = {}): Promise<DeadLetterDetail | null> {
-  const payload = payloadCharsMax === undefined ? sql`CAST(d.payload AS CHAR)` : sql`LEFT(CAST(d.payload AS CHAR), ${payloadCharsMax})`;
+export async function getDeadLetter(exec: Executor, id: number, options: NoPayload): Promise<WithoutPayload<DeadLetterDetail> | null>;
+export async function getDeadLetter(exec: Executor, id: number, options?: PayloadBound): Promise<DeadLetterDetail | null>;
+export async function getDeadLetter(exec: Executor, id: number, options?: PayloadReadOptions): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null>;
+export async function getDeadLetter(exec: Executor, id: number, options: PayloadReadOptions = {}): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null> {
   const result = await exec.execute(sql`SELECT d.id, d.job_id, d.queue, d.kind, d.job_key, d.attempts, d.dead_at,
-      d.reviewed_at, d.resolution, d.failure_reason, ${payload} AS payload_text, LENGTH(d.payload) AS payload_bytes, CHAR_LENGTH(d.payload) AS payload_chars,
+      d.reviewed_at, d.resolution, d.failure_reason${payloadColumns(sql.raw('d.payload'), options)},
       j.id AS j_id, j.status AS j_status, j.attempts AS j_attempts, j.max_attempts AS j_max_attempts,
       j.available_at AS j_available_at, j.updated_at AS j_updated_at, j.last_error AS j_last_error
     FROM cronq_dead_letters d LEFT JOIN cronq_jobs j ON j.id = d.job_id
     WHERE d.id = ${id}`);
   type DetailRow = Omit<SummaryRow, 'reason'> & {
     failure_reason: string;
-    payload_text: string | null;
-    payload_bytes: number;
-    payload_chars: number;
+    payload_text?: string | null;
+    payload_bytes?: number;
+    payload_chars?: number;
     j_id: number | null;
     j_status: JobStatus | null;
     j_attempts: number;
@@ -313,9 +306,7 @@ export async function getDeadLetter(exec: Executor, id: number, { payloadCharsMa
   return {
     ...toSummary({ ...r, reason: r.failure_reason }),
     failureReason: r.failure_reason,
-    payloadText: r.payload_text,
-    payloadBytes: Number(r.payload_bytes),
-    payloadChars: Number(r.payload_chars),
+    ...payloadFieldsOf(r, options),
     job:
       r.j_id === null
         ? null

@@ -70,7 +70,8 @@ import { endSession, holdOverlapLock, otherTickInFlight, overlapLockHolder, tick
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
 import { isSignedOut, recordSignOut } from './consoleSignOuts.ts';
-import { completionsPerMinute, daemonsSeen, jobByIdOrKey, recentDoneQueues, type Completions, type DaemonSeen, type JobRecord } from './console.ts';
+import { completionsPerMinute, daemonsSeen, jobByIdOrKey, recentDoneQueues, type Completions, type DaemonSeen, type JobRecord, type JobTarget } from './console.ts';
+import type { NoPayload, PayloadBound, PayloadReadOptions, WithoutPayload } from './payloadRead.ts';
 import { collectStats, deadLetterStats, heldStatuses, queuesMostBehind, type DeadLetterStats, type QueuesMostBehind, type Stats } from './stats.ts';
 import type { Executor } from '../db/client.ts';
 
@@ -317,8 +318,11 @@ export class Store implements JobWriter {
     return groupDeadLetters(this.db, options);
   }
 
-  /** One dead letter with its job's current row, or null; its payload's start only with `payloadCharsMax` (getDeadLetter). */
-  getDeadLetter(id: number, options: { payloadCharsMax?: number } = {}): Promise<DeadLetterDetail | null> {
+  /** One dead letter with its job's current row, or null; its payload's start only with `payloadCharsMax`, none with `payload: false` (getDeadLetter). */
+  getDeadLetter(id: number, options: NoPayload): Promise<WithoutPayload<DeadLetterDetail> | null>;
+  getDeadLetter(id: number, options?: PayloadBound): Promise<DeadLetterDetail | null>;
+  getDeadLetter(id: number, options?: PayloadReadOptions): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null>;
+  getDeadLetter(id: number, options: PayloadReadOptions = {}): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null> {
     return getDeadLetter(this.db, id, options);
   }
 
@@ -495,8 +499,11 @@ export class Store implements JobWriter {
     return daemonsSeen(this.db, withinMs);
   }
 
-  /** One job row by id or key, or null; its payload's start only with `payloadCharsMax` (jobByIdOrKey). */
-  job(target: { id: number } | { key: string }, options: { payloadCharsMax?: number } = {}): Promise<JobRecord | null> {
+  /** One job row by id or key, or null; its payload's start only with `payloadCharsMax`, none with `payload: false` (jobByIdOrKey). */
+  job(target: JobTarget, options: NoPayload): Promise<WithoutPayload<JobRecord> | null>;
+  job(target: JobTarget, options?: PayloadBound): Promise<JobRecord | null>;
+  job(target: JobTarget, options?: PayloadReadOptions): Promise<JobRecord | WithoutPayload<JobRecord> | null>;
+  job(target: JobTarget, options: PayloadReadOptions = {}): Promise<JobRecord | WithoutPayload<JobRecord> | null> {
     return jobByIdOrKey(this.db, target, options);
   }
 
@@ -516,7 +523,8 @@ export type { TickRow, TickClaim, TickSource, SkippedTick } from './ledger.ts';
 export type { EndSessionOutcome, HolderListing, HoldOptions, LockHolder, OverlapLock } from './overlap.ts';
 export type { RecoveryBatch } from './recovery.ts';
 export type { DeadLetterStats, QueuesMostBehind, Stats } from './stats.ts';
-export type { Completions, DaemonSeen, JobRecord } from './console.ts';
+export type { Completions, DaemonSeen, JobRecord, JobTarget } from './console.ts';
+export type { NoPayload, PayloadBound, PayloadFields, PayloadReadOptions, WithoutPayload } from './payloadRead.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
 export type { KindLimit, KindLimitStatus } from './limits.ts';

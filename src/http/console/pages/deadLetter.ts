@@ -3,16 +3,16 @@ import { actionForm, type ConsoleContext, type PageResult } from '../context.ts'
 import { when } from '../format.ts';
 import { html } from '../html.ts';
 import { page } from '../layout.ts';
-import { PAYLOAD_SHOWN_MAX, payloadBlock } from '../payload.ts';
+import { payloadReadFor, payloadSection } from '../payload.ts';
 
 export async function deadLetterPage(ctx: ConsoleContext, id: number): Promise<PageResult> {
-  // Only the start the page shows is read: a payload may be tens of megabytes.
-  const letter = await ctx.admin.deadLetters.get(id, { payloadCharsMax: PAYLOAD_SHOWN_MAX });
+  // Only the start the page shows is read, and none for a viewer not shown it: a payload may be tens of megabytes.
+  const letter = await ctx.admin.deadLetters.get(id, payloadReadFor(ctx.viewer));
   if (!letter) return { status: 404, body: page('No such dead letter', ctx.viewer, html`<p>No dead letter #${id}.</p>`) };
   const review = letter.reviewedAt
     ? html`<p>Reviewed ${when(letter.reviewedAt)}: ${letter.resolution}</p>`
     : html`<p>${actionForm(ctx, `/dead/${id}/requeue`, 'Requeue', { reason: true })}</p><p>${actionForm(ctx, `/dead/${id}/discard`, 'Discard', { reason: true })}</p>`;
-  const payload = ctx.viewer.operator ? payloadBlock(letter, `cronq dead show ${id} --json`) : html`<p class="note">Payloads are shown to token holders only.</p>`;
+  const payload = payloadSection(ctx.viewer, letter, `cronq dead show ${id} --json`);
   const body = html`<dl>
 <dt>Job</dt><dd><a href="/jobs/${letter.jobId}">#${letter.jobId}</a> <code>${letter.key}</code> (${letter.kind} on ${letter.queue})</dd>
 <dt>Died</dt><dd>${when(letter.deadAt)} after ${letter.attempts} attempts</dd>

@@ -3,7 +3,7 @@ import type { ConsoleContext, PageResult } from '../context.ts';
 import { when } from '../format.ts';
 import { html } from '../html.ts';
 import { page } from '../layout.ts';
-import { PAYLOAD_SHOWN_MAX, payloadBlock } from '../payload.ts';
+import { payloadReadFor, payloadSection } from '../payload.ts';
 
 /** A path segment as a job target: digits naming an id (1 or more) are one, anything else a key (`0`, `000`: no id is 0). */
 export function jobTarget(text: string): { id: number } | { key: string } {
@@ -16,11 +16,11 @@ export function jobTarget(text: string): { id: number } | { key: string } {
  * has white space at either end, a link to search for it trimmed.
  */
 export async function jobPage(ctx: ConsoleContext, idOrKey: string): Promise<PageResult> {
-  // Only the start the page shows is read: a payload may be tens of megabytes.
-  const bounded = { payloadCharsMax: PAYLOAD_SHOWN_MAX };
-  let job = await ctx.admin.job(jobTarget(idOrKey), bounded);
+  // Only the start the page shows is read, and none for a viewer not shown it: a payload may be tens of megabytes.
+  const read = payloadReadFor(ctx.viewer);
+  let job = await ctx.admin.job(jobTarget(idOrKey), read);
   // A key made of digits: look it up as a key when no job has that id.
-  if (!job && /^[0-9]+$/.test(idOrKey)) job = await ctx.admin.job({ key: idOrKey }, bounded);
+  if (!job && /^[0-9]+$/.test(idOrKey)) job = await ctx.admin.job({ key: idOrKey }, read);
   if (!job) {
     const trimmed = idOrKey.trim();
     const hint =
@@ -38,6 +38,6 @@ ${row('Schedule', job.scheduleName ? `${job.scheduleName} (${job.periodKey})` : 
 ${row('Created', when(job.createdAt))}${row('Updated', when(job.updatedAt))}${row('Finished', job.finishedAt ? when(job.finishedAt) : null)}
 ${job.cancelledBy ? row('Cancelled', `by ${job.cancelledBy}: ${job.cancelReason}`) : ''}</dl>
 <h2>Last error</h2>${job.lastError ? html`<pre>${job.lastError}</pre>` : html`<p class="note">None.</p>`}
-<h2>Payload</h2>${ctx.viewer.operator ? payloadBlock(job, 'admin.job()') : html`<p class="note">Payloads are shown to token holders only.</p>`}`;
+<h2>Payload</h2>${payloadSection(ctx.viewer, job, 'admin.job()')}`;
   return { status: 200, body: page(`Job #${job.id}`, ctx.viewer, body, ctx.notice) };
 }
