@@ -92,6 +92,6 @@ ${COMMON_HELP}`,
  * is gone already, pruned). The key is cut as messages cut a user's value, controls escaped.
  */
 async function alreadyPresent(cronq: Cronq, key: string, id: number): Promise<string> {
-  const job = await cronq.admin.job({ id }, { payloadCharsMax: 1 }); // its status alone: none of a large payload
+  const job = await cronq.admin.job({ id }, { payload: false }); // its status alone: none of the payload, nor its size
   return printable(cliLine('enqueue', `key '${shownText(key)}' already present (job ${id}${job ? `, ${job.status}` : ''}): nothing enqueued`));
 }
