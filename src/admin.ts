@@ -23,7 +23,7 @@ import { checkRetention } from './schedule/retention.ts';
 import { refuseUnknownOptions, validateName, validateQueue } from './tasks/define.ts';
 import { assessHealth, type ScheduleHealth } from './schedule/health.ts';
 import type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome } from './store/deadLetters.ts';
-import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, JobTarget, KindLimitStatus, NoPayload, PayloadBound, PayloadReadOptions, Store, TickRow, WithoutPayload } from './store/index.ts';
+import type { BulkCancelResult, CancelFilter, CancelOutcome, CancelTarget, Completions, DaemonSeen, JobRecord, JobTarget, KindLimitStatus, NoPayload, PayloadBound, PayloadReadOptions, SessionStanding, Store, TickRow, WithoutPayload } from './store/index.ts';
 import { defaultOperator } from './runtime/operator.ts';
 import type { DeadLetterStats, QueuesMostBehind, Stats } from './store/stats.ts';
 
@@ -36,6 +36,7 @@ export { TICK_OUTCOMES } from './db/schema.ts';
 /** Every status a job row can have (QueueStats counts each). */
 export { JOB_STATUSES } from './db/schema.ts';
 export type { TickRow } from './store/index.ts';
+export type { SessionStanding } from './store/index.ts';
 export type { Completions, DaemonSeen, JobRecord, JobTarget, NoPayload, PayloadBound, PayloadFields, PayloadReadOptions, WithoutPayload } from './store/index.ts';
 export { COMPLETIONS_SCAN_MAX, COMPLETION_LAG_MAX_MS } from './store/console.ts';
 export type { PruneResult } from './maintenance/prune.ts';
@@ -119,6 +120,12 @@ export interface ConsoleSignOutAdmin {
   record(sessionHash: string, expiresAt: Date): Promise<void>;
   /** Whether the session was signed out. */
   has(sessionHash: string): Promise<boolean>;
+  /**
+   * Where the session, expiring at `expiresAt`, stands now by the database's clock:
+   * 'signed_out', 'expired' or 'held'. The console takes a cookie only while it is held:
+   * the clock that prunes sign-outs judges expiry too, whatever this host's clock says.
+   */
+  standing(sessionHash: string, expiresAt: Date): Promise<SessionStanding>;
 }
 
 /** A loaded schedule with its coming fire times and its latest tick-ledger row. */
@@ -398,6 +405,7 @@ function adminMethods({ store, database, schedules }: AdminDeps): CronqAdmin {
     consoleSignOuts: {
       record: async (sessionHash, expiresAt) => store.recordSignOut(checkedSessionHash(sessionHash), checkedDate(expiresAt, 'expiresAt')),
       has: async (sessionHash) => store.isSignedOut(checkedSessionHash(sessionHash)),
+      standing: async (sessionHash, expiresAt) => store.sessionStanding(checkedSessionHash(sessionHash), checkedDate(expiresAt, 'expiresAt')),
     },
     limits: () => store.kindLimits(),
     cancel: async (target, options) => {

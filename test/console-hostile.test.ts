@@ -28,13 +28,13 @@ let cronq: Cronq;
 let server: HttpServer;
 let base: string;
 
-async function serve(admin: Cronq['admin']): Promise<HttpServer> {
+async function serve(admin: Cronq['admin'], consoleAuth = auth()): Promise<HttpServer> {
   return startHttpServer(
     { host: '127.0.0.1', port: 0 },
     {
       health: async () => ({ status: 'ok' }) as any,
       metrics: async () => ({ contentType: 'text/plain', body: '' }),
-      console: createConsole({ admin, auth: auth(), log: silentLogger() }),
+      console: createConsole({ admin, auth: consoleAuth, log: silentLogger() }),
     },
     silentLogger(),
   );
@@ -666,6 +666,36 @@ describe('signing out of the console', () => {
       expect((await signIn(base)).split('=')[1]).toMatch(/^[1-9]/);
       expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
     } finally {
+      await t.sql('DELETE FROM cronq_console_sign_outs');
+    }
+  });
+
+  it("refuses a signed-out cookie on a daemon whose clock is behind the database's once its sign-out is pruned: a session expires by the database's clock", async () => {
+    const HOUR = 3_600_000;
+    const token = { name: 'ops', secret: TOKEN.slice(4) };
+    // Signed in 12 h 15 min ago (this host's clock is the database's here) and signed out an hour after.
+    const signedInMs = Date.now() - 12 * HOUR - 15 * 60_000;
+    const cookie = `cronq_console=${auth().session(signedInMs)}`;
+    const then = await serve(cronq.admin, new ConsoleAuth(token, () => signedInMs + HOUR));
+    // A daemon whose clock is 30 minutes behind: by it, the session is 11 h 45 min old.
+    const behind = await serve(cronq.admin, new ConsoleAuth(token, () => Date.now() - 30 * 60_000));
+    try {
+      expect((await formPost(`http://127.0.0.1:${then.port}`, '/logout', '', cookie)).status).toBe(303);
+      // Another sign-out prunes the first, past its expiry by the database's clock.
+      expect((await formPost(base, '/logout', '', await signIn(base))).status).toBe(303);
+      expect(await t.sql('SELECT * FROM cronq_console_sign_outs WHERE session_hash = ?', [sessionHash(cookie.split('=')[1])])).toEqual([]);
+      const behindBase = `http://127.0.0.1:${behind.port}`;
+      expect(await signedInAs(behindBase, cookie)).toBe(false);
+      const refused = await pause(behindBase, cookie);
+      expect(refused.status).toBe(403);
+      expect(await refused.text()).toMatch(/refused: this session has expired; sign in again/);
+      expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+      // Nor does it take a session past 12 hours by the database's clock that nobody signed out; a younger one it takes.
+      expect(await signedInAs(behindBase, `cronq_console=${auth().session(Date.now() - 12 * HOUR - 60_000)}`)).toBe(false);
+      expect(await signedInAs(behindBase, `cronq_console=${auth().session(Date.now() - 11 * HOUR)}`)).toBe(true);
+    } finally {
+      await then.close();
+      await behind.close();
       await t.sql('DELETE FROM cronq_console_sign_outs');
     }
   });

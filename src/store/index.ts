@@ -69,7 +69,7 @@ import type { PauseTarget } from '../db/schema.ts';
 import { endSession, holdOverlapLock, otherTickInFlight, overlapLockHolder, tickHasJobs, type EndSessionOutcome, type HoldOptions, type LockHolder, type OverlapLock } from './overlap.ts';
 import { periodHasUnfinishedJobs } from './scheduleHealth.ts';
 import type { DbTime } from './sql.ts';
-import { isSignedOut, recordSignOut } from './consoleSignOuts.ts';
+import { isSignedOut, recordSignOut, sessionStanding, type SessionStanding } from './consoleSignOuts.ts';
 import { completionsPerMinute, daemonsSeen, jobByIdOrKey, recentDoneQueues, type Completions, type DaemonSeen, type JobRecord, type JobTarget } from './console.ts';
 import type { NoPayload, PayloadBound, PayloadReadOptions, WithoutPayload } from './payloadRead.ts';
 import { collectStats, deadLetterStats, heldStatuses, queuesMostBehind, type DeadLetterStats, type QueuesMostBehind, type Stats } from './stats.ts';
@@ -470,6 +470,11 @@ export class Store implements JobWriter {
     return recordSignOut(this.db, sessionHash, expiresAt);
   }
 
+  /** Where a console session expiring at `expiresAt` stands by the database's clock (sessionStanding). */
+  sessionStanding(sessionHash: string, expiresAt: Date): Promise<SessionStanding> {
+    return sessionStanding(this.db, sessionHash, expiresAt);
+  }
+
   /** Whether a console session was signed out (isSignedOut). */
   isSignedOut(sessionHash: string): Promise<boolean> {
     return isSignedOut(this.db, sessionHash);
@@ -527,6 +532,7 @@ export type { Completions, DaemonSeen, JobRecord, JobTarget } from './console.ts
 export type { NoPayload, PayloadBound, PayloadFields, PayloadReadOptions, WithoutPayload } from './payloadRead.ts';
 export type { BulkCancelResult, CancelBy, Cancellation, CancelFilter, CancelOutcome, CancelTarget } from './cancel.ts';
 export type { DaemonRecord, Serving } from './daemons.ts';
+export type { SessionStanding } from './consoleSignOuts.ts';
 export type { KindLimit, KindLimitStatus } from './limits.ts';
 export type { PruneTarget } from './prune.ts';
 export type { Pause, PauseWriteOutcome, ResumeWriteOutcome } from './pauses.ts';

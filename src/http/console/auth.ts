@@ -5,7 +5,8 @@
  * session cookie the login form sets (when it was issued, a random nonce, and an HMAC of
  * both keyed by the secret, never the secret itself), good for SESSION_MAX_AGE_S unless
  * signed out: a cookie that holds here is still refused when its sessionHash is among the
- * database's sign-outs (the router looks; every daemon sharing the token shares them).
+ * database's sign-outs, or when it expired by the database's clock (the router looks;
+ * every daemon sharing the token shares them, and that clock).
  * A form post from a browser must also carry the form's CSRF token (an HMAC of the
  * session) and, when it sends Origin or Referer, come from this host.
  */
@@ -53,7 +54,7 @@ function same(a: string, b: string): boolean {
 /** Who a request acts as (ConsoleAuth.operatorOf): by Bearer token, or by a session cookie. */
 export type ConsoleOperator =
   | { name: string; via: 'bearer'; session?: undefined }
-  | { name: string; via: 'cookie'; session: string; sessionHash: string; sessionEndsAt: Date };
+  | { name: string; via: 'cookie'; session: string; sessionHash: string; sessionExpiresAt: Date; sessionEndsAt: Date };
 
 /** The name of a session among the database's sign-outs: the SHA-256 of its cookie, hex (the cookie itself would sign in). */
 export function sessionHash(cookie: string): string {
@@ -62,7 +63,11 @@ export function sessionHash(cookie: string): string {
 
 /** Checks requests against one configured token (or none). */
 export class ConsoleAuth {
-  constructor(readonly token: ConsoleToken | null) {}
+  /** `clockMs`: this host's clock, ms since the epoch (a test gives a skewed one). */
+  constructor(
+    readonly token: ConsoleToken | null,
+    private readonly clockMs: () => number = Date.now,
+  ) {}
 
   get actionsEnabled(): boolean {
     return this.token !== null;
@@ -73,7 +78,7 @@ export class ConsoleAuth {
    * SESSION_MAX_AGE_S. The nonce makes two sign-ins in one second two sessions, so
    * signing out of one leaves the other.
    */
-  session(now = Date.now()): string {
+  session(now = this.clockMs()): string {
     const issued = Math.floor(now / 1000);
     const nonce = randomBytes(16).toString('base64url');
     return `${issued}.${nonce}.${this.sessionMac(`${issued}:${nonce}`)}`;
@@ -110,10 +115,12 @@ export class ConsoleAuth {
    * The operator a request acts as, or null: its Bearer token must match, or its session
    * cookie must be one this token issued and not yet expired (then `session` is that
    * cookie, which its forms' CSRF token is bound to, `sessionHash` names it among the
-   * sign-outs, and `sessionEndsAt` is when no daemon within SESSION_CLOCK_SLACK_S of this
-   * host's clock takes it any more). Whether it was signed out is not looked at here.
+   * sign-outs, `sessionExpiresAt` is SESSION_MAX_AGE_S after its issue time, when it
+   * expires by the database's clock, and `sessionEndsAt` how long its sign-out is kept:
+   * 2 × SESSION_CLOCK_SLACK_S past that, a margin for a database clock stepped back).
+   * Whether it was signed out, or expired by the database's clock, is not looked at here.
    */
-  operatorOf(headers: { authorization?: string; cookie?: string }, now = Date.now()): ConsoleOperator | null {
+  operatorOf(headers: { authorization?: string; cookie?: string }, now = this.clockMs()): ConsoleOperator | null {
     if (!this.token) return null;
     const bearer = /^Bearer (.+)$/.exec(headers.authorization ?? '');
     if (bearer && this.matches(bearer[1])) return { name: this.token.name, via: 'bearer' };
@@ -125,6 +132,7 @@ export class ConsoleAuth {
       via: 'cookie',
       session: cookie,
       sessionHash: sessionHash(cookie),
+      sessionExpiresAt: new Date((issued + SESSION_MAX_AGE_S) * 1000),
       sessionEndsAt: new Date((issued + SESSION_MAX_AGE_S + 2 * SESSION_CLOCK_SLACK_S) * 1000),
     };
   }

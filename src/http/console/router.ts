@@ -11,7 +11,7 @@
  * many wrong tokens is answered 429 when it presents one again (SignInLimit).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CronqAdmin } from '../../admin.ts';
+import type { CronqAdmin, SessionStanding } from '../../admin.ts';
 import { DatabaseBusyError, DatabaseUnreachableError, UsageError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
@@ -88,19 +88,29 @@ export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHand
   };
 }
 
-/** What an action's read answers for a session that was signed out (nothing was done). */
-const SIGNED_OUT = Symbol('signed out');
+/** What an action's read answers for a session no longer held, by its standing (nothing was done). */
+class SessionNotHeld {
+  constructor(readonly standing: Exclude<SessionStanding, 'held'>) {}
+}
 
 /** Thrown when the gate turns a request away (answered 503). */
 class ConsoleBusy extends Error {}
 
 /**
- * `claimed` unless it is a session cookie that was signed out (a primary-key read of the
- * sign-outs, made inside the gate like every other read): then null, as without a cookie.
+ * Where `claimed` stands: a session cookie as the database has it, signed out, expired by
+ * the database's clock or held (one statement: a primary-key read of the sign-outs, made
+ * inside the gate like every other read); anything else 'held'. The database's clock, not
+ * this host's: it is the one that prunes sign-outs, so a daemon whose clock runs behind
+ * cannot take a cookie whose sign-out was pruned.
  */
+async function standingOf(admin: CronqAdmin, claimed: ConsoleOperator | null): Promise<SessionStanding> {
+  if (claimed?.via !== 'cookie') return 'held';
+  return admin.consoleSignOuts.standing(claimed.sessionHash, claimed.sessionExpiresAt);
+}
+
+/** `claimed` unless it is a session cookie no longer held (standingOf): then null, as without a cookie. */
 async function stillSignedIn(admin: CronqAdmin, claimed: ConsoleOperator | null): Promise<ConsoleOperator | null> {
-  if (claimed?.via !== 'cookie') return claimed;
-  return (await admin.consoleSignOuts.has(claimed.sessionHash)) ? null : claimed;
+  return (await standingOf(admin, claimed)) === 'held' ? claimed : null;
 }
 
 /**
@@ -215,8 +225,13 @@ async function post(
   // A Bearer header is never sent by a browser on its own, so only cookie sessions need the form's token.
   if (operator.via === 'cookie' && !auth.csrfMatches(fields.get('csrf'), operator.session)) return refuse(res, 403, 'refused: the form is stale or from another site (CSRF token)');
   try {
-    const result = await admitted(gate, req, async () => ((await stillSignedIn(admin, operator)) ? runAction(admin, path, fields, operator.name) : SIGNED_OUT));
-    if (result === SIGNED_OUT) return refuse(res, 403, 'refused: this session was signed out; sign in again');
+    const result = await admitted(gate, req, async () => {
+      const standing = await standingOf(admin, operator);
+      return standing === 'held' ? runAction(admin, path, fields, operator.name) : new SessionNotHeld(standing);
+    });
+    if (result instanceof SessionNotHeld) {
+      return refuse(res, 403, `refused: this session ${result.standing === 'signed_out' ? 'was signed out' : 'has expired'}; sign in again`);
+    }
     if (!result) return false;
     log.info({ event: 'console_action', path: loggedPath(path), by: `console:${operator.name}`, outcome: shownText(result.message, MAX_NOTICE) }, 'console action');
     return redirect(res, notices, result.back, result.message);
