@@ -23,11 +23,15 @@ export type {
   DeadLetterStats,
   DeadLetterSummary,
   KindLimitStatus,
+  NoPayload,
   Pause,
   PauseAdmin,
   PauseOptions,
   PauseOutcome,
   PauseTarget,
+  PayloadBound,
+  PayloadFields,
+  PayloadReadOptions,
   PruneResult,
   ResumeOutcome,
   QueueStats,
@@ -36,9 +40,11 @@ export type {
   ScheduleHealth,
   ScheduleListing,
   ScheduleStats,
+  SessionStanding,
   Stats,
   TickNowOutcome,
   TickRow,
+  WithoutPayload,
 } from './admin.ts';
 export { noopObserver, type Observer } from './observe.ts';
 export { defineTask, type Task, type TaskOptions, type TaskVariantOptions } from './tasks/define.ts';
