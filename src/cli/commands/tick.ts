@@ -27,7 +27,9 @@ scheduler still records that tick when it reaches it.
 
 Keys held by jobs this schedule did not enqueue (a job enqueued by hand under one
 of its keys) are counted apart and named on stderr, and the exit is 1: those
-jobs of the period were not written as the schedule's.
+jobs of the period were not written as the schedule's. So are entities refused
+(a payload the database cannot store, a key too long): their jobs were not
+written; fix what jobs() yields and run the tick again.
 
 --at is now or earlier (by this host's clock and the database's; 5s ahead allowed for clock skew): a
 later fire time ticked now would take its period's key, and its real run would
@@ -85,16 +87,30 @@ ${COMMON_HELP}`,
           result.conflicting > 0 ? `, ${result.conflicting} held by jobs this schedule did not enqueue` : ''
         }${result.refusedCount > 0 ? `, ${result.refusedCount} refused (first ${result.refused[0].key}: ${result.refused[0].reason})` : ''}`,
       );
-      if (result.conflicting === 0) return 0;
-      // The period did not run as the schedule: its job was never written under those keys.
-      process.stderr.write(
-        `${printable(
-          cliLine(
-            'tick',
-            `${result.conflicting} of this tick's keys are held by jobs this schedule did not enqueue${taken ? ` (first ${shownText(taken.key)}: kind ${shownText(taken.kind)}, job ${taken.jobId})` : ''}: their schedule jobs were not enqueued, and those keys stay taken until the holders' rows are deleted`,
-          ),
-        )}\n`,
-      );
+      if (result.conflicting === 0 && result.refusedCount === 0) return 0;
+      // Part of the period did not run: its jobs were never written under those keys.
+      if (result.conflicting > 0) {
+        process.stderr.write(
+          `${printable(
+            cliLine(
+              'tick',
+              `${result.conflicting} of this tick's keys are held by jobs this schedule did not enqueue${taken ? ` (first ${shownText(taken.key)}: kind ${shownText(taken.kind)}, job ${taken.jobId})` : ''}: their schedule jobs were not enqueued, and those keys stay taken until the holders' rows are deleted`,
+            ),
+          )}\n`,
+        );
+      }
+      if (result.refusedCount > 0) {
+        const [first] = result.refused;
+        const one = result.refusedCount === 1;
+        process.stderr.write(
+          `${printable(
+            cliLine(
+              'tick',
+              `${result.refusedCount} of this tick's entities ${one ? 'was' : 'were'} refused (first ${shownText(first.key)}: ${first.reason}): ${one ? 'its job was' : 'their jobs were'} not enqueued; fix what jobs() yields, then run the tick again`,
+            ),
+          )}\n`,
+        );
+      }
       return 1;
     } finally {
       process.off('SIGINT', onSignal);
