@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from './support/db.ts';
-import { DaemonProcess, runCli } from './support/cli.ts';
+import { spawn } from 'node:child_process';
+import { CRONQ_BIN, DaemonProcess, REPO_ROOT, runCli } from './support/cli.ts';
 import { eventually } from './support/events.ts';
 import { isGone } from './support/process.ts';
 
@@ -142,6 +143,23 @@ describe('cronq start', () => {
     expect(performance.now() - signalled).toBeLessThan(3_000); // the connect timeout is 5 s
     expect(d.events('shutdown_requested')).toHaveLength(1);
     expect(d.stderr).toBe('');
+  });
+
+  it('Ctrl-C while cronq migrate still connects to a database that does not answer stops at once, nothing changed, exit 130', async () => {
+    const connected = new Promise<void>((resolve) => silent.once('connection', () => resolve()));
+    const child = spawn(process.execPath, [CRONQ_BIN, 'migrate'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: `mysql://root@127.0.0.1:${(silent.address() as AddressInfo).port}/cronq_silent` },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await connected;
+    const signalled = performance.now();
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(performance.now() - signalled).toBeLessThan(3_000); // the connect timeout is 5 s
+    expect(stderr).toBe('cronq migrate: stopped before migrating (the database had not answered yet): nothing was changed\n');
   });
 
   it('writes a failed job to the dead-letter table that SQL can read', async () => {
