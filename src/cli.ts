@@ -53,6 +53,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     return EXIT_USAGE;
   }
   if (name === '--version') {
+    // Alone: `cronq --version start` most likely meant something else; say so rather than ignore it.
+    if (rest.length > 0) return report(new UsageError(`--version takes nothing after it (got '${shownText(rest[0])}')`), env, undefined);
     out(packageVersion());
     return 0;
   }

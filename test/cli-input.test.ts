@@ -356,6 +356,10 @@ describe('cronq --version', () => {
     expect(await runMain(['--version'], env)).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
     expect((await runMain(['--help'], env)).stdout).toContain("'cronq --version' prints cronq's version");
   });
+
+  it('refuses anything after it in one line, exit 64, rather than ignoring it', async () => {
+    expect(await runMain(['--version', 'extra'], env)).toEqual({ code: 64, stdout: '', stderr: "cronq: --version takes nothing after it (got 'extra')\n" });
+  });
 });
 
 describe('LOG_LEVEL', () => {
