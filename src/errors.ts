@@ -190,7 +190,8 @@ export class ShutdownAbortError extends Error {
 
 /**
  * What `migrate()` rejects with when stop() came while it still connected, before it asked
- * for the migration lock: nothing was changed, and the next migrate() starts from scratch.
+ * for the migration lock: no migration was applied (the database may have been created,
+ * empty), and the next migrate() starts from scratch.
  */
 export class MigrationNotBegunError extends Error {
   override name = 'MigrationNotBegunError';

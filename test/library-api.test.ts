@@ -214,7 +214,7 @@ describe('stop() on a database that never answers', () => {
       expect(performance.now() - stopping).toBeLessThan(3_000); // the connect timeout is 5 s
       const error = await migrate;
       expect(error).toBeInstanceOf(MigrationNotBegunError);
-      expect((error as Error).message).toBe('stopped before migrating: nothing was changed');
+      expect((error as Error).message).toBe('stopped before migrating: no migration was applied');
     } finally {
       server.close();
     }

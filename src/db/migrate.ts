@@ -31,7 +31,7 @@ async function connectedBefore<T>(connecting: Promise<T>, signal: AbortSignal | 
   if (!signal) return connecting;
   let onAbort: (() => void) | undefined;
   const stopped = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new MigrationNotBegunError('stopped before migrating: nothing was changed'));
+    onAbort = () => reject(new MigrationNotBegunError('stopped before migrating: no migration was applied'));
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
   });

@@ -58,7 +58,7 @@ ${DATABASE_ONLY_HELP}`,
         await migrating;
       } catch (error) {
         if (!notBegun) throw error;
-        process.stderr.write(`${cliLine('migrate', 'stopped before migrating (the database had not answered yet): nothing was changed')}\n`);
+        process.stderr.write(`${cliLine('migrate', 'stopped before migrating: no migration was applied')}\n`);
         return EXIT_INTERRUPTED;
       }
       out(`migrated ${cronq.maskedDatabaseUrl}`);
