@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSchedulesDir } from '../src/schedule/loader.ts';
@@ -90,9 +90,20 @@ describe('loading schedule files', () => {
     });
     mkdirSync(join(dir, 'lib.JS'));
     mkdirSync(join(dir, 'lib.ts')); // a folder, even one named as a schedule file is
+    mkdirSync(join(dir, 'shared'));
+    symlinkSync(join(dir, 'shared'), join(dir, 'linked.ts')); // and a link to one
     const registry = new TaskRegistry();
     await loadSchedulesDir(dir, registry);
     expect(registry.list().map((t) => t.name)).toEqual(['alpha']);
+  });
+
+  it('loads a schedule file through a symbolic link to it', async () => {
+    const dir = folder({});
+    const elsewhere = folder({ 'real.ts': good('linked') });
+    symlinkSync(join(elsewhere, 'real.ts'), join(dir, 'linked.ts'));
+    const registry = new TaskRegistry();
+    await loadSchedulesDir(dir, registry);
+    expect(registry.list().map((t) => t.name)).toEqual(['linked']);
   });
 
   it('refuses a name used twice, naming both files', async () => {

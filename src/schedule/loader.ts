@@ -54,14 +54,20 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
   try {
     if (!(await stat(absolute)).isDirectory()) throw new Error('not a directory');
     const listed = await readdir(absolute, { withFileTypes: true });
-    // A folder is never a schedule file, whatever its name (`lib.ts/`); its files load when a schedule imports them.
+    // A folder is never a schedule file, whatever its name (`lib.ts/`), nor a link to one; its
+    // files load when a schedule imports them. A link to a file loads as the file.
+    const folders = new Set<string>();
+    for (const entry of listed) {
+      if (entry.isDirectory()) folders.add(entry.name);
+      else if (entry.isSymbolicLink() && (await stat(join(absolute, entry.name)).catch(() => null))?.isDirectory()) folders.add(entry.name);
+    }
     names = listed
-      .filter((entry) => !entry.isDirectory())
+      .filter((entry) => !folders.has(entry.name))
       .map((entry) => entry.name)
       .filter((n) => LOADABLE.test(n) && !NOT_SCHEDULES.test(n))
       .sort();
     unloadable = listed
-      .filter((entry) => !entry.isDirectory() && LOOKS_LOADABLE.test(entry.name) && !LOOKS_NOT_SCHEDULES.test(entry.name) && !LOADABLE.test(entry.name))
+      .filter((entry) => !folders.has(entry.name) && LOOKS_LOADABLE.test(entry.name) && !LOOKS_NOT_SCHEDULES.test(entry.name) && !LOADABLE.test(entry.name))
       .map((entry) => entry.name)
       .sort();
   } catch (error) {
