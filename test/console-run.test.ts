@@ -14,13 +14,25 @@ import { whileLocked } from './support/rowLock.ts';
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs', 'cronq_pauses'] });
 const TOKEN = 'ops:correct-horse-battery-staple';
 const report = defineSchedule({ name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Paris', period: 'day', handle() {} });
+/** Fans out one good entity, then two that cannot become jobs (a key too long to store, no key at all). */
+const fanout = defineSchedule({
+  name: 'per-tenant',
+  cron: '0 3 * * *',
+  period: 'day',
+  async *jobs() {
+    yield { key: 'acme', payload: {} };
+    yield { key: `${'k'.repeat(100_000)}\u001b[2J`, payload: {} };
+    yield { payload: {} } as any;
+  },
+  handle() {},
+});
 
 let cronq: Cronq;
 let server: HttpServer;
 let base: string;
 
 beforeAll(async () => {
-  cronq = createCronq({ databaseUrl: t.url, tasks: [report], workers: false, scheduler: false, logger: false });
+  cronq = createCronq({ databaseUrl: t.url, tasks: [report, fanout], workers: false, scheduler: false, logger: false });
   const handler = createConsole({ admin: cronq.admin, auth: new ConsoleAuth({ name: 'ops', secret: TOKEN.slice(4) }), log: silentLogger() });
   server = await startHttpServer({ host: '127.0.0.1', port: 0 }, { health: async () => ({ status: 'ok' }) as any, metrics: async () => ({ contentType: 'text/plain', body: '' }), console: handler }, silentLogger());
   base = `http://127.0.0.1:${server.port}`;
@@ -48,6 +60,13 @@ describe('the console run button', () => {
   it('runs the schedule now and says how many jobs it enqueued', async () => {
     expect(await run('nightly-report')).toMatch(/^nightly-report run for \S+Z: 1 enqueued, 0 already there$/);
     expect(await t.sql("SELECT kind FROM cronq_jobs")).toEqual([{ kind: 'nightly-report' }]);
+  });
+
+  it('says how many entities were refused, naming the first in a bounded line: their jobs were not enqueued', async () => {
+    const notice = await run('per-tenant');
+    expect(notice).toMatch(/^per-tenant run for \S+Z: 1 enqueued, 0 already there, 2 refused \(first per-tenant:[^ ]*…[^:]*: job key is 100[0-9]{3} characters long; at most \d+ are allowed\)$/);
+    expect(notice.length).toBeLessThan(400);
+    expect(await t.sql('SELECT kind FROM cronq_jobs')).toEqual([{ kind: 'per-tenant' }]);
   });
 
   it('on a paused schedule runs nothing and says it is paused: resume it first', async () => {

@@ -8,6 +8,7 @@
  */
 import { describePause, MAX_REASON_LENGTH, type CronqAdmin, type TickNowOutcome } from '../../admin.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
+import { shownText } from '../../shownText.ts';
 import { decodeSegment } from './context.ts';
 import { deadFilter } from './pages/dead.ts';
 
@@ -66,13 +67,18 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
   return null;
 }
 
-/** The line a run button's outcome shows: what was enqueued, or why nothing was (a paused schedule is not run). */
+/**
+ * The line a run button's outcome shows: what was enqueued, what was not (keys held by other
+ * jobs, entities refused, the first named), or why nothing was (a paused schedule is not run).
+ */
 function ranMessage(name: string, outcome: TickNowOutcome): string {
   switch (outcome.status) {
-    case 'enqueued':
+    case 'enqueued': {
+      const [first] = outcome.refused;
       return `${name} run for ${outcome.fireAt.toISOString()}: ${outcome.inserted} enqueued, ${outcome.existing} already there${
         outcome.conflicting > 0 ? `, ${outcome.conflicting} held by jobs this schedule did not enqueue` : ''
-      }`;
+      }${outcome.refusedCount > 0 && first ? `, ${outcome.refusedCount} refused (first ${shownText(first.key)}: ${first.reason})` : ''}`;
+    }
     case 'paused':
       return `${name}: paused: resume it first (${describePause(outcome.pause)})`;
     default:
