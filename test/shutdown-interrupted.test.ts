@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCronq, defineTask, type Cronq } from '../src/index.ts';
+import { commandHandler } from '../src/shell/handler.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
 
@@ -93,6 +94,33 @@ describe('a running job cut short by the shutdown grace', () => {
       lease_expiries: 1,
       lease_token: null,
     });
+  }, 30_000);
+
+  it('a shell command that exited 0 is done even when the grace runs out while its output still drains', async () => {
+    // A background child keeps the command's stdout open: the handler waits up to
+    // OUTPUT_DRAIN_MS for it after the shell's exit 0, and the grace runs out meanwhile.
+    const log = new EventLog();
+    const deploys = defineTask({ name: 'deploys', handle: commandHandler({ command: 'sleep 2 & exit 0' }) });
+    cronq = createCronq({ databaseUrl: t.url, tasks: [deploys], logger: log.logger, scheduler: false, pollInterval: '20ms' });
+    await cronq.start();
+    await cronq.enqueue({ kind: 'deploys', key: 'deploy:4' });
+    const [{ command_pid: pid }] = await log.waitFor('command_started');
+    // The shell has exited (reaped): its work is done, only its output is drained.
+    for (;;) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Its signal aborts at 300 ms, before the drain's 500 ms are over; the 300 ms more
+    // handlers get to honour it then see the handler return.
+    await cronq.stop({ graceMs: 300 });
+    cronq = null;
+    expect(log.named('job_released_on_shutdown')).toEqual([]);
+    expect(log.named('job_completed')).toHaveLength(1);
+    expect((await t.sql("SELECT status, lease_expiries FROM cronq_jobs WHERE job_key = 'deploy:4'"))[0]).toEqual({ status: 'done', lease_expiries: 0 });
   }, 30_000);
 
   it('a job that finishes within the grace is done, with no stop counted', async () => {

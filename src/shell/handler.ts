@@ -12,7 +12,7 @@ import { formatDuration } from '../duration.ts';
 import { JobTimeoutError, PermanentError, UsageError } from '../errors.ts';
 import { within } from '../runtime/wakeup.ts';
 import { shownText } from '../shownText.ts';
-import type { Handler, Job, JobContext } from '../tasks/job.ts';
+import { WORK_DONE, type Handler, type Job, type JobContext, type WorkDoneMark } from '../tasks/job.ts';
 import { watchOutput } from './output.ts';
 import { killGroup, type Exit } from './processGroup.ts';
 import { trackGroup } from './runningGroups.ts';
@@ -167,6 +167,9 @@ async function runCommand(spec: CommandSpec, job: Job, ctx: JobContext): Promise
     untrack();
     stop.cancel();
     const { exit } = first;
+    // The command ran whole: an abort while its output drains (a background child holding
+    // stdout, up to OUTPUT_DRAIN_MS) must not hand the job back to run it a second time.
+    if (exit.code === 0) (ctx as JobContext & WorkDoneMark)[WORK_DONE]?.();
     await within(output.closed, OUTPUT_DRAIN_MS);
     output.detach();
     log.debug({ event: 'command_exited', code: exit.code, signal: exit.signal, elapsed_ms: Math.round(performance.now() - startedAt) }, 'command exited');

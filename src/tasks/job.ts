@@ -44,5 +44,17 @@ export interface JobContext {
   effect(fn: Effect): void;
 }
 
+/**
+ * Internal, not exported from the package: a function on a run's ctx (not enumerable, so a
+ * spread `{ ...ctx }` leaves it out) that cronq's own handlers call once the job's work is
+ * done and only tidying is left (the command handler, once the shell exited 0 and its output
+ * drains). A success such a handler returns after the shutdown's grace aborted its signal is
+ * then recorded done, not handed back to run again: the work ran whole before the abort.
+ */
+export const WORK_DONE = Symbol('cronq.workDone');
+
+/** What a ctx offers cronq's own handlers (WORK_DONE); absent on a ctx a wrapper rebuilt. */
+export type WorkDoneMark = { readonly [WORK_DONE]?: () => void };
+
 /** Runs one attempt of a job: returning (or resolving) is success, throwing is a failure (PermanentError: no retry). */
 export type Handler<P = unknown> = (job: Job<P>, ctx: JobContext) => unknown | Promise<unknown>;

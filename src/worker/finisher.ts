@@ -332,8 +332,10 @@ export class Finisher {
     }
     // Cut by the shutdown's grace, whatever the handler came to: a throw, or a return once it
     // saw its signal aborted (`if (ctx.signal.aborted) return`), which did not finish the job
-    // either. Handed back (attempt restored, the stop counted): at worst it runs again.
-    if (run.shutdownAborted) {
+    // either. Handed back (attempt restored, the stop counted): at worst it runs again. But a
+    // success whose work was done before the abort (ctx[WORK_DONE]: a command that exited 0,
+    // its output still draining) is done: run again, the command would run twice.
+    if (run.shutdownAborted && !(outcome.ok && run.workDone)) {
       this.settleAfter(run, run.releaseIfStillHeld());
       return;
     }

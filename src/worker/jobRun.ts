@@ -3,7 +3,7 @@ import type { Observer } from '../observe.ts';
 import type { DbHealth } from '../runtime/dbHealth.ts';
 import type { Cancellation, ClaimedJob, Lease } from '../store/index.ts';
 import type { Task } from '../tasks/define.ts';
-import type { Effect, Job, JobContext } from '../tasks/job.ts';
+import { WORK_DONE, type Effect, type Job, type JobContext } from '../tasks/job.ts';
 import type { Finisher, HandlerOutcome } from './finisher.ts';
 import { decodePayload } from './payload.ts';
 import { keepLeaseAlive, reclaimOnce, renewOnce, type RenewableRun } from './renewal.ts';
@@ -62,6 +62,8 @@ export class JobRun implements RenewableRun {
   effectsAbort: AbortController | null = null;
   /** The shutdown grace ran out while the handler ran: its signal was aborted. */
   shutdownAborted = false;
+  /** The handler said its work was done, only tidying left (ctx[WORK_DONE]): a success after shutdownAborted still counts. */
+  workDone = false;
   /** The final write is done, failed or given up (set by the Finisher). */
   settled = false;
   /** When execute started the run (performance.now()). */
@@ -287,6 +289,11 @@ const CONTEXT_PROPERTIES: PropertyDescriptorMap = {
     enumerable: true,
     get(this: RunContext): Logger {
       return this[CONTEXT].run.log;
+    },
+  },
+  [WORK_DONE]: {
+    value(this: RunContext): void {
+      this[CONTEXT].run.workDone = true;
     },
   },
   effect: {
