@@ -16,6 +16,8 @@ import type { Prefetch } from './prefetch.ts';
 export class RunSlots {
   private readonly holding = new Set<JobRun>();
   private readonly unsettled = new Set<JobRun>();
+  /** When a run last took a slot (performance.now()); undefined before the first. */
+  private lastTaken: number | undefined;
   /** Limited queues (see LimitedQueues) with runs settled since the last takeSettledQueues. */
   private settledQueues = new Set<string>();
   /** Resolved (and cleared) each time `unsettled` becomes empty. */
@@ -43,6 +45,7 @@ export class RunSlots {
   take(run: JobRun): void {
     this.holding.add(run);
     this.unsettled.add(run);
+    this.lastTaken = performance.now();
     this.prefetch.slotTaken(this.holding.size);
   }
 
@@ -81,11 +84,19 @@ export class RunSlots {
     return undefined;
   }
 
-  /** When the run that took a slot last started (performance.now()), or undefined when none holds one. */
-  newestStartedAt(): number | undefined {
-    let newest: number | undefined;
-    for (const run of this.holding) newest = run.startedAt;
-    return newest;
+  /**
+   * When a run last took a slot (performance.now()), or undefined before the first: while
+   * the slots are full, the newest of the runs holding them (to fill up again after a slot
+   * freed, a run must have taken it).
+   */
+  get lastTakenAt(): number | undefined {
+    return this.lastTaken;
+  }
+
+  /** Whether every run holding a slot is still in its handler (none writing its result, none waiting to start). A walk of the slots. */
+  allInHandler(): boolean {
+    for (const run of this.holding) if (!run.inHandler) return false;
+    return true;
   }
 
   /** The kind of each run holding a slot. */

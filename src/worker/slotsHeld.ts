@@ -11,22 +11,27 @@ const KINDS_NAMED = 10;
 export interface HeldSlots {
   readonly concurrency: number;
   readonly full: boolean;
-  /** When the run that took a slot last started (performance.now()); undefined when none holds one. */
-  newestStartedAt(): number | undefined;
+  /** When a run last took a slot (performance.now()); undefined before the first. While full: the newest holder. */
+  readonly lastTakenAt: number | undefined;
+  /** Whether every run holding a slot is still in its handler (a walk: asked only once the rest holds). */
+  allInHandler(): boolean;
   /** The kind of each run holding a slot. */
   heldKinds(): string[];
 }
 
 /**
  * Says once, at warn (`worker_slots_held`), when every worker slot has been held by the
- * same runs for `afterMs`: no run started since, so no other job can start in this
- * process until one of them ends. A handler that never settles (no `timeout`) holds its
+ * same runs, each still in its handler, for `afterMs`: no run started since, so no other
+ * job can start in this process until one of them ends. Runs whose handler ended and that
+ * hold their slot while their result is written (failures waiting out an outage, say) are
+ * not hanging: slots held by them say nothing. A handler that never settles (no `timeout`) holds its
  * slot for ever, and a schedule with `overlap: 'allow'` takes one more each tick until
  * none is left: nothing else was logged while every other job waited. Says it again only
  * after a slot has turned over (a run started) and the slots have been held that long anew.
  *
  * Single-threaded bookkeeping: the pool's claim loop calls `check` on each round (at
- * least every poll interval while the slots are full).
+ * least every poll interval while the slots are full). O(1) a round while slots turn over;
+ * the slots are walked only once they have been full and unchanged for `afterMs`.
  */
 export class SlotsHeldWatch {
   private said = false;
@@ -38,8 +43,8 @@ export class SlotsHeldWatch {
   ) {}
 
   check(now: number = performance.now()): void {
-    const newest = this.slots.full ? this.slots.newestStartedAt() : undefined; // full first: the walk is for a full pool only
-    if (newest === undefined || newest === 0 || now - newest < this.afterMs) {
+    const newest = this.slots.full ? this.slots.lastTakenAt : undefined;
+    if (newest === undefined || now - newest < this.afterMs || !this.slots.allInHandler()) {
       this.said = false;
       return;
     }
