@@ -549,12 +549,14 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     migrate() {
       // The pool is closed: a migration could only fail (after creating the database).
       if (stopped) return Promise.reject(usedAfterStop('migrate'));
-      // A stop while it still connects ends it at once (nothing applied yet); from the lock on it finishes.
+      // A stop while it still connects ends it at once (nothing applied yet); once the
+      // database answered it finishes: its CREATE DATABASE may have run, and a stop between
+      // that and the migrations' own connection must not call that 'nothing changed'.
       const signal = stopRequested.signal;
       const run = (async () => {
         await ensureDatabase(database.target, signal);
         // This instance's own heartbeat (a start() before migrate()) is this version's: not a daemon 0007 must wait for.
-        await applyMigrations(database, { self: lockedBy, signal });
+        await applyMigrations(database, { self: lockedBy });
       })();
       // Only a migration under way holds a stop past its margin: a finished one is forgotten.
       const finished = () => migrations.delete(run);

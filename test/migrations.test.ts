@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { connect as connectTcp, createServer, type AddressInfo, type Server } from 'node:net';
 import mysql from 'mysql2/promise';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -203,6 +204,26 @@ describe('a stop during a migration', () => {
     await applyMigrations(db.database);
   });
 
+  it('a stop once migrate() has connected, its CREATE DATABASE under way, waits for the migration to finish: the database answered, so it is not stopped half done', async () => {
+    const db = await emptyDatabase();
+    await admin.query(`DROP DATABASE \`${db.name}\``); // migrate() creates it
+    const proxy = await holdingProxy('CREATE DATABASE');
+    const cronq = createCronq({ databaseUrl: `mysql://root@127.0.0.1:${proxy.port}/${db.name}`, workers: false, scheduler: false, logger: false });
+    try {
+      const migrating = cronq.migrate().then(() => 'migrated', (error: unknown) => error);
+      await proxy.holding;
+      const stopping = cronq.stop({ graceMs: 0 });
+      await new Promise((resolve) => setImmediate(resolve)); // the stop has reached the migration
+      proxy.release();
+      expect(await migrating).toBe('migrated');
+      await stopping;
+      expect(await pendingMigrations(db.database)).toBe(0);
+    } finally {
+      await cronq.stop({ graceMs: 0 });
+      proxy.server.close();
+    }
+  });
+
   it('a stop while a second migrate() still connects ends that one at once and still waits for the first, holding the lock, to finish', async () => {
     const db = await emptyDatabase();
     const holder = await mysql.createConnection({ uri: serverUrl });
@@ -380,3 +401,37 @@ describe('migration 0009 (the cron each tick was computed from) on a ledger that
     ]);
   });
 });
+
+/**
+ * A TCP proxy to the test server that holds back, from the first client packet holding
+ * `text` on, what its client sends, until `release()`; `holding` resolves once it does.
+ */
+async function holdingProxy(text: string): Promise<{ port: number; server: Server; holding: Promise<void>; release: () => void }> {
+  const target = new URL(serverUrl);
+  let held: Array<() => void> | null = null;
+  let released = false;
+  let startHolding!: () => void;
+  const holding = new Promise<void>((resolve) => (startHolding = resolve));
+  const server = createServer((client) => {
+    const upstream = connectTcp(Number(target.port || 3306), target.hostname);
+    upstream.pipe(client);
+    client.on('data', (chunk) => {
+      if (!released && held === null && chunk.includes(text)) {
+        held = [];
+        startHolding();
+      }
+      if (held !== null && !released) held.push(() => upstream.write(chunk));
+      else upstream.write(chunk);
+    });
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.on('error', () => undefined);
+    upstream.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const release = () => {
+    released = true;
+    for (const send of held ?? []) send();
+  };
+  return { port: (server.address() as AddressInfo).port, server, holding, release };
+}
