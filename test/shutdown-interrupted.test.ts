@@ -96,11 +96,14 @@ describe('a running job cut short by the shutdown grace', () => {
     });
   }, 30_000);
 
-  it('a shell command that exited 0 is done even when the grace runs out while its output still drains', async () => {
+  it.each([
+    ['', {}],
+    [' (its task with a timeout)', { timeout: '1m' }],
+  ])('a shell command that exited 0 is done even when the grace runs out while its output still drains%s', async (_, limits) => {
     // A background child keeps the command's stdout open: the handler waits up to
     // OUTPUT_DRAIN_MS for it after the shell's exit 0, and the grace runs out meanwhile.
     const log = new EventLog();
-    const deploys = defineTask({ name: 'deploys', handle: commandHandler({ command: 'sleep 2 & exit 0' }) });
+    const deploys = defineTask({ name: 'deploys', handle: commandHandler({ command: 'sleep 2 & exit 0' }), ...limits });
     cronq = createCronq({ databaseUrl: t.url, tasks: [deploys], logger: log.logger, scheduler: false, pollInterval: '20ms' });
     await cronq.start();
     await cronq.enqueue({ kind: 'deploys', key: 'deploy:4' });
@@ -119,6 +122,7 @@ describe('a running job cut short by the shutdown grace', () => {
     await cronq.stop({ graceMs: 300 });
     cronq = null;
     expect(log.named('job_released_on_shutdown')).toEqual([]);
+    expect(log.named('job_failed')).toEqual([]);
     expect(log.named('job_completed')).toHaveLength(1);
     expect((await t.sql("SELECT status, lease_expiries FROM cronq_jobs WHERE job_key = 'deploy:4'"))[0]).toEqual({ status: 'done', lease_expiries: 0 });
   }, 30_000);
