@@ -189,9 +189,9 @@ export class ShutdownAbortError extends Error {
 }
 
 /**
- * What `migrate()` rejects with when stop() came while it still connected, before it asked
- * for the migration lock: no migration was applied (the database may have been created,
- * empty), and the next migrate() starts from scratch.
+ * What `migrate()` rejects with when stop() came while it was still connecting to the
+ * server (a database that does not answer): nothing was created or applied, and the next
+ * migrate() starts from scratch. Once connected, a stop waits for the migration instead.
  */
 export class MigrationNotBegunError extends Error {
   override name = 'MigrationNotBegunError';

@@ -190,12 +190,11 @@ function migrationFailure(error: unknown, tag: string): unknown {
  * MigrationNeedsStoppedDaemonsError (applying nothing more) when a NEEDS_NO_DAEMON
  * migration is due while daemons other than `self` (the calling process's daemon id, if
  * it runs one) are alive, and MigrationIncompleteError when a cronq table is missing at the end.
- * `signal` aborting while it still waits for its connection rejects at once
- * (MigrationNotBegunError), nothing changed; from the lock on, it runs to its end.
+ * Not cut short by a stop (cronq.migrate: once connected, a migration finishes).
  */
-export async function applyMigrations(database: Database, { self, signal }: { self?: string; signal?: AbortSignal } = {}): Promise<void> {
+export async function applyMigrations(database: Database, { self }: { self?: string } = {}): Promise<void> {
   const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
-  const conn = await connectedBefore(database.pool.getConnection(), signal, (late) => late.release());
+  const conn = await database.pool.getConnection();
   try {
     const [rows] = await conn.query(`SELECT GET_LOCK('cronq_migrate', 60) AS got`);
     if ((rows as Array<{ got: number }>)[0]?.got !== 1) throw new Error('timed out waiting for another cronq to finish migrating');
