@@ -45,7 +45,7 @@ ${DATABASE_ONLY_HELP}`,
     const finishFirst = () => {
       process.off('SIGINT', finishFirst);
       process.off('SIGTERM', finishFirst);
-      void cronq.stop();
+      cronq.stop().catch(() => undefined); // its error, if any, is reported by the stop in finally
       // Once the stop has reached the migration: said only when it goes on.
       setImmediate(() => {
         if (!notBegun) process.stderr.write(`${cliLine('migrate', 'finishing the migration in progress first (stopped midway it would stay half applied); a second signal stops at once')}\n`);
