@@ -185,7 +185,7 @@ describe('cronq cancel refuses', () => {
       [['cancel', '--reason', 'x'], 'cronq cancel: give a job ID, --key KEY or --all-matching (see cronq cancel --help)'],
       [['cancel', String(id), '--key', 'k', '--reason', 'x'], 'cronq cancel: give only one of a job ID, --key KEY and --all-matching'],
       [['cancel', String(id), '--kind', 'a', '--reason', 'x'], 'cronq cancel: --kind and --queue select jobs only with --all-matching'],
-      [['cancel', 'abc', '--reason', 'x'], "cronq cancel: ID must be a job id (cronq_jobs.id), a whole number (got 'abc')"],
+      [['cancel', 'abc', '--reason', 'x'], "cronq cancel: ID must be a job id (cronq_jobs.id), a whole number from 1 (got 'abc')"],
     ];
     for (const [args, message] of cases) {
       const r = await runMain(args, { ...env, DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' });

@@ -59,6 +59,25 @@ describe('flags the parser refuses', () => {
   });
 });
 
+describe('a negative number where an argument belongs', () => {
+  it("is refused by that argument's own check, naming it and its rule, not as an unknown flag", async () => {
+    const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
+    expect(await refused(['dead', 'show', '-1'], nowhere)).toBe("cronq dead show: ID must be a dead letter id, a whole number from 1 as 'cronq dead list' prints it (got '-1')");
+    expect(await refused(['dead', 'requeue', '-3', '--reason', 'x'], nowhere)).toMatch(/^cronq dead requeue: ID must be a dead letter id, a whole number from 1 .*\(got '-3'\)$/);
+    expect(await refused(['cancel', '-5', '--reason', 'x'], nowhere)).toBe("cronq cancel: ID must be a job id (cronq_jobs.id), a whole number from 1 (got '-5')");
+    // Where no argument belongs, it is the unexpected argument it is.
+    expect(await refused(['stats', '-1'], nowhere)).toBe("cronq stats: unexpected argument '-1' (see cronq stats --help)");
+  });
+
+  it('keeps its place among the arguments, and a real unknown flag keeps its message', async () => {
+    const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
+    expect(await refused(['dead', '-1', 'show'], nowhere)).toBe("cronq dead: unknown subcommand '-1' (list, show, requeue or discard; see cronq dead --help)");
+    expect(await refused(['dead', 'show', '-x'], nowhere)).toBe("cronq dead show: Unknown option '-x' (see cronq dead --help)");
+    expect(await refused(['cancel', '-', '--reason', 'x'], nowhere)).toBe("cronq cancel: ID must be a job id (cronq_jobs.id), a whole number from 1 (got '-')");
+    expect(await refused(['dead', '-1', 'show\uFFFD'], nowhere)).toMatch(/^cronq dead: argument 2 \('show\uFFFD'\) holds U\+FFFD/);
+  });
+});
+
 describe('a subcommand (dead list)', () => {
   it("the parser's refusals name the subcommand, as the subcommand's own refusals do", async () => {
     const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };

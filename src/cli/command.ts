@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.ts';
 import { shownText } from '../shownText.ts';
-import { settledFlagValues } from './flagValues.ts';
+import { NEGATIVE_NUMBER, settledFlagValues } from './flagValues.ts';
 import { refuseUnreadableText } from './unreadableText.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -33,13 +33,15 @@ export interface ParsedArgs {
  * value belongs (settledFlagValues), a value holding bytes that were not UTF-8
  * (refuseUnreadableText), or a flag given twice (parseArgs would keep the last silently:
  * `--concurrency 4 --concurrency 8`) is a UsageError. Only a flag declared
- * `multiple: true` may repeat.
+ * `multiple: true` may repeat. A negative number where no flag's value is (`dead show -1`)
+ * is an argument in its place, refused by the command's own check of it (`ID must be …`),
+ * never parseArgs' `Unknown option '-1'`.
  */
 export function parseCommandArgs(command: Command, argv: string[]): { values: ParsedArgs['values']; positionals: string[] } {
   const args = settledFlagValues(command.options, argv, `cronq ${command.name} --help`);
   let parsed;
   try {
-    parsed = parseArgs({ args, options: command.options, allowPositionals: true, strict: true, tokens: true });
+    parsed = parsedKeepingNegatives(command.options, args);
   } catch (error) {
     const message = (error as Error).message
       .replace(/\. To specify a positional argument.*$/s, '')
@@ -62,6 +64,31 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
     throw new UsageError(`unexpected argument '${shownText(parsed.positionals[max])}' (see cronq ${command.name} --help)`);
   }
   return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
+}
+
+/**
+ * parseArgs(args) with every negative number before `--` read as a positional in its
+ * place: set aside before parseArgs (which would refuse it as an unknown short flag) and
+ * put back among the positionals and tokens by where it stood in `args`.
+ */
+function parsedKeepingNegatives(options: Options, args: readonly string[]) {
+  const end = args.indexOf('--');
+  const kept: string[] = [];
+  const keptAt: number[] = [];
+  const setAside: Array<{ kind: 'positional'; index: number; value: string }> = [];
+  args.forEach((arg, index) => {
+    if ((end === -1 || index < end) && NEGATIVE_NUMBER.test(arg)) {
+      setAside.push({ kind: 'positional', index, value: arg });
+    } else {
+      kept.push(arg);
+      keptAt.push(index);
+    }
+  });
+  const parsed = parseArgs({ args: kept, options, allowPositionals: true, strict: true, tokens: true });
+  if (setAside.length === 0) return parsed;
+  const tokens = [...parsed.tokens.map((token) => ({ ...token, index: keptAt[token.index] })), ...setAside].sort((a, b) => a.index - b.index);
+  const positionals = tokens.flatMap((token) => (token.kind === 'positional' ? [token.value] : []));
+  return { values: parsed.values, positionals, tokens };
 }
 
 /**

@@ -5,8 +5,11 @@ import { shownText } from '../shownText.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** What follows a flag taking a value that parseArgs would read as a flag of its own: `-5`, `-1.5`, `-2h`. */
-const NEGATIVE_NUMBER = /^-[0-9]/;
+/**
+ * A word parseArgs would read as a flag of its own, where no flag starts with a digit: a
+ * negative number (`-5`, `-1.5`, `-2h`), after a flag its value, elsewhere an argument.
+ */
+export const NEGATIVE_NUMBER = /^-[0-9]/;
 
 /**
  * `argv` with the value of every flag that takes one settled before parseArgs reads it:

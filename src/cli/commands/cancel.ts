@@ -109,7 +109,7 @@ function checkedText(value: string | undefined, flag: string, why: string): stri
 
 function parseId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`ID must be a job id (cronq_jobs.id), a whole number (got '${sliceChars(value, 40)}')`);
+    throw new UsageError(`ID must be a job id (cronq_jobs.id), a whole number from 1 (got '${sliceChars(value, 40)}')`);
   }
   return Number(value);
 }

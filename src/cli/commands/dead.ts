@@ -125,7 +125,7 @@ function isSub(value: string | undefined): value is Sub {
 
 function parseId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`ID must be a dead letter id, a whole number as 'cronq dead list' prints it (got '${shownText(value)}')`);
+    throw new UsageError(`ID must be a dead letter id, a whole number from 1 as 'cronq dead list' prints it (got '${shownText(value)}')`);
   }
   return Number(value);
 }
