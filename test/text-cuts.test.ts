@@ -36,6 +36,17 @@ describe('cutting user text to a limit', () => {
     expect(line.length).toBeLessThanOrEqual(200);
   });
 
+  it('errorLine marks a cut with … and stays within its limit; a line that fits is whole', () => {
+    const cut = errorLine(new Error('x'.repeat(500)), 200);
+    expect(cut).toBe(`Error: ${'x'.repeat(200 - 'Error: '.length - 1)}…`);
+    expect(cut).toHaveLength(200);
+    const straddled = errorLine(new Error(straddling(198 - 'Error: '.length)), 200);
+    expect(straddled).toMatch(/x…$/);
+    expect(straddled.length).toBeLessThanOrEqual(200);
+    expect(errorLine(new Error('x'.repeat(200 - 'Error: '.length)), 200)).toBe(`Error: ${'x'.repeat(193)}`);
+    expect(errorLine(new Error(`short\n${'y'.repeat(500)}`), 200)).toBe('Error: short');
+  });
+
   it('thrownText cuts the line a person reads between characters', () => {
     expect(thrownText(new Error(straddling(298)), 300)).not.toMatch(LONE_SURROGATE);
   });

@@ -107,11 +107,12 @@ function guarded<T>(read: () => T): T | undefined {
 }
 
 /**
- * The first line of errorText(thrown), at most `max` characters (cut between characters,
- * without a marker): the one-line reason a log field or a ledger note holds.
+ * The first line of errorText(thrown), at most `max` characters, `…` included when it
+ * is cut (between characters, as thrownText cuts): the one-line reason a log field or a
+ * ledger note holds, visibly cut when it is.
  */
 export function errorLine(thrown: unknown, max: number): string {
-  return sliceChars(firstLine(errorText(thrown)), max);
+  return firstLineCut(errorText(thrown), max);
 }
 
 /** The first line of `text`, without a trailing carriage return or spaces. */
