@@ -370,6 +370,32 @@ describe('error lines and the terminal', () => {
   });
 });
 
+describe('a pause reason holding a tab', () => {
+  it("shows it as \\x09, as the tables do, in cronq tick's refusal and in the pause and resume lines, each one line", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'nightly.ts'), "import { defineSchedule } from 'cronq';\nexport const nightly = defineSchedule({ name: 'nightly', cron: '0 2 * * *', handle() {} });\n");
+    const withIt = { ...env(), CRONQ_SCHEDULES: dir };
+    await t.sql("INSERT INTO cronq_pauses (target, name, reason, paused_by) VALUES ('schedule', 'nightly', 'quarter\tclose', 'ann\tb')");
+    try {
+      const tick = await runMain(['tick', 'nightly'], withIt);
+      expect(tick).toMatchObject({ code: 64, stdout: '' });
+      expect(tick.stderr).toMatch(/^cronq tick: schedule 'nightly' is paused by ann\\x09b since \S+Z: quarter\\x09close; --force runs it anyway, or 'cronq resume nightly' first\n$/);
+      const again = await runMain(['pause', 'nightly'], withIt);
+      expect(again).toMatchObject({ code: 64, stdout: '' });
+      expect(again.stderr).toMatch(/^cronq pause: schedule 'nightly' is already paused by ann\\x09b since \S+Z: quarter\\x09close\n$/);
+      const resumed = await runMain(['resume', 'nightly'], withIt);
+      expect(resumed).toMatchObject({ code: 0, stderr: '' });
+      expect(resumed.stdout).toMatch(/^schedule nightly resumed \(was paused by ann\\x09b since \S+Z: quarter\\x09close\)\n$/);
+      const paused = await runMain(['pause', '--queue', 'mail', '--reason', 'smtp\tdown', '--by', 'ops'], withIt);
+      expect(paused).toMatchObject({ code: 0, stderr: '' });
+      expect(paused.stdout).toMatch(/^queue mail paused by ops since \S+Z: smtp\\x09down\n$/);
+      expect(await t.sql("SELECT reason FROM cronq_pauses WHERE name = 'mail'")).toEqual([{ reason: 'smtp\tdown' }]);
+    } finally {
+      await t.sql('DELETE FROM cronq_pauses');
+    }
+  });
+});
+
 describe('json output and the terminal', () => {
   it('dead list and dead show --json stay valid JSON, holding the same text, when a key, reason or payload has DEL or C1 controls', async () => {
     const odd = 'a\u007fb\u0085c\u009b2Jd';

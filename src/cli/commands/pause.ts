@@ -4,6 +4,7 @@ import { UsageError } from '../../errors.ts';
 import { shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { printableLine } from '../printable.ts';
 
 const WHO_HELP = `  --by NAME         who to record (default user@host of this process)`;
 
@@ -44,8 +45,8 @@ ${COMMON_HELP}`,
         by: args.values.by as string | undefined,
       });
       if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
-      if (outcome.status === 'already_paused') throw new UsageError(`${target} '${name}' is already ${describePause(outcome.pause)}`);
-      args.out(`${target} ${name} ${describePause(outcome.pause)}`);
+      if (outcome.status === 'already_paused') throw new UsageError(`${target} '${name}' is already ${shownPause(outcome.pause)}`);
+      args.out(`${target} ${name} ${shownPause(outcome.pause)}`);
       return 0;
     } finally {
       await cronq.stop();
@@ -85,13 +86,22 @@ ${COMMON_HELP}`,
       const outcome = await cronq.admin.pauses.resume(target, name);
       if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
       if (outcome.status === 'not_paused') throw new UsageError(`${shownPauseTarget(target)} '${shownText(name)}' is not paused`);
-      args.out(`${shownPauseTarget(target)} ${shownPauseName(name)} resumed (was ${describePause(outcome.pause)})`);
+      args.out(`${shownPauseTarget(target)} ${shownPauseName(name)} resumed (was ${shownPause(outcome.pause)})`);
       return 0;
     } finally {
       await cronq.stop();
     }
   },
 };
+
+/**
+ * A pause (who, since when, why) as the CLI prints it inside one line: describePause with
+ * its tabs and any control character escaped (printableLine: `\x09`), as a table cell
+ * shows it, so a reason holding a tab reads as one, and the line stays one line.
+ */
+export function shownPause(pause: Parameters<typeof describePause>[0]): string {
+  return printableLine(describePause(pause));
+}
 
 /** A pause's name as the CLI prints it: as it is, or `''` when empty (what `cronq resume` then takes). */
 export function shownPauseName(name: string): string {

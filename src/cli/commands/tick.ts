@@ -1,10 +1,11 @@
 import { printable } from '../printable.ts';
 import { cliLine } from '../cliLine.ts';
-import { checkTickInstant, describePause, type TickNowOutcome } from '../../admin.ts';
+import { checkTickInstant, type TickNowOutcome } from '../../admin.ts';
 import { TickFanoutError, UsageError } from '../../errors.ts';
 import { shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { shownPause } from './pause.ts';
 import { parseIsoInstant } from '../instant.ts';
 
 /** Exit status of a tick stopped by SIGINT or SIGTERM (128 + SIGINT). */
@@ -78,7 +79,7 @@ ${COMMON_HELP}`,
       }
       if (result.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
       if (result.status === 'paused') {
-        throw new UsageError(`schedule '${name}' is ${describePause(result.pause)}; --force runs it anyway, or 'cronq resume ${name}' first`);
+        throw new UsageError(`schedule '${name}' is ${shownPause(result.pause)}; --force runs it anyway, or 'cronq resume ${name}' first`);
       }
       if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownText(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
       const taken = result.firstConflict;
