@@ -198,9 +198,12 @@ describe('a tick run by hand whose fan-out fails midway', () => {
     }
   });
 
+  /** `cronq tick NAME` for 2026-11-30 on the schedules-fanout-fails folder. */
+  const tickOfFailing = (name: string) =>
+    runCli(['tick', name, '--at', '2026-11-30T05:00:00Z'], { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' });
+
   it('cronq tick prints that one line and exits 1', async () => {
-    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' };
-    const r = await runCli(['tick', 'explodes', '--at', '2026-11-30T05:00:00Z'], env);
+    const r = await tickOfFailing('explodes');
     expect(r).toEqual({
       code: 1,
       stdout: '',
@@ -210,8 +213,7 @@ describe('a tick run by hand whose fan-out fails midway', () => {
   });
 
   it('cronq tick with entities refused names the first on stderr and exits 1: that part of the period did not run', async () => {
-    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' };
-    const r = await runCli(['tick', 'refuses', '--at', '2026-11-30T05:00:00Z'], env);
+    const r = await tickOfFailing('refuses');
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^refuses tick 2026-11-30T02:00:00\.000Z \(period 2026-11-30\): 2 enqueued, 0 already present, 1 refused \(first refuses:e:cut:2026-11-30: payload holds a lone UTF-16 surrogate/);
     expect(r.stderr).toMatch(/^cronq tick: 1 of this tick's entities was refused \(first refuses:e:cut:2026-11-30: payload holds a lone UTF-16 surrogate[^\n]*\): its job was not enqueued; fix what jobs\(\) yields, then run the tick again\n$/);
@@ -219,8 +221,7 @@ describe('a tick run by hand whose fan-out fails midway', () => {
   });
 
   it('cronq tick whose jobs() calls process.exit(0) says so in one line and exits 70, never 0', async () => {
-    const env = { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' };
-    const r = await runCli(['tick', 'exits', '--at', '2026-11-30T05:00:00Z'], env);
+    const r = await tickOfFailing('exits');
     expect(r).toEqual({
       code: 70,
       stdout: '',
