@@ -291,11 +291,6 @@ const CONTEXT_PROPERTIES: PropertyDescriptorMap = {
       return this[CONTEXT].run.log;
     },
   },
-  [WORK_DONE]: {
-    value(this: RunContext): void {
-      this[CONTEXT].run.workDone = true;
-    },
-  },
   effect: {
     enumerable: true,
     get(this: RunContext): (fn: Effect) => void {
@@ -323,7 +318,19 @@ interface RunContext extends JobContext {
   readonly [CONTEXT]: { run: JobRun; effects: Effect[] };
 }
 
+/**
+ * What every RunContext inherits: cronq's own hooks (ctx[WORK_DONE]), on a shared prototype
+ * rather than on each context, so a run costs no more for them and a spread leaves them out.
+ */
+const CONTEXT_PROTOTYPE: object = Object.create(Object.prototype, {
+  [WORK_DONE]: {
+    value(this: RunContext): void {
+      this[CONTEXT].run.workDone = true;
+    },
+  },
+});
+
 function runContext(run: JobRun, effects: Effect[]): RunContext {
-  const ctx = Object.defineProperty({}, CONTEXT, { value: { run, effects } });
+  const ctx = Object.defineProperty(Object.create(CONTEXT_PROTOTYPE), CONTEXT, { value: { run, effects } });
   return Object.defineProperties(ctx, CONTEXT_PROPERTIES) as RunContext;
 }
