@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -301,6 +302,21 @@ describe('a pause row of no known target, written from SQL', () => {
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
     expect(await runCli(['resume', '--unknown-target', 'mail'], env)).toMatchObject({ code: 64, stderr: "cronq resume: (unknown target) 'mail' is not paused\n" });
     expect(await runCli(['resume', '--unknown-target'], env)).toMatchObject({ code: 64, stderr: expect.stringMatching(/^cronq resume: --unknown-target needs the NAME/) });
+  });
+
+  it('names one with control characters or quotes in its name as a word the shell reads back exactly', async () => {
+    const env = { DATABASE_URL: t.url };
+    const names = ['mail\tbulk', "it's", 'back\\slash\r\n', 'bidi\u202eeviL', 'c1\u0085x', 'two words'];
+    for (const name of names) await t.sql("SET STATEMENT sql_mode = '' FOR INSERT INTO cronq_pauses (target, name, paused_by) VALUES ('mailq', ?, 'dba')", [name]);
+    const stats = await runMain(['stats'], env);
+    const hints = [...stats.stdout.matchAll(/ended by: cronq resume --unknown-target (.*)\)$/gm)].map((m) => m[1]);
+    expect(hints).toHaveLength(names.length);
+    expect(hints).toContain("$'mail\\tbulk'");
+    expect(hints).toContain("'two words'");
+    for (const hint of hints) expect(hint).not.toMatch(/[\x00-\x1f\x7f-\x9f\u202e]/); // nothing a terminal acts on
+    // Pasted into a shell, each reads back as the stored name.
+    const read = hints.map((hint) => spawnSync('bash', ['-c', `printf %s ${hint}`], { encoding: 'utf8' }).stdout);
+    expect(read.sort()).toEqual([...names].sort());
   });
 
   it('is left out of cronq_paused (it pauses nothing) and counted in cronq_pauses_unknown_target, 0 when there is none', async () => {

@@ -48,3 +48,35 @@ const RAW_IN_JSON = /[\x7f-\x9f\xad]/g;
 export function jsonText(value: unknown, space?: number): string {
   return JSON.stringify(value, null, space).replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/** A word a POSIX shell reads as it is: nothing to quote. */
+const PLAIN_WORD = /^[A-Za-z0-9._\-:@/+=,%]+$/;
+
+/**
+ * `text` as one word to paste into a shell command line (bash, zsh, ksh), read back
+ * exactly: as it is when plain, in single quotes when it holds no control character or
+ * quote, otherwise in `$'…'` with each control character (CONTROL_IN_LINE), backslash and
+ * single quote escaped (`$'mail\tbulk'`). Printable as it stands: nothing in it acts on a
+ * terminal. Linear in the text's length. For hints that name a value to type back
+ * (`cronq resume --unknown-target NAME`); not for text only read.
+ */
+export function shellWord(text: string): string {
+  if (PLAIN_WORD.test(text)) return text;
+  if (!/['\\]/.test(text) && !CONTROL_IN_LINE_ONE.test(text)) return `'${text}'`;
+  return `$'${text.replace(/[\\']/g, (c) => `\\${c}`).replace(CONTROL_IN_LINE, shellEscaped)}'`;
+}
+
+/** CONTROL_IN_LINE for a test (no g flag: test() must not keep a lastIndex). */
+const CONTROL_IN_LINE_ONE = new RegExp(CONTROL_IN_LINE.source);
+
+/**
+ * A control character inside `$'…'`: `\t`, `\n`, `\r`, else `\xHH` below U+0080 (one
+ * byte), `\uHHHH` from there on (the shell writes it in UTF-8, as the name is stored).
+ */
+function shellEscaped(c: string): string {
+  if (c === '\t') return '\\t';
+  if (c === '\n') return '\\n';
+  if (c === '\r') return '\\r';
+  const code = c.charCodeAt(0);
+  return code >= 0x80 ? `\\u${code.toString(16).padStart(4, '0')}` : `\\x${code.toString(16).padStart(2, '0')}`;
+}

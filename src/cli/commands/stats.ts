@@ -3,7 +3,7 @@ import { formatDuration } from '../../duration.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { shownPauseName, shownPauseTarget } from './pause.ts';
-import { jsonText, printableLine } from '../printable.ts';
+import { jsonText, printableLine, shellWord } from '../printable.ts';
 import { renderTable } from '../textTable.ts';
 
 /** `cronq stats [--json]`: jobs per queue and status, oldest waiting job, dead letters to review. */
@@ -128,7 +128,7 @@ function pausesText(pauses: Stats['pauses']): string {
   return pauses
     .map(
       (p) =>
-        `\n${printableLine(`${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: cronq resume --unknown-target ${shownPauseName(p.name)})` : ''}`)}`,
+        `\n${printableLine(`${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: cronq resume --unknown-target ${shellWord(p.name)})` : ''}`)}`,
     )
     .join('');
 }
