@@ -62,7 +62,12 @@ const CHANGE_START = /(?:^|; )(?:cron|timezone) changed from /;
  */
 export function sourceChangeNote(row: { cron: string | null; timezone: string | null }, source: TickSource): string | null {
   const change = sourceChange(row, source);
-  return change === null ? null : `${change}: ticks before this were not the schedule's`;
+  return change === null ? null : changeNote(change);
+}
+
+/** The note of sourceChangeNote for a `change` already found (sourceChange). */
+export function changeNote(change: string): string {
+  return `${change}: ticks before this were not the schedule's`;
 }
 
 /**

@@ -14,7 +14,7 @@ import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire 
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, isLateTick, pausedNote } from './plan.ts';
 import type { SchedulerStore } from './schedulerStore.ts';
-import { isFireOf, sharedFires, sourceChange, sourceChangeIn, sourceChangeNote, tickSourceOf, type TickSource } from './tickSource.ts';
+import { changeNote, isFireOf, sharedFires, sourceChange, sourceChangeIn, tickSourceOf, type TickSource } from './tickSource.ts';
 import type { TickRow } from '../store/index.ts';
 
 export interface TickerDeps {
@@ -259,8 +259,8 @@ export class ScheduleTicker {
    */
   private async editSince(latest: TickRow, now: Date, signal?: AbortSignal): Promise<EditRange | null> {
     const change = sourceChange(latest, this.source);
-    const changed = sourceChangeNote(latest, this.source);
-    if (change === null || changed === null) return null;
+    if (change === null) return null;
+    const changed = changeNote(change);
     const anchor = latestFireAtOrBefore(this.schedule.cron, this.schedule.timezone, this.seenSince!);
     if (anchor === null || anchor.getTime() <= latest.scheduledAt.getTime()) return null;
     const old: TickSource = { cron: latest.cron!, timezone: latest.timezone! };

@@ -90,26 +90,17 @@ ${COMMON_HELP}`,
       );
       if (result.conflicting === 0 && result.refusedCount === 0) return 0;
       // Part of the period did not run: its jobs were never written under those keys.
+      const say = (line: string) => process.stderr.write(`${printable(cliLine('tick', line))}\n`);
       if (result.conflicting > 0) {
-        process.stderr.write(
-          `${printable(
-            cliLine(
-              'tick',
-              `${result.conflicting} of this tick's keys are held by jobs this schedule did not enqueue${taken ? ` (first ${shownText(taken.key)}: kind ${shownText(taken.kind)}, job ${taken.jobId})` : ''}: their schedule jobs were not enqueued, and those keys stay taken until the holders' rows are deleted`,
-            ),
-          )}\n`,
+        say(
+          `${result.conflicting} of this tick's keys are held by jobs this schedule did not enqueue${taken ? ` (first ${shownText(taken.key)}: kind ${shownText(taken.kind)}, job ${taken.jobId})` : ''}: their schedule jobs were not enqueued, and those keys stay taken until the holders' rows are deleted`,
         );
       }
       if (result.refusedCount > 0) {
         const [first] = result.refused;
         const one = result.refusedCount === 1;
-        process.stderr.write(
-          `${printable(
-            cliLine(
-              'tick',
-              `${result.refusedCount} of this tick's entities ${one ? 'was' : 'were'} refused (first ${shownText(first.key)}: ${first.reason}): ${one ? 'its job was' : 'their jobs were'} not enqueued; fix what jobs() yields, then run the tick again`,
-            ),
-          )}\n`,
+        say(
+          `${result.refusedCount} of this tick's entities ${one ? 'was' : 'were'} refused (first ${shownText(first.key)}: ${first.reason}): ${one ? 'its job was' : 'their jobs were'} not enqueued; fix what jobs() yields, then run the tick again`,
         );
       }
       return 1;
