@@ -93,6 +93,19 @@ describe('what cron accepts and refuses', () => {
     expect(weekdaysOf(`0 0 * * ${suggestion('0 0 * * thu-mon')}`)).toEqual(['sun', 'mon', 'thu', 'fri', 'sat']);
   });
 
+  it('keeps the step of a reversed range in the wrap-around it suggests, counting on past the top', () => {
+    const suggestion = (expr: string) => /\(write ([^ ]+) to wrap around\)$/.exec(problem(expr) ?? '')?.[1];
+    expect(suggestion('0 22-2/2 * * *')).toBe('22,0-2/2');
+    expect(suggestion('50-10/15 * * * *')).toBe('50,5');
+    expect(suggestion('0 0 * * thu-mon/2')).toBe('4-6/2,1');
+    expect(suggestion('0 0 * nov-feb/2 *')).toBe('11,1');
+    expect(minutesOf(`${suggestion('50-10/15 * * * *')} * * * *`)).toEqual([5, 50]);
+    // With a step, cron does not end a range ending in 0 at 7: it reads 5-0/2 as no hour at all.
+    expect(problem('0 5-0/2 * * *')).toBe(
+      "invalid cron expression '0 5-0/2 * * *': hour field '5-0/2': the range 5-0 is reversed, and cron selects nothing for it (write 5-23/2 to wrap around)",
+    );
+  });
+
   it('refuses an empty list element, a step with no range before it, a step of 0 and a sign', () => {
     expect(problem('1, * * * *')).toMatch(/minute field '1,': a list element is empty$/);
     expect(problem('1,,2 * * * *')).toMatch(/minute field '1,,2': a list element is empty$/);

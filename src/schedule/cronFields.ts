@@ -109,9 +109,9 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
       if (low > high) {
         const shownSpan = shownText(span, 24);
         if (spec === DAY_OF_WEEK && high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it with a step (write ${low}-7/${step})`);
-        // cron ends such a range at 7 in every field: hours 5-0 are 5, 6 and 7 there, surely not what is meant.
-        if (high === 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed; cron reads it as ${low}-7, which cronq refuses (write ${wrapped(low, high, spec)} to wrap around)`);
-        throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it (write ${wrapped(low, high, spec)} to wrap around)`);
+        // Without a step cron ends such a range at 7 in every field: hours 5-0 are 5, 6 and 7 there, surely not what is meant.
+        if (high === 0 && slash < 0) throw new FieldProblem(`${where}: the range ${shownSpan} is reversed; cron reads it as ${low}-7, which cronq refuses (write ${wrapped(low, high, 1, spec)} to wrap around)`);
+        throw new FieldProblem(`${where}: the range ${shownSpan} is reversed, and cron selects nothing for it (write ${wrapped(low, high, step, spec)} to wrap around)`);
       }
     }
   }
@@ -122,14 +122,24 @@ function readRange(range: string, spec: FieldSpec, where: string, into: Set<numb
 }
 
 /**
- * The list a reversed range `low-high` seems to mean, each value named once: `22-23,0-2`,
- * `12,1` for dec-jan, and in the day-of-week field `4-6,0-1` for thu-mon (its 0 is Sunday
- * already, so the top part stops at 6; `7-fri` is `0-5`).
+ * The list a reversed range `low-high/step` seems to mean, each value named once: low,
+ * low+step, … counting on past the field's top from its bottom, through `high`. So `22-2` is
+ * `22-23,0-2`, `22-2/2` `22,0-2/2` (22, 0 and 2), `dec-jan` `12,1`, and in the day-of-week
+ * field `thu-mon` `4-6,0-1` (its 0 is Sunday already, so the top part stops at 6; `7-fri` is `0-5`).
  */
-function wrapped(low: number, high: number, spec: FieldSpec): string {
-  const span = (a: number, b: number) => (a === b ? `${a}` : `${a}-${b}`);
+function wrapped(low: number, high: number, step: number, spec: FieldSpec): string {
   const top = spec === DAY_OF_WEEK ? 6 : spec.high;
-  return [...(low <= top ? [span(low, top)] : []), span(spec.low, high)].join(',');
+  const size = top - spec.low + 1;
+  const [before, after]: number[][] = [[], []];
+  for (let value = low; value <= top || value - size <= high; value += step) {
+    if (value <= top) before.push(value);
+    else after.push(value - size);
+  }
+  const run = (values: number[]) => {
+    const [first, last] = [values[0], values.at(-1)];
+    return values.length === 1 ? `${first}` : `${first}-${last}${step === 1 ? '' : `/${step}`}`;
+  };
+  return [before, after].filter((values) => values.length > 0).map(run).join(',');
 }
 
 /** A range's end: decimal digits, or a name where the field has names. */
