@@ -319,6 +319,23 @@ describe('a pause row of no known target, written from SQL', () => {
     expect(read.sort()).toEqual([...names].sort());
   });
 
+  it('names one whose name starts with - (or zsh’s =) by a command that, pasted, ends that row rather than reading the name as a flag', async () => {
+    const env = { DATABASE_URL: t.url };
+    const names = ['-x', '--queue', '-', '=ls'];
+    for (const name of names) await t.sql("SET STATEMENT sql_mode = '' FOR INSERT INTO cronq_pauses (target, name, paused_by) VALUES ('mailq', ?, 'dba')", [name]);
+    const stats = await runMain(['stats'], env);
+    const commands = [...stats.stdout.matchAll(/ended by: (cronq resume --unknown-target .*)\)$/gm)].map((m) => m[1]);
+    expect(commands).toHaveLength(names.length);
+    // zsh expands a word starting with = to a command's path (=ls is /usr/bin/ls): quoted.
+    expect(commands).toContain("cronq resume --unknown-target '=ls'");
+    for (const command of commands) {
+      // The words a shell reads from the line, as the command's argv.
+      const argv = spawnSync('bash', ['-c', `printf '%s\\0' ${command}`], { encoding: 'utf8' }).stdout.split('\0').slice(1, -1);
+      expect(await runMain(argv, env)).toMatchObject({ code: 0, stderr: '' });
+    }
+    expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+  });
+
   it('is left out of cronq_paused (it pauses nothing) and counted in cronq_pauses_unknown_target, 0 when there is none', async () => {
     cronq = createCronq({ databaseUrl: t.url, logger: false, workers: false, scheduler: false });
     const metrics = new CronqMetrics({ collect: () => cronq!.admin.stats() });

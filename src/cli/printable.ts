@@ -49,8 +49,8 @@ export function jsonText(value: unknown, space?: number): string {
   return JSON.stringify(value, null, space).replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** A word a POSIX shell reads as it is: nothing to quote. */
-const PLAIN_WORD = /^[A-Za-z0-9._\-:@/+=,%]+$/;
+/** A word a POSIX shell reads as it is: nothing to quote (zsh expands a leading `=`: `=ls` is ls's path). */
+const PLAIN_WORD = /^[A-Za-z0-9._\-:@/+,%][A-Za-z0-9._\-:@/+=,%]*$/;
 
 /**
  * `text` as one word to paste into a shell command line (bash, zsh, ksh), read back

@@ -128,9 +128,18 @@ function pausesText(pauses: Stats['pauses']): string {
   return pauses
     .map(
       (p) =>
-        `\n${printableLine(`${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: cronq resume --unknown-target ${shellWord(p.name)})` : ''}`)}`,
+        `\n${printableLine(`${shownPauseTarget(p.target)} ${shownPauseName(p.name)} ${describePause(p)}${p.target === '' ? ` (pauses nothing; ended by: ${unknownTargetResume(p.name)})` : ''}`)}`,
     )
     .join('');
+}
+
+/**
+ * The command that ends a pause row of no known target named `name`, to paste as it is:
+ * the name quoted for the shell, after `--` when it starts with `-` (else cronq would
+ * read it as a flag: `cronq resume --unknown-target -x` is refused, Unknown option '-x').
+ */
+function unknownTargetResume(name: string): string {
+  return `cronq resume --unknown-target ${name.startsWith('-') ? '-- ' : ''}${shellWord(name)}`;
 }
 
 /** 0.4s, 42s, 3m 12s, 5h 02m, 2d 03h: coarse enough to read at a glance. */
