@@ -346,6 +346,30 @@ describe('the console notice', () => {
     }
   });
 
+  it('refuses a bulk review whose filter has a field it does not know, or one given twice, touching nothing (it acted on every dead letter)', async () => {
+    await t.sql(`INSERT INTO cronq_dead_letters (id, job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts) VALUES
+      (1, 101, 'mail', 'send-mail', 'k:1', '{}', 'Error: x', 'Error: x', 5), (2, 102, 'reports', 'report', 'k:2', '{}', 'Error: x', 'Error: x', 5)`);
+    try {
+      for (const [body, refusal] of [
+        ['reason=old&knd=report', 'refused: the filter has no field &#39;knd&#39; (kind, queue)'],
+        ['reason=old&kind=report&kind=send-mail', 'refused: the filter&#39;s kind is given twice'],
+        ['reason=old&kind=report&queue=reports&queue=mail', 'refused: the filter&#39;s queue is given twice'],
+      ]) {
+        for (const action of ['/dead/discard', '/dead/requeue']) {
+          const res = await fetch(`${base}${action}`, { method: 'POST', headers: form, body, redirect: 'manual' });
+          expect(res.status, `${action} ${body}`).toBe(400);
+          expect(await res.text()).toContain(refusal);
+        }
+      }
+      expect(await t.sql('SELECT id FROM cronq_dead_letters WHERE reviewed_at IS NOT NULL')).toEqual([]);
+      // What the page's own form posts still works: both fields, empty meaning any.
+      const res = await fetch(`${base}/dead/discard`, { method: 'POST', headers: form, body: 'reason=old&kind=report&queue=', redirect: 'manual' });
+      expect(new URL(res.headers.get('location')!, base).searchParams.get('done')).toBe('discarded 1 dead letter(s)');
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+
   it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
     const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();
     expect(forged).not.toContain('evil.example');

@@ -44,7 +44,7 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
   }
   m = /^\/dead\/(requeue|discard)$/.exec(path);
   if (m) {
-    const filter = deadFilter(fields);
+    const filter = bulkFilter(fields);
     const why = reason();
     const result = m[1] === 'requeue' ? await admin.deadLetters.requeueMatching(filter, why) : await admin.deadLetters.discardMatching(filter, why);
     return { back: '/dead', message: `${DONE[m[1]]} ${result.touched} dead letter(s)` };
@@ -65,6 +65,22 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
     return { back, message: ranMessage(name, outcome) };
   }
   return null;
+}
+
+/** The fields a bulk review takes: the page's form posts each once (an empty filter field means any). */
+const BULK_FIELDS = new Set(['csrf', 'reason', 'kind', 'queue']);
+
+/**
+ * A bulk review's filter (deadFilter), refusing a field the form has not (a script's
+ * `knd=report`) and a filter field given twice (`kind=a&kind=b`): ignored, either would
+ * widen the filter, and a requeue of every dead letter cannot be taken back.
+ */
+function bulkFilter(fields: URLSearchParams): ReturnType<typeof deadFilter> {
+  for (const name of new Set(fields.keys())) {
+    if (!BULK_FIELDS.has(name)) throw new ActionRefused(`the filter has no field '${shownText(name)}' (kind, queue)`);
+    if (name !== 'csrf' && name !== 'reason' && fields.getAll(name).length > 1) throw new ActionRefused(`the filter's ${name} is given twice`);
+  }
+  return deadFilter(fields);
 }
 
 /**
