@@ -284,6 +284,29 @@ describe('the console search box', () => {
       await t.sql('DELETE FROM cronq_jobs');
     }
   });
+  it('names, beside the job of an id, the other job whose key is those digits, and shows it at /jobs?key= (the key 4711 showed job #4711 alone)', async () => {
+    await t.sql(`INSERT INTO cronq_jobs (id, queue, kind, job_key, payload, status, attempts, available_at) VALUES
+      (5, 'mail', 'send-mail', 'welcome:1', '{}', 'ready', 0, UTC_TIMESTAMP(6)), (6, 'mail', 'send-mail', '5', '{}', 'ready', 0, UTC_TIMESTAMP(6)), (7, 'mail', 'send-mail', '7', '{}', 'ready', 0, UTC_TIMESTAMP(6))`);
+    try {
+      for (const url of [`${base}/jobs/5`, `${base}/jobs?q=5`]) {
+        const body = await (await fetch(url)).text();
+        expect(body, url).toContain('<dt>Key</dt><dd>welcome:1</dd>');
+        expect(body, url).toContain('Job #6 has the key <code>5</code>: <a href="/jobs?key=5">show it</a>');
+      }
+      const byKey = await fetch(`${base}/jobs?key=5`);
+      expect(byKey.status).toBe(200);
+      expect(await byKey.text()).toContain('<dt>Key</dt><dd>5</dd>');
+      // A job whose own key is its id is no other job: no note.
+      expect(await (await fetch(`${base}/jobs/7`)).text()).not.toContain('has the key');
+      // By key only: digits no key has are no job, whatever the ids.
+      const none = await fetch(`${base}/jobs?key=6`);
+      expect(none.status).toBe(404);
+      expect(await none.text()).toContain('No job with key <code>6</code>.');
+    } finally {
+      await t.sql('DELETE FROM cronq_jobs');
+    }
+  });
+
   it('finds a job whose key is digits no job id can be (0, 000) by its key, not 400 for id 0', async () => {
     for (const key of ['0', '000']) {
       await t.sql(`INSERT INTO cronq_jobs (queue, kind, job_key, payload, status, attempts, available_at) VALUES ('mail', 'send-mail', ?, '{}', 'ready', 0, UTC_TIMESTAMP(6))`, [key]);

@@ -179,7 +179,10 @@ async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | 
   if (path === '/jobs') {
     // Exactly as typed: keys compare byte for byte, so `pad:a ` is not `pad:a` (jobPage offers the trimmed text when nothing matches).
     const q = ctx.query.get('q') ?? '';
-    return q !== '' ? jobPage(ctx, q) : null;
+    if (q !== '') return jobPage(ctx, q);
+    // By key alone: digits that are also a job's id (the note on that job's page links here).
+    const key = ctx.query.get('key') ?? '';
+    return key !== '' ? jobPage(ctx, key, { byKey: true }) : null;
   }
   let m = /^\/dead\/([0-9]{1,15})$/.exec(path);
   if (m) return deadLetterPage(ctx, Number(m[1]));
