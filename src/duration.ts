@@ -24,9 +24,15 @@ export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
  * into milliseconds: the CLI's flags and environment and the library's options alike.
  * Throws UsageError naming `what` for anything else, negatives included, a space anywhere
  * (`'1h '`, `' 1h'`, `'1 h'`: a value with one is mistyped or pasted, not meant), and
- * anything longer than MAX_DURATION_MS.
+ * anything longer than MAX_DURATION_MS, and a value that is neither text nor a number
+ * (an object, `true`, `null` from JavaScript or a JSON config).
  */
 export function parseDuration(value: Duration, what = 'duration'): number {
+  if (typeof value !== 'string' && typeof value !== 'number') {
+    const given: unknown = value;
+    const shownType = given === null ? 'null' : Array.isArray(given) ? 'an array' : typeof given === 'object' ? 'an object' : typeof given === 'boolean' ? String(given) : `a ${typeof given}`;
+    throw new UsageError(`${what}: ${shownType} is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d, or a number of milliseconds)`);
+  }
   const shown = shownDuration(value);
   let ms: number;
   if (typeof value === 'number') {

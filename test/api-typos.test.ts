@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineTask, EnqueueError, UsageError, type CronqOptions } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, EnqueueError, UsageError, type CronqOptions } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 
@@ -54,6 +54,27 @@ describe('createCronq options', () => {
       const error = refusal(() => createCronq(options as CronqOptions));
       expect(error, JSON.stringify(options)).toBeInstanceOf(UsageError);
       expect(error.message, JSON.stringify(options)).toMatch(message);
+    }
+  });
+
+  it('refuses a duration that is neither text nor a number (an object, true, null, an array) in one line naming it, wherever one is taken', () => {
+    // From JavaScript (or a config file's JSON): each was a TypeError from inside the parser (text.charCodeAt is not a function).
+    const handle = () => undefined;
+    const cases: Array<[() => unknown, string]> = [
+      [() => createCronq({ databaseUrl: t.url, logger: false, pollInterval: {} as never }), 'pollInterval: an object is not a duration'],
+      [() => createCronq({ databaseUrl: t.url, logger: false, heartbeatInterval: true as never }), 'heartbeatInterval: true is not a duration'],
+      [() => createCronq({ databaseUrl: t.url, logger: false, pruneDoneOlderThan: null as never }), 'pruneDoneOlderThan: null is not a duration'],
+      [() => defineTask({ name: 'x', handle, lease: {} as never }), "task 'x': lease: an object is not a duration"],
+      [() => defineTask({ name: 'x', handle, timeout: null as never }), "task 'x': timeout: null is not a duration"],
+      [() => defineTask({ name: 'x', handle, timeout: [] as never }), "task 'x': timeout: an array is not a duration"],
+      [() => defineTask({ name: 'x', handle, backoff: { base: {} as never } }), "task 'x': backoff.base: an object is not a duration"],
+      [() => defineSchedule({ name: 's', cron: '@daily', handle, catchUp: { window: {} as never } }), "schedule 's': catchUp.window: an object is not a duration"],
+      [() => defineSchedule({ name: 's', cron: '@daily', handle, expect: { within: {} as never } }), "schedule 's': expect.within: an object is not a duration"],
+    ];
+    for (const [work, message] of cases) {
+      const error = refusal(work);
+      expect(error, message).toBeInstanceOf(UsageError);
+      expect(error.message).toBe(`${message} (use e.g. 100ms, 2s, 5m, 1h, 40d, or a number of milliseconds)`);
     }
   });
 
