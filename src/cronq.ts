@@ -151,6 +151,19 @@ function checkedEnqueueOptions(call: unknown): EnqueueOptions {
   return call as EnqueueOptions;
 }
 
+/**
+ * stop()'s grace from its options, checked: an object of known fields (a misspelt `grace`
+ * would leave the default in force), null or nothing as none, `graceMs` a whole number
+ * within GRACE_BOUND. UsageError otherwise.
+ */
+function stopGraceMs(call: unknown): number {
+  if (call === undefined || call === null) return GRACE_MS; // null as no options, as enqueue takes it
+  if (typeof call !== 'object' || Array.isArray(call)) throw new UsageError(`stop: options must be an object ({ graceMs }; got ${Array.isArray(call) ? 'an array' : typeof call})`);
+  refuseUnknownOptions(call, ['graceMs'], 'stop');
+  const { graceMs = GRACE_MS } = call as { graceMs?: number };
+  return wholeNumberWithin(graceMs, 'graceMs', GRACE_BOUND);
+}
+
 /** Every option createCronq takes: any other is refused (checkOptionShapes). */
 const CRONQ_OPTION_KEYS = Object.keys({
   databaseUrl: true, tasks: true, schedulesDir: true, importTimeoutMs: true, concurrency: true, prefetch: true, queues: true,
@@ -284,7 +297,8 @@ export interface Cronq {
    * one still importing schedule files is not: it rejects at once (UsageError) and starts
    * nothing (the import itself cannot be cancelled and finishes in the background). Later calls
    * return the first call's promise. `graceMs` (default 10 s) is a whole number from 0 to
-   * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops.
+   * a day (24h, the longest lease); anything else is refused (UsageError) and nothing stops,
+   * as is an option it does not know (`grace`) or options that are not an object (null is none).
    * Whatever the database does (frozen, locked, away), it resolves within `graceMs` plus
    * SHUTDOWN_MARGIN_MS (3 s), a migration under way excepted: past that it logs one
    * `shutdown_cut_short` line naming what it still waited for, ends every write still
@@ -584,9 +598,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
       return starting;
     },
 
-    stop({ graceMs = GRACE_MS } = {}) {
+    stop(options) {
+      let graceMs: number;
       try {
-        wholeNumberWithin(graceMs, 'graceMs', GRACE_BOUND);
+        graceMs = stopGraceMs(options);
       } catch (error) {
         return Promise.reject(error);
       }

@@ -456,6 +456,17 @@ describe('ready()', () => {
 });
 
 describe('stop options', () => {
+  it('stop() refuses an option it does not know (grace: 0 left the 10 s default in force) and options that are not an object, in one line, stopping nothing; null is no options', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
+    await cronq.start();
+    await expect(cronq.stop({ grace: 0 } as never)).rejects.toThrow(new UsageError("stop: unknown option 'grace' (did you mean 'graceMs'?)"));
+    await expect(cronq.stop('now' as never)).rejects.toThrow(new UsageError('stop: options must be an object ({ graceMs }; got string)'));
+    expect(cronq.health().workers).toBe(true);
+    // stop(null) threw a TypeError itself, not even a rejected promise.
+    expect(await cronq.stop(null as never)).toEqual({ released: 0, abandoned: 0 });
+    expect(cronq.health().workers).toBe(false);
+  });
+
   it('stop() refuses a graceMs that is not a whole number of ms from 0 to a day (NaN or an overflowing timer aborted every handler at once), then stops with a valid one', async () => {
     const log = new EventLog('info');
     let release!: () => void;
