@@ -17,7 +17,7 @@ import { pruneLoop } from './maintenance/prune.ts';
 import { RECOVERY_DEFAULTS, recoveryLoop } from './maintenance/recovery.ts';
 import { Store } from './store/index.ts';
 import type { NewJobRow } from './store/jobs.ts';
-import type { Clock } from './schedule/clock.ts';
+import { guardClock, type Clock } from './schedule/clock.ts';
 import { DatabaseClock } from './schedule/databaseClock.ts';
 import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
@@ -90,7 +90,9 @@ export interface CronqOptions {
    * The scheduler's clock (tests drive a simulated one). Default: the database's clock,
    * read at start and every minute and carried by a monotonic clock between (DatabaseClock),
    * so daemons on hosts whose clocks disagree still agree on which ticks are due (a host
-   * clock 2 s or more off logs `clock_skew`).
+   * clock 2 s or more off logs `clock_skew`). A given clock whose now() throws or returns
+   * no valid Date, or whose sleepUntil() rejects, fails scheduler passes, retried with
+   * backoff and logged once per method (`clock_error`), never the process (guardClock).
    */
   clock?: Clock;
   /**
@@ -753,7 +755,10 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const claimConnections = options.workers === false || pool ? null : store.openClaimConnections();
     await heartbeat.start();
     if (runsScheduler && !scheduler) {
-      let clock = options.clock;
+      // An app's clock that throws or reads no valid time fails passes, logged, never the process (guardClock).
+      let clock = options.clock && guardClock(options.clock, (method, error) =>
+        log.error({ event: 'clock_error', method, error: errorText(error) }, `the clock option's ${method}() failed; the scheduler goes on, retrying with backoff`),
+      );
       if (!clock) {
         // Ticks are due by the database's clock, which every daemon shares (DatabaseClock).
         const databaseClock = new DatabaseClock({ readNow: () => store.now(), log });

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Handler, type ResolvedCatchUp } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Clock, type Handler, type ResolvedCatchUp } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
@@ -483,5 +483,41 @@ describe('stop options', () => {
     release();
     expect(await stopping).toEqual({ released: 0, abandoned: 0 });
     expect(log.named('job_completed')).toHaveLength(1);
+  });
+});
+
+describe('a clock option gone wrong', () => {
+  it('fails scheduler passes, saying so once per method (clock_error), when now() throws or returns no valid Date or sleepUntil() rejects, instead of ending the process with an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    const clocks: Array<[string, Clock, 'now' | 'sleepUntil']> = [
+      ['throws', { now: () => { throw new Error('clock broke'); }, sleepUntil: () => new Promise((resolve) => setTimeout(resolve, 50)) }, 'now'],
+      ['a number', { now: () => Date.now() as never, sleepUntil: () => new Promise((resolve) => setTimeout(resolve, 50)) }, 'now'],
+      ['NaN', { now: () => new Date(Number.NaN), sleepUntil: () => new Promise((resolve) => setTimeout(resolve, 50)) }, 'now'],
+      ['rejects', { now: () => new Date(), sleepUntil: () => Promise.reject(new Error('sleep broke')) }, 'sleepUntil'],
+    ];
+    try {
+      for (const [name, clock, method] of clocks) {
+        const log = new EventLog('info');
+        // With expect: the health watch reads the clock too.
+        const watched = defineSchedule({ name: 'watched', cron: '* * * * *', expect: { within: '1m' }, handle: () => undefined });
+        const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [watched], workers: false, clock });
+        try {
+          await cronq.start();
+          const [said] = await log.waitFor('clock_error', 1, 10_000);
+          expect(said, name).toMatchObject({ level: 50, method });
+          if (method === 'now') await log.waitFor('schedule_error', 1, 10_000);
+          expect(cronq.health().scheduler, name).toBe(true);
+        } finally {
+          await cronq.stop();
+        }
+        expect(log.named('clock_error').filter((e) => e.method === method), name).toHaveLength(1);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listener);
+    }
   });
 });

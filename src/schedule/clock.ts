@@ -52,3 +52,43 @@ export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal, w
     arm();
   });
 }
+
+/**
+ * Wraps an app's clock (createCronq's `clock`) so that nothing it does wrong reaches the
+ * scheduler's loops as an exception, which nothing there catches (the process ended on an
+ * unhandled rejection): a now() that throws, or returns anything but a valid Date, reads
+ * as an invalid Date (a failed pass, its backoff timed by a timer: ScheduleTicker.run),
+ * and a sleepUntil() that throws or rejects waits for `at` on the host's clock instead.
+ * `onError` hears of each method's first such failure.
+ */
+export function guardClock(clock: Clock, onError: (method: 'now' | 'sleepUntil', error: unknown) => void): Clock {
+  const reported = new Set<string>();
+  const report = (method: 'now' | 'sleepUntil', error: unknown) => {
+    if (reported.has(method)) return;
+    reported.add(method);
+    onError(method, error);
+  };
+  return {
+    now() {
+      let now: unknown;
+      try {
+        now = clock.now();
+      } catch (error) {
+        report('now', error);
+        return new Date(Number.NaN);
+      }
+      if (now instanceof Date && Number.isFinite(now.getTime())) return now;
+      const given = now instanceof Date ? 'an invalid Date' : now === null ? 'null' : typeof now;
+      report('now', new TypeError(`clock.now() returned ${given}, not a valid Date`));
+      return new Date(Number.NaN);
+    },
+    async sleepUntil(at, signal) {
+      try {
+        await clock.sleepUntil(at, signal);
+      } catch (error) {
+        report('sleepUntil', error);
+        await sleepUntilBy(Date.now, at, signal);
+      }
+    },
+  };
+}

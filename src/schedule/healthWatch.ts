@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.ts';
+import { sleep } from '../runtime/wakeup.ts';
 import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { assessHealth } from './health.ts';
@@ -61,7 +62,10 @@ export class HealthWatch {
     const every = this.options.everyMs ?? HEALTH_CHECK_EVERY_MS;
     while (!signal.aborted) {
       await this.checkOnce();
-      await this.options.clock.sleepUntil(new Date(this.options.clock.now().getTime() + every), signal);
+      const wakeAt = this.options.clock.now().getTime() + every;
+      // A clock gone wrong (no valid time) cannot time the wait: a timer does.
+      if (Number.isFinite(wakeAt)) await this.options.clock.sleepUntil(new Date(wakeAt), signal);
+      else await sleep(every, signal);
     }
   }
 }
