@@ -69,7 +69,8 @@ export interface CronqOptions {
   /**
    * Where cronq logs. Default: JSON lines on stdout like the daemon's (pino, level from
    * LOG_LEVEL, default info); `false`: nowhere; else any pino-compatible logger
-   * (refused at once, UsageError, when it lacks child, debug, info, warn, error or isLevelEnabled).
+   * (refused at once, UsageError, when it lacks child, debug, info, warn, error or isLevelEnabled;
+   * a throw from it drops that line, Node warned once per method: CRONQ_LOGGER_ERROR).
    */
   logger?: Logger | false;
   /**

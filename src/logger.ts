@@ -86,5 +86,54 @@ export function libraryLogger(option: Logger | false | undefined): Logger {
       `logger must be pino-compatible (${REQUIRED_METHODS.join(', ')}); the one given lacks ${missing.join(', ')}: pass a pino logger, leave it out for cronq's own (JSON on stdout, LOG_LEVEL), or false for none`,
     );
   }
-  return option;
+  return guardLogger(option);
+}
+
+/** What a logger is called through: a throw from any of them is dropped (guardLogger). */
+const GUARDED_METHODS = new Set<string | symbol>(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent', 'child', 'isLevelEnabled']);
+
+/**
+ * An app's logger (createCronq's option) behind a guard: an exception from a logging
+ * method, `child` or `isLevelEnabled` is dropped instead of reaching the engine, where it
+ * ended work midway or the process (a `job_dead` line's throw escaped the finisher as an
+ * unhandled rejection). Node is warned once per method (process.emitWarning, code
+ * CRONQ_LOGGER_ERROR): the logger cannot say it. A child that cannot be made is this
+ * logger; a level that cannot be read is off. Each call looks the method up anew (pino
+ * swaps them as its level changes); everything else reads through unchanged.
+ */
+function guardLogger(logger: Logger, reported = new Set<string>()): Logger {
+  const report = (method: string, error: unknown) => {
+    if (reported.has(method)) return;
+    reported.add(method);
+    let reason: string;
+    try {
+      reason = shownText((error instanceof Error ? `${error.name}: ${error.message}` : String(error)).split('\n')[0]);
+    } catch {
+      reason = 'an unreadable error';
+    }
+    process.emitWarning(`cronq: the logger's ${method}() threw (${reason}); cronq goes on without that line`, { code: 'CRONQ_LOGGER_ERROR' });
+  };
+  const wrappers = new Map<string | symbol, (...args: unknown[]) => unknown>();
+  const guarded: Logger = new Proxy(logger, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function' || !GUARDED_METHODS.has(property)) return value;
+      let wrapper = wrappers.get(property);
+      if (!wrapper) {
+        const name = String(property);
+        wrapper = (...args: unknown[]) => {
+          try {
+            const result: unknown = (Reflect.get(target, property, target) as (...a: unknown[]) => unknown).apply(target, args);
+            return name === 'child' ? guardLogger(result as Logger, reported) : result;
+          } catch (error) {
+            report(name, error);
+            return name === 'child' ? guarded : name === 'isLevelEnabled' ? false : undefined;
+          }
+        };
+        wrappers.set(property, wrapper);
+      }
+      return wrapper;
+    },
+  });
+  return guarded;
 }

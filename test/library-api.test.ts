@@ -19,6 +19,41 @@ describe('createCronq logger', () => {
     expect(() => createCronq({ logger: console as never })).toThrow(/logger must be pino-compatible .*lacks child, isLevelEnabled/);
   });
 
+  it('goes on when the logger given throws (in every method, child too): jobs run and go dead, start and stop resolve, and Node is warned once per method', async () => {
+    // A job_dead line's throw escaped the finisher as an unhandled rejection, ending the process; start() rejected with it.
+    const unhandled: unknown[] = [];
+    const warnings: Error[] = [];
+    const onRejection = (reason: unknown) => void unhandled.push(reason);
+    const onWarning = (warning: Error) => void warnings.push(warning);
+    process.on('unhandledRejection', onRejection);
+    process.on('warning', onWarning);
+    const boom = () => {
+      throw new Error('logger broke');
+    };
+    const logger = { child: boom, trace: boom, debug: boom, info: boom, warn: boom, error: boom, fatal: boom, isLevelEnabled: boom };
+    const fine = defineTask({ name: 'fine', handle: () => undefined });
+    const broken = defineTask({ name: 'broken', maxAttempts: 1, handle: () => Promise.reject(new Error('broken on purpose')) });
+    const cronq = createCronq({ databaseUrl: t.url, logger: logger as never, tasks: [fine, broken], pollInterval: '20ms' });
+    try {
+      await cronq.start();
+      await cronq.enqueue(fine, { key: 'fine:1', payload: {} });
+      await cronq.enqueue(broken, { key: 'broken:1', payload: {} });
+      await expect.poll(async () => t.sql("SELECT job_key, status FROM cronq_jobs ORDER BY job_key"), { timeout: 10_000 }).toEqual([
+        { job_key: 'broken:1', status: 'dead' },
+        { job_key: 'fine:1', status: 'done' },
+      ]);
+      expect(cronq.health().workers).toBe(true);
+    } finally {
+      await cronq.stop();
+      process.off('unhandledRejection', onRejection);
+      process.off('warning', onWarning);
+    }
+    expect(unhandled).toEqual([]);
+    const said = warnings.filter((w) => (w as Error & { code?: string }).code === 'CRONQ_LOGGER_ERROR').map((w) => w.message);
+    expect(said).toContain("cronq: the logger's error() threw (Error: logger broke); cronq goes on without that line");
+    expect(new Set(said).size).toBe(said.length);
+  });
+
   it('takes false for no logging at all, workers running', async () => {
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [sendInvoice] });
     await cronq.start();
