@@ -399,6 +399,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   if (!Array.isArray(tasks)) throw new UsageError('tasks must be an array of what defineTask or defineSchedule returned');
   const notTask = tasks.findIndex((task) => !isTask(task));
   if (notTask >= 0) throw new UsageError(`tasks must hold what defineTask or defineSchedule returned (entry ${notTask})`);
+  // Its names and limited queues checked now, as every option is; the schedules folder's join it as it loads.
+  const taskRegistry = new TaskRegistry(tasks);
   const maxLeaseExpiries = wholeNumberWithin(options.maxLeaseExpiries ?? LEASE_EXPIRIES.default, 'maxLeaseExpiries', LEASE_EXPIRIES);
   let uncaughtGuard: (() => void) | null = null;
   const pruneMs = options.pruneDoneOlderThan === undefined ? null : parseDuration(options.pruneDoneOlderThan, 'pruneDoneOlderThan');
@@ -438,9 +440,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   /** The registry, loaded once; complete (never added to) once this resolves. */
   const loadTasks = () => {
     registryPromise ??= (async () => {
-      const registry = new TaskRegistry(tasks);
-      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, registry, { importTimeoutMs });
-      return registry;
+      if (options.schedulesDir) await loadSchedulesDir(options.schedulesDir, taskRegistry, { importTimeoutMs });
+      return taskRegistry;
     })();
     return registryPromise;
   };

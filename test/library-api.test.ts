@@ -386,6 +386,12 @@ describe('createCronq options', () => {
       [{ pollInterval: '200ms ' }, /^pollInterval: '200ms ' is not a duration/],
       [{ pruneDoneOlderThan: ' 30d' }, /^pruneDoneOlderThan: ' 30d' is not a duration/],
       [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],
+      // Refused at start() only, after createCronq had said yes.
+      [{ tasks: [sendInvoice, defineSchedule({ name: 'send-invoice', cron: '@daily', handle: () => undefined })] }, /^duplicate name 'send-invoice': defined twice in createCronq\(\{ tasks \}\)$/],
+      [
+        { tasks: [defineTask({ name: 'limited', concurrency: 1, queue: 'billing', handle: () => undefined }), sendInvoice] },
+        /^'send-invoice' \(createCronq\(\{ tasks \}\)\) and 'limited' \(createCronq\(\{ tasks \}\)\) share queue 'billing', but 'limited' has a concurrency limit/,
+      ],
     ];
     for (const [options, message] of bad) {
       let thrown: unknown;
