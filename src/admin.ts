@@ -29,7 +29,7 @@ import type { DeadLetterStats, QueuesMostBehind, Stats } from './store/stats.ts'
 
 export { MAX_REASON_LENGTH, REVIEW_BATCH_SIZE } from './store/deadLetters.ts';
 export type { BulkReviewResult, DeadLetterDetail, DeadLetterFilter, DeadLetterGroup, DeadLetterSummary, ReviewOutcome, ReviewAction } from './store/deadLetters.ts';
-export type { DeadLetterStats, QueuesMostBehind, QueueStats, ScheduleStats, Stats } from './store/stats.ts';
+export type { DeadLetterStats, QueuesMostBehind, QueueStats, ScheduleStats, Stats, UnknownStatusStats } from './store/stats.ts';
 export { COUNT_CAPS, DEAD_LETTER_COUNT_CAP } from './store/stats.ts';
 /** Every outcome a tick-ledger row can record (ScheduleStats.lastTick.outcome, TickRow.outcome). */
 export { TICK_OUTCOMES } from './db/schema.ts';

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Clock, type Handler, type ResolvedCatchUp } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Clock, type ConsoleSignOutAdmin, type Handler, type JobTarget, type QueuesMostBehind, type ResolvedCatchUp, type UnknownStatusStats } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
@@ -465,6 +465,9 @@ describe('what the admin API names, the package exports', () => {
     // Compile-time (npm run typecheck): each admin result can be named by an app.
     const typed: [JobRecord | null, DaemonSeen[], Completions] | null = null;
     expect(typed).toBeNull();
+    // And what its calls take and return beyond rows: job()'s target, queuesMostBehind()'s result, stats()' unknownStatus, consoleSignOuts.
+    const named: [JobTarget, QueuesMostBehind, UnknownStatusStats, ConsoleSignOutAdmin] | null = null;
+    expect(named).toBeNull();
     // So can every field of a defined schedule (its catchUp was a type cronq did not export).
     const nightly = defineSchedule({ name: 'nightly', cron: '0 3 * * *', catchUp: { mode: 'latest' }, handle: () => undefined });
     const catchUp: ResolvedCatchUp = nightly.catchUp;
