@@ -393,6 +393,24 @@ describe('the console notice', () => {
     }
   });
 
+  it('refuses a bulk review whose filter is in the address (POST /dead/requeue?kind=report), touching nothing: the address was ignored, so it acted on every dead letter', async () => {
+    await t.sql(`INSERT INTO cronq_dead_letters (id, job_id, queue, kind, job_key, payload, failure_reason, reason_group, attempts) VALUES
+      (1, 101, 'mail', 'send-mail', 'k:1', '{}', 'Error: x', 'Error: x', 5), (2, 102, 'reports', 'report', 'k:2', '{}', 'Error: x', 'Error: x', 5)`);
+    try {
+      // As the page's GET filter reads it (/dead?kind=report): a script may well post it there too.
+      for (const query of ['?kind=report', '?queue=reports', '?kind=report&queue=reports', '?knd=report']) {
+        for (const action of ['/dead/discard', '/dead/requeue']) {
+          const res = await fetch(`${base}${action}${query}`, { method: 'POST', headers: form, body: 'reason=old', redirect: 'manual' });
+          expect(res.status, `${action}${query}`).toBe(400);
+          expect(await res.text()).toContain('refused: the filter goes in the form&#39;s fields (kind, queue), not the address');
+        }
+      }
+      expect(await t.sql('SELECT id FROM cronq_dead_letters WHERE reviewed_at IS NOT NULL')).toEqual([]);
+    } finally {
+      await t.sql('DELETE FROM cronq_dead_letters');
+    }
+  });
+
   it('shows the outcome an action redirected with, but not words a link from elsewhere put in ?done=', async () => {
     const forged = await (await fetch(`${base}/?done=${encodeURIComponent('Session expired: sign in again at http://evil.example')}`)).text();
     expect(forged).not.toContain('evil.example');

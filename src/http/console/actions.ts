@@ -28,9 +28,10 @@ function recorded(operator: string, reason: string): string {
 
 /**
  * Runs the action POSTed to `path` with form `fields` as `operator`, or returns null
- * when no action lives there. Throws UsageError for a missing reason.
+ * when no action lives there; `query` is the POST's address query (a bulk review refuses
+ * one: bulkFilter). Throws UsageError for a missing reason.
  */
-export async function runAction(admin: CronqAdmin, path: string, fields: URLSearchParams, operator: string): Promise<ActionResult | null> {
+export async function runAction(admin: CronqAdmin, path: string, fields: URLSearchParams, operator: string, query = new URLSearchParams()): Promise<ActionResult | null> {
   const reason = () => {
     const text = (fields.get('reason') ?? '').trim();
     if (text === '') throw new ActionRefused('a reason is required');
@@ -44,7 +45,7 @@ export async function runAction(admin: CronqAdmin, path: string, fields: URLSear
   }
   m = /^\/dead\/(requeue|discard)$/.exec(path);
   if (m) {
-    const filter = bulkFilter(fields);
+    const filter = bulkFilter(fields, query);
     const why = reason();
     const result = m[1] === 'requeue' ? await admin.deadLetters.requeueMatching(filter, why) : await admin.deadLetters.discardMatching(filter, why);
     return { back: '/dead', message: `${DONE[m[1]]} ${result.touched} dead letter(s)` };
@@ -72,10 +73,12 @@ const BULK_FIELDS = new Set(['csrf', 'reason', 'kind', 'queue']);
 
 /**
  * A bulk review's filter (deadFilter), refusing a field the form has not (a script's
- * `knd=report`) and a filter field given twice (`kind=a&kind=b`): ignored, either would
- * widen the filter, and a requeue of every dead letter cannot be taken back.
+ * `knd=report`), a filter field given twice (`kind=a&kind=b`) and a filter in the POST's
+ * address (`/dead/requeue?kind=report`, as the page's own GET filter reads): ignored, each
+ * would widen the filter, and a requeue of every dead letter cannot be taken back.
  */
-function bulkFilter(fields: URLSearchParams): ReturnType<typeof deadFilter> {
+function bulkFilter(fields: URLSearchParams, query: URLSearchParams): ReturnType<typeof deadFilter> {
+  if (query.size > 0) throw new ActionRefused("the filter goes in the form's fields (kind, queue), not the address");
   for (const name of new Set(fields.keys())) {
     if (!BULK_FIELDS.has(name)) throw new ActionRefused(`the filter has no field '${shownText(name)}' (kind, queue)`);
     if (name !== 'csrf' && name !== 'reason' && fields.getAll(name).length > 1) throw new ActionRefused(`the filter's ${name} is given twice`);

@@ -153,7 +153,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
     csrf: operator ? auth.csrf(operator.session) : null,
     notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
   });
-  if (req.method === 'POST') return post(req, res, path, contextOf, claimed, served);
+  if (req.method === 'POST') return post(req, res, path, url.searchParams, contextOf, claimed, served);
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD, POST');
     return refuse(res, 405, `${req.method} is not served here: pages are GET, actions POST`, 'Method not allowed');
@@ -197,6 +197,7 @@ async function post(
   req: IncomingMessage,
   res: ServerResponse,
   path: string,
+  query: URLSearchParams,
   contextOf: (operator: ConsoleOperator | null) => ConsoleContext,
   operator: ConsoleOperator | null,
   { admin, auth, log, notices, gate, signIns }: Served,
@@ -230,7 +231,7 @@ async function post(
   try {
     const result = await admitted(gate, req, async () => {
       const standing = await standingOf(admin, operator);
-      return standing === 'held' ? runAction(admin, path, fields, operator.name) : new SessionNotHeld(standing);
+      return standing === 'held' ? runAction(admin, path, fields, operator.name, query) : new SessionNotHeld(standing);
     });
     if (result instanceof SessionNotHeld) {
       return refuse(res, 403, `refused: this session ${result.standing === 'signed_out' ? 'was signed out' : 'has expired'}; sign in again`);
