@@ -70,7 +70,7 @@ export interface CronqOptions {
    * Where cronq logs. Default: JSON lines on stdout like the daemon's (pino, level from
    * LOG_LEVEL, default info); `false`: nowhere; else any pino-compatible logger
    * (refused at once, UsageError, when it lacks child, debug, info, warn, error or isLevelEnabled;
-   * a throw from it drops that line, Node warned once per method: CRONQ_LOGGER_ERROR).
+   * a throw or an async method's rejection from it drops that line, Node warned once per method: CRONQ_LOGGER_ERROR).
    */
   logger?: Logger | false;
   /**

@@ -80,13 +80,18 @@ const REQUIRED_METHODS = ['child', 'debug', 'info', 'warn', 'error', 'isLevelEna
 export function libraryLogger(option: Logger | false | undefined): Logger {
   if (option === undefined) return defaultLibraryLogger(process.env.LOG_LEVEL);
   if (option === false) return silentLogger();
-  const missing = REQUIRED_METHODS.filter((m) => typeof (option as unknown as Record<string, unknown> | null)?.[m] !== 'function');
+  const missing = missingMethods(option);
   if (missing.length > 0) {
     throw new UsageError(
       `logger must be pino-compatible (${REQUIRED_METHODS.join(', ')}); the one given lacks ${missing.join(', ')}: pass a pino logger, leave it out for cronq's own (JSON on stdout, LOG_LEVEL), or false for none`,
     );
   }
   return guardLogger(option);
+}
+
+/** The REQUIRED_METHODS `logger` lacks (none: it is pino-compatible). */
+function missingMethods(logger: unknown): string[] {
+  return REQUIRED_METHODS.filter((m) => typeof (logger as Record<string, unknown> | null)?.[m] !== 'function');
 }
 
 /** What a logger is called through: a throw from any of them is dropped (guardLogger). */
@@ -96,10 +101,12 @@ const GUARDED_METHODS = new Set<string | symbol>(['trace', 'debug', 'info', 'war
  * An app's logger (createCronq's option) behind a guard: an exception from a logging
  * method, `child` or `isLevelEnabled` is dropped instead of reaching the engine, where it
  * ended work midway or the process (a `job_dead` line's throw escaped the finisher as an
- * unhandled rejection). Node is warned once per method (process.emitWarning, code
- * CRONQ_LOGGER_ERROR): the logger cannot say it. A child that cannot be made is this
- * logger; a level that cannot be read is off. Each call looks the method up anew (pino
- * swaps them as its level changes); everything else reads through unchanged.
+ * unhandled rejection), and so is a rejection of the promise a method returns (an async
+ * `error()`: nothing awaits it). Node is warned once per method (process.emitWarning, code
+ * CRONQ_LOGGER_ERROR): the logger cannot say it. A child that cannot be made, or is no
+ * logger (lacking a REQUIRED_METHODS), is this logger; a level that cannot be read is off.
+ * Each call looks the method up anew (pino swaps them as its level changes); everything
+ * else reads through unchanged.
  */
 function guardLogger(logger: Logger, reported = new Set<string>()): Logger {
   const report = (method: string, error: unknown) => {
@@ -124,7 +131,14 @@ function guardLogger(logger: Logger, reported = new Set<string>()): Logger {
         wrapper = (...args: unknown[]) => {
           try {
             const result: unknown = (Reflect.get(target, property, target) as (...a: unknown[]) => unknown).apply(target, args);
-            return name === 'child' ? guardLogger(result as Logger, reported) : result;
+            if (name === 'child') {
+              const missing = missingMethods(result);
+              if (missing.length > 0) throw new TypeError(`child() returned no logger (it lacks ${missing.join(', ')})`);
+              return guardLogger(result as Logger, reported);
+            }
+            // An async method's failure comes later, as a rejection nothing else would handle.
+            if (typeof (result as PromiseLike<unknown> | null)?.then === 'function') (result as PromiseLike<unknown>).then(undefined, (error: unknown) => report(name, error));
+            return result;
           } catch (error) {
             report(name, error);
             return name === 'child' ? guarded : name === 'isLevelEnabled' ? false : undefined;
