@@ -106,6 +106,26 @@ describe('schedule health', () => {
     expect(log.named('schedule_overdue')).toHaveLength(1);
   });
 
+  it('judges nothing while the clock reads no valid time: an overdue schedule is not said to have recovered, nor a healthy one overdue', async () => {
+    await tick('nightly', '2026-11-29 03:00:00', 'enqueued', 'done');
+    await tick('nightly', '2026-11-30 03:00:00', 'enqueued', 'dead');
+    let now = at('2026-11-30T06:00:00Z');
+    // A clock option gone wrong reads as an invalid Date (guardClock): NaN is never past a deadline.
+    const clock: Clock = { now: () => now, sleepUntil: async () => {} };
+    const log = new EventLog();
+    const watch = new HealthWatch([nightly], { store: new Store(t.database), clock, log: log.logger });
+    await watch.checkOnce();
+    expect(log.named('schedule_overdue')).toHaveLength(1);
+    now = new Date(Number.NaN);
+    await watch.checkOnce();
+    expect(log.named('schedule_recovered')).toEqual([]);
+    now = at('2026-11-30T06:01:00Z');
+    await watch.checkOnce();
+    // Still the one incident: the clock's bad reading ended nothing.
+    expect(log.named('schedule_overdue')).toHaveLength(1);
+    expect(log.named('schedule_recovered')).toEqual([]);
+  });
+
   it('is exported to Prometheus: overdue for schedules with expect, last success for every schedule', async () => {
     const metrics = new CronqMetrics({
       collect: async () => ({

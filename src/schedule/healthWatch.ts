@@ -22,9 +22,11 @@ export class HealthWatch {
     private readonly options: { store: SchedulerStore; clock: Clock; log: Logger; everyMs?: number },
   ) {}
 
-  /** Checks every watched schedule once at the clock's now, logging what changed. */
+  /** Checks every watched schedule once at the clock's now, logging what changed (nothing, while the clock reads no valid time). */
   async checkOnce(): Promise<void> {
     const now = this.options.clock.now();
+    // A clock gone wrong (guardClock's invalid Date): a NaN instant is past no deadline, so every overdue schedule would read as recovered.
+    if (!Number.isFinite(now.getTime())) return;
     for (const schedule of this.schedules) {
       if (!schedule.expect) continue;
       let health;
