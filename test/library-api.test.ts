@@ -1,4 +1,5 @@
 import { createServer, type AddressInfo } from 'node:net';
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, SchemaBehindError, UsageError, type Completions, type LoadedTasks, type DaemonSeen, type EnqueueJob, type JobRecord, type CatchUpMode, type Clock, type ConsoleSignOutAdmin, type Handler, type JobTarget, type QueuesMostBehind, type ResolvedCatchUp, type UnknownStatusStats } from '../src/index.ts';
 import { REPO_ROOT, runProcess } from './support/cli.ts';
@@ -609,5 +610,16 @@ describe('a clock option gone wrong', () => {
     } finally {
       process.off('unhandledRejection', listener);
     }
+  });
+
+  it('says nothing of a clock whose sleepUntil() rejects when stop() aborts it (as timers/promises does): that is the stop, not a clock gone wrong', async () => {
+    const clock: Clock = { now: () => new Date(), sleepUntil: (at, signal) => sleepFor(Math.max(0, at.getTime() - Date.now()), undefined, { signal }) };
+    const log = new EventLog('info');
+    const watched = defineSchedule({ name: 'watched', cron: '0 0 1 1 *', expect: { within: '1m' }, handle: () => undefined });
+    const cronq = createCronq({ databaseUrl: t.url, logger: log.logger, tasks: [watched], workers: false, clock });
+    await cronq.start();
+    await log.waitFor('scheduler_started', 1, 10_000);
+    await cronq.stop();
+    expect(log.named('clock_error')).toEqual([]);
   });
 });

@@ -58,7 +58,8 @@ export function sleepUntilBy(now: () => number, at: Date, signal: AbortSignal, w
  * scheduler's loops as an exception, which nothing there catches (the process ended on an
  * unhandled rejection): a now() that throws, or returns anything but a valid Date, reads
  * as an invalid Date (a failed pass, its backoff timed by a timer: ScheduleTicker.run),
- * and a sleepUntil() that throws or rejects waits for `at` on the host's clock instead.
+ * and a sleepUntil() that throws or rejects waits for `at` on the host's clock instead
+ * (or resolves, once `signal` has aborted: that rejection is no failure).
  * `onError` hears of each method's first such failure.
  */
 export function guardClock(clock: Clock, onError: (method: 'now' | 'sleepUntil', error: unknown) => void): Clock {
@@ -86,6 +87,8 @@ export function guardClock(clock: Clock, onError: (method: 'now' | 'sleepUntil',
       try {
         await clock.sleepUntil(at, signal);
       } catch (error) {
+        // Rejecting once `signal` aborts (as timers/promises does) is the stop, not the clock gone wrong.
+        if (signal.aborted) return;
         report('sleepUntil', error);
         await sleepUntilBy(Date.now, at, signal);
       }
