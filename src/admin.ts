@@ -79,6 +79,7 @@ export interface BulkTriageOptions {
   signal?: AbortSignal;
 }
 
+/** Dead-letter triage (`cronq.admin.deadLetters`, `cronq dead`): list, group, read, requeue or discard. */
 export interface DeadLetterAdmin {
   /** Oldest first, unreviewed only unless `includeReviewed`; at most `limit` (1–1000, default 1000); `more` when others match. */
   list(query?: DeadLetterQuery & { limit?: number }): Promise<{ letters: DeadLetterSummary[]; more: boolean }>;

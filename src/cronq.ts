@@ -47,6 +47,7 @@ export interface EnqueueOptions {
 /** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
 export const ENQUEUE_PARALLEL = 2;
 
+/** createCronq's options: each checked by createCronq (UsageError naming it), an unknown one refused. */
 export interface CronqOptions {
   /** Default: DATABASE_URL, else mysql://root@127.0.0.1:3306/cronq. */
   databaseUrl?: string;
@@ -232,6 +233,11 @@ export interface LoadedTasks {
   readonly size: number;
 }
 
+/**
+ * One cronq instance (createCronq): enqueue jobs, run the engine (start/stop), migrate, and
+ * the operator's calls (`admin`). An instance starts once: after stop() every call that
+ * needs the database is a UsageError.
+ */
 export interface Cronq {
   /** The database URL this instance uses, its password masked: for logs and messages. */
   readonly maskedDatabaseUrl: string;

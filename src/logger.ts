@@ -1,8 +1,9 @@
-import pino, { type Logger } from 'pino';
+import pino, { type Logger as PinoLogger } from 'pino';
 import { UsageError } from './errors.ts';
 import { shownText } from './shownText.ts';
 
-export type { Logger };
+/** A pino logger: what cronq logs through (createCronq's `logger`, a handler's `ctx.log`). */
+export type Logger = PinoLogger;
 
 /** The levels LOG_LEVEL accepts (pino's), most severe first. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -26,7 +26,9 @@ import {
 const utcNow = sql`(UTC_TIMESTAMP(6))`;
 const timestamp = (name: string) => datetime(name, { mode: 'date', fsp: 6 });
 
+/** The statuses a job row can have (cronq_jobs.status). */
 export const JOB_STATUSES = ['ready', 'reserved', 'done', 'dead', 'cancelled'] as const;
+/** A job's status: ready, reserved (claimed), done, dead or cancelled. */
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** Longest normalised reason kept in `cronq_dead_letters.reason_group` (the group index covers all of it). */
@@ -139,6 +141,7 @@ export const jobs = mysqlTable(
   ],
 );
 
+/** cronq_dead_letters: one row per job that went dead, kept for triage (reviewed_at and resolution once requeued or discarded). */
 export const deadLetters = mysqlTable(
   'cronq_dead_letters',
   {
@@ -168,7 +171,9 @@ export const deadLetters = mysqlTable(
   ],
 );
 
+/** What the scheduler did with a tick (cronq_schedule_ticks.outcome). */
 export const TICK_OUTCOMES = ['enqueued', 'skipped', 'failed'] as const;
+/** A tick's outcome: its jobs enqueued, the tick skipped (with a note saying why), or failed. */
 export type TickOutcome = (typeof TICK_OUTCOMES)[number];
 
 /**
@@ -244,7 +249,9 @@ export const daemons = mysqlTable(
   (t) => [index('cronq_daemons_heartbeat').on(t.heartbeatAt)],
 );
 
+/** What a pause can stop (cronq_pauses.target): a schedule's ticks or a queue's claims. */
 export const PAUSE_TARGETS = ['schedule', 'queue'] as const;
+/** A pause's target kind: 'schedule' or 'queue'. */
 export type PauseTarget = (typeof PAUSE_TARGETS)[number];
 
 /**

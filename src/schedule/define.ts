@@ -31,6 +31,7 @@ export interface FanOutItem {
   payload?: unknown;
 }
 
+/** The tick a fan-out (`jobs`) runs for. */
 export interface TickInfo {
   /** The tick's instant (UTC). */
   scheduledAt: Date;
@@ -38,10 +39,13 @@ export interface TickInfo {
   periodKey: string;
 }
 
+/** A schedule's fan-out: the entities of one tick, each becoming one job of the period. */
 export type FanOut = (tick: TickInfo) => AsyncIterable<FanOutItem> | Iterable<FanOutItem>;
 
+/** Which missed ticks a catch-up enqueues: 'all' within the window (up to `max`), or only the 'latest'. */
 export type CatchUpMode = 'all' | 'latest';
 
+/** A schedule's missed-tick policy (ScheduleOptions.catchUp). */
 export interface CatchUpOptions {
   /** How far back missed ticks are still enqueued (default 1d). Older ones are recorded as skipped. */
   window?: Duration;
@@ -51,6 +55,7 @@ export interface CatchUpOptions {
   max?: number;
 }
 
+/** defineSchedule's options: a task's, plus when (`cron`, `timezone`) and how (`period`, `catchUp`, `overlap`, `jobs`, `command`) to enqueue it. */
 export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'> {
   /** Unique; the first part of every job key. */
   name: string;
@@ -103,6 +108,7 @@ export type ScheduleFromTaskOptions<P = any> = TaskVariantOptions<P> & Omit<Sche
 /** A schedule's overlap policy (ScheduleOptions.overlap). */
 export type Overlap = 'allow' | 'skip';
 
+/** A defined schedule's catch-up policy, defaults applied: 'off' for `catchUp: false`, the window in ms. */
 export interface ResolvedCatchUp {
   mode: CatchUpMode | 'off';
   windowMs: number;

@@ -13,6 +13,7 @@ import type { TickOutcome } from '../db/schema.ts';
 import { sliceChars } from '../runtime/errorText.ts';
 import { header, interval, NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
+/** One row of the tick ledger (cronq_schedule_ticks): what the scheduler did with one fire time of a schedule. */
 export interface TickRow {
   id: number;
   scheduleName: string;

@@ -26,6 +26,7 @@ const TIMEOUT_MAX_MS = 7 * 86_400_000;
 /** Most jobs of one limited kind running at once across the cluster. */
 export const CONCURRENCY_LIMIT_MAX = 10_000;
 
+/** defineTask's options: how jobs of one kind are handled (`P`: the payload's type). */
 export interface TaskOptions<P = any> {
   /** The job kind this task handles: letters, digits, `.`, `_`, `-`; up to 64. */
   name: string;

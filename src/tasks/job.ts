@@ -20,6 +20,7 @@ export interface Job<P = unknown> {
 /** A write that must commit together with "done", or not at all. */
 export type Effect = (tx: Executor) => Promise<unknown>;
 
+/** What a handler receives beside its job: the signal to stop on, a logger, and effects that commit with "done". */
 export interface JobContext {
   /**
    * Aborts when the task's `timeout` passes (JobTimeoutError), the lease is lost
