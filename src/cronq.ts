@@ -23,7 +23,7 @@ import { loadSchedulesDir } from './schedule/loader.ts';
 import { checkRetention } from './schedule/retention.ts';
 import { Scheduler } from './schedule/scheduler.ts';
 import { isSchedule, schedulesOf, type Schedule } from './schedule/define.ts';
-import { isTask, refuseUnknownOptions, validateQueueList, type Task } from './tasks/define.ts';
+import { isTask, refuseUnknownOptions, shownName, validateQueueList, type Task } from './tasks/define.ts';
 import { TaskRegistry } from './tasks/registry.ts';
 import { DbHealth } from './runtime/dbHealth.ts';
 import { DaemonHeartbeat } from './worker/heartbeat.ts';
@@ -489,6 +489,11 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   const forTask = (task: Task, job: TaskJob<unknown>): EnqueueJob => {
     if (!isTask(task)) throw new UsageError('enqueue(task, job): task must be what defineTask or defineSchedule returned');
     if (typeof job !== 'object' || job === null) throw new UsageError('a job must be an object');
+    // The handle's kind would win: a job naming another kind would go to another handler than it says.
+    const { kind } = job as { kind?: unknown };
+    if (kind !== undefined && kind !== task.name) {
+      throw new UsageError(`job ${shownName((job as { key?: unknown }).key)}: kind ${shownName(kind)} is not the task's (${shownName(task.name)}): leave kind out with a task handle, or enqueue({ kind, key, payload }) without one`);
+    }
     return { queue: task.queue, maxAttempts: task.maxAttempts, ...job, kind: task.name };
   };
   // After toJobRow: a job that is malformed is refused as such before its kind is looked up.
@@ -500,8 +505,20 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     }
     return row;
   };
-  /** (task, job, options) or (job, options), as enqueue and enqueueMany take them. */
-  const callOf = <J>(args: unknown[]): { task: Task | null; jobs: J; options: EnqueueOptions } => {
+  /**
+   * (task, job, options) or (job, options), as enqueue and enqueueMany take them; a kind by
+   * name first (`enqueue('report', { key })`, the CLI's order) is refused saying what to
+   * write, rather than its job read as the call's options.
+   */
+  const callOf = <J>(args: unknown[], what: 'enqueue' | 'enqueueMany'): { task: Task | null; jobs: J; options: EnqueueOptions } => {
+    if (typeof args[0] === 'string') {
+      const given = `got the string ${shownName(args[0])}`;
+      throw new UsageError(
+        what === 'enqueue'
+          ? `enqueue: the first argument must be a task (defineTask, defineSchedule) or a job ({ kind, key, payload }); ${given}: enqueue({ kind: ${shownName(args[0])}, key, payload })`
+          : `enqueueMany: the first argument must be a task (defineTask, defineSchedule) or jobs; ${given}: enqueueMany(jobs), each { kind, key, payload }`,
+      );
+    }
     const [task, jobs, call] = isTask(args[0]) ? [args[0], args[1], args[2]] : [null, args[0], args[1]];
     return { task, jobs: jobs as J, options: checkedEnqueueOptions(call) };
   };
@@ -692,7 +709,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   /** enqueue()'s work (the call is checked and tracked by `cronq.enqueue`). */
   async function enqueueCall(args: unknown[]) {
-    const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args);
+    const { task, jobs: job, options: call } = callOf<EnqueueJob | TaskJob<unknown>>(args, 'enqueue');
     const registry = await loadTasks();
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
     const row = rowOf(job, registry, task, allowUnknown, scheduleKeyShapesFor(registry, task));
@@ -704,7 +721,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
 
   /** enqueueMany()'s work (the call is checked and tracked by `cronq.enqueueMany`). */
   async function enqueueManyCall(args: unknown[]) {
-    const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args);
+    const { task, jobs, options: call } = callOf<Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>>(args, 'enqueueMany');
     const { tx } = call;
     const registry = await loadTasks();
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;

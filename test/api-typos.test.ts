@@ -132,6 +132,25 @@ describe('enqueue fields', () => {
     }
   });
 
+  it("refuses a kind given by name as the first argument (the CLI's order), or a kind beside a task handle that is not the task's, saying what to write, and writes nothing", async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report, keep] });
+    try {
+      // It said `enqueue: unknown option 'key' (known: tx, allowUnknownKind)`, reading the job as the call's options.
+      expect((await refusalOf(cronq.enqueue('report' as never, { key: 'report:1' } as never))).message).toBe(
+        `enqueue: the first argument must be a task (defineTask, defineSchedule) or a job ({ kind, key, payload }); got the string "report": enqueue({ kind: "report", key, payload })`,
+      );
+      expect((await refusalOf(cronq.enqueueMany('report' as never, [{ key: 'report:2' }] as never))).message).toMatch(/^enqueueMany: the first argument must be a task \(defineTask, defineSchedule\) or jobs; got the string "report"/);
+      // The handle's kind won, silently: the job went to another handler than the one named.
+      expect((await refusalOf(cronq.enqueue(report, { key: 'report:3', kind: 'keep-me' } as never))).message).toBe(
+        `job "report:3": kind "keep-me" is not the task's ("report"): leave kind out with a task handle, or enqueue({ kind, key, payload }) without one`,
+      );
+      expect(await count()).toBe(0);
+      expect((await cronq.enqueue(report, { key: 'report:4', kind: 'report', payload: {} } as never)).created).toBe(true);
+    } finally {
+      await cronq.stop();
+    }
+  });
+
   it('refuses call options it does not know, and a tx that cannot run statements', async () => {
     const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
     try {
