@@ -3,7 +3,7 @@ import { createAdmin, type CronqAdmin } from './admin.ts';
 import { connect, isConnectionError, OBSERVER_CONNECTIONS, RESERVED_CONNECTIONS, type Executor } from './db/client.ts';
 import { applyMigrations, ensureDatabase } from './db/migrate.ts';
 import { DEFAULT_DATABASE_URL } from './db/url.ts';
-import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, SHUTDOWN_MARGIN_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
+import { CONCURRENCY, GRACE_BOUND, GRACE_MS, HEARTBEAT_MS, SHUTDOWN_MARGIN_MS, IMPORT_TIMEOUT_MS, LEASE_EXPIRIES, LOOP_INTERVAL_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, PRUNE_DEFAULTS, shownNumber, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin, type Bounded } from './defaults.ts';
 import { formatDuration, parseDuration, shownDuration, type Duration } from './duration.ts';
 import { EnqueueRefusedError, usedAfterStop, UsageError } from './errors.ts';
 import { errorText } from './runtime/errorText.ts';
@@ -385,7 +385,7 @@ export function createCronq(options: CronqOptions = {}): Cronq {
   );
   const unknownKindGraceMs = options.unknownKindGraceMs ?? UNKNOWN_KIND_GRACE_MS;
   if (!Number.isFinite(unknownKindGraceMs) || unknownKindGraceMs < 0) {
-    throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${unknownKindGraceMs})`);
+    throw new UsageError(`unknownKindGraceMs must be a duration in milliseconds, 0 or more (got ${shownNumber(unknownKindGraceMs)})`);
   }
   const heartbeatMs = durationWithin(options.heartbeatInterval, 'heartbeatInterval', { ...LOOP_INTERVAL_MS, default: HEARTBEAT_MS });
   const pollMs = durationWithin(options.pollInterval, 'pollInterval', POLL_MS);

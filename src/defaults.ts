@@ -55,7 +55,7 @@ export const HEARTBEAT_MS = 10_000;
 export const PRUNE_DEFAULTS = { batchSize: 500, pauseMs: 20, scanSpan: 10_000, everyMs: 5 * 60_000 };
 
 /** A refused number as a message shows it: a string as one (`the string "4"` is not 4), anything else by its type. */
-function shownNumber(value: unknown): string {
+export function shownNumber(value: unknown): string {
   if (typeof value === 'number') return String(value);
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 32 ? `${value.slice(0, 32)}…` : value)}`;
   return value === null ? 'null' : typeof value;
