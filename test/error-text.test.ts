@@ -106,6 +106,25 @@ describe('errorText', () => {
     }
   });
 
+  it('reads a thrown value that is cheap to make but costly to print in time bounded by the text: a huge bigint, a huge sparse or typed array', () => {
+    // 2n ** 30_000_000n is one shift to make; its decimal digits took 5 s, and new Array(4e8) joined to 400 MB of commas.
+    const cases: Array<[unknown, RegExp]> = [
+      [2n ** 30_000_000n, /^non-error thrown: a bigint of 30000001 bits$/],
+      [-(2n ** 30_000_000n), /^non-error thrown: a bigint of 30000001 bits$/],
+      [new Array(400_000_000), /^non-error thrown: an array of 400000000 items$/],
+      [new Uint8Array(400_000_000), /^non-error thrown: an array of 400000000 items$/],
+      [[new Array(400_000_000)], /^non-error thrown: an array of 1 item$/],
+      [10n ** 100n, /^non-error thrown: 10{100}$/],
+      [10n ** 1999n, /^non-error thrown: 10+… \[truncated\]$/],
+      [-7n, /^non-error thrown: -7$/],
+    ];
+    for (const [thrown, expected] of cases) {
+      const { value, ms } = timed(() => errorText(thrown));
+      expect(value).toMatch(expected);
+      expect(ms).toBeLessThan(LINEAR_BOUND_MS / 4);
+    }
+  });
+
   it('never splits a surrogate pair when it cuts', () => {
     const text = errorText(new Error('😀'.repeat(5_000)));
     const beforeMarker = text.slice(0, text.indexOf('…'));

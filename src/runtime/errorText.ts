@@ -59,10 +59,22 @@ function rawText(thrown: unknown, limit: number): string {
     case 'symbol':
       return `non-error thrown: ${guarded(() => sliceChars(value.toString(), limit)) ?? 'a symbol'}`;
     case 'bigint':
-      return `non-error thrown: ${value.toString().slice(0, limit)}`;
+      return `non-error thrown: ${bigintText(value, limit)}`;
     default:
       return `non-error thrown: ${String(value)}`;
   }
+}
+
+/**
+ * A bigint's decimal digits when it has at most `limit` of them, else its size: making
+ * decimal digits takes time super-linear in a bigint's size (the digits of
+ * `2n ** 30_000_000n`, one shift to make, took 5 s), hex digits linear time.
+ */
+function bigintText(value: bigint, limit: number): string {
+  const magnitude = value < 0n ? -value : value;
+  if (magnitude < 10n ** BigInt(limit)) return value.toString();
+  const hex = magnitude.toString(16);
+  return `a bigint of ${(hex.length - 1) * 4 + Number.parseInt(hex[0], 16).toString(2).length} bits`;
 }
 
 function objectText(value: object, limit: number): string {
@@ -75,9 +87,13 @@ function objectText(value: object, limit: number): string {
     const label = name && name !== 'Error' ? name : code && !text.includes(code) ? code : 'Error';
     return `${label}: ${text}`;
   }
+  // Only its length: joining an array's items (a sparse `new Array(4e8)`, a typed array)
+  // or listing its indexes takes time in its length, not in the bound.
+  const items = guarded(() => (Array.isArray(value) || ArrayBuffer.isView(value) ? Number((value as { length?: unknown }).length) : undefined));
+  if (items !== undefined && Number.isFinite(items)) return `non-error thrown: an array of ${items} item${items === 1 ? '' : 's'}`;
   const custom = guarded(() => {
     const toString = (value as { toString?: unknown }).toString;
-    return typeof toString === 'function' && toString !== Object.prototype.toString && toString !== Function.prototype.toString
+    return typeof toString === 'function' && toString !== Object.prototype.toString && toString !== Function.prototype.toString && toString !== Array.prototype.toString
       ? sliceChars(String(toString.call(value)), limit)
       : undefined;
   });
