@@ -166,6 +166,23 @@ describe('cronq import-crontab refusals', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it("refuses a line without CRON_TZ when this host's TZ has no IANA name (JST-9, a POSIX rule, a file path), saying to pass --timezone, rather than writing UTC", async () => {
+    // cron's C library reads each of these (JST-9 is UTC+9); Node's Intl names no zone for them, or UTC.
+    for (const tz of ['JST-9', 'EST5EDT,M3.2.0,M11.1.0', '/usr/share/zoneinfo/Asia/Tokyo']) {
+      const { file, out } = workdir('0 1 * * * echo hi\n');
+      const r = await runCli(['import-crontab', file, '--out', out], { TZ: tz });
+      expect(r.code, tz).toBe(64);
+      expect(r.stderr, tz).toContain(`${file}:1: this host's time zone has no IANA name (TZ '${tz}'): pass --timezone Area/City (the zone this crontab ran in), or set CRON_TZ`);
+      expect(existsSync(out), tz).toBe(false);
+    }
+    // --timezone, or CRON_TZ, says what the host cannot.
+    const { file, out } = workdir('0 1 * * * echo hi\nCRON_TZ=Asia/Tokyo\n0 2 * * * echo there\n');
+    expect(await runCli(['import-crontab', file, '--out', out, '--timezone', 'Asia/Tokyo'], { TZ: 'JST-9' })).toMatchObject({ code: 0 });
+    const named = workdir('0 1 * * * echo hi\n');
+    expect(await runCli(['import-crontab', named.file, '--out', named.out], { TZ: 'Asia/Tokyo' })).toMatchObject({ code: 0 });
+    expect(readFileSync(join(named.out, 'echo-hi.ts'), 'utf8')).toContain('timezone: "Asia/Tokyo"');
+  });
+
   it("reads the crontab from standard input when FILE is '-'", async () => {
     const { out } = workdir('');
     const r = await runCli(['import-crontab', '-', '--out', out, '--timezone', 'UTC'], {}, 30_000, '0 2 * * * echo from-stdin\n');

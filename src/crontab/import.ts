@@ -2,6 +2,8 @@ import { access, mkdir, open, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { loadSchedulesDir } from '../schedule/loader.ts';
+import { isValidTimeZone } from '../schedule/period.ts';
+import { shownText } from '../shownText.ts';
 import { shownPath } from '../schedule/importFailure.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 import { generateScheduleFile } from './generate.ts';
@@ -21,9 +23,19 @@ export interface ImportCrontabOptions {
   defaultTimezone?: string;
 }
 
-/** This machine's IANA zone: what cron would have used here for a line without CRON_TZ. */
-export function hostTimezone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+/**
+ * This machine's IANA zone: what cron would have used here for a line without CRON_TZ; or,
+ * when Node cannot name it, why. A TZ that is no IANA zone name (a POSIX rule, `JST-9` or
+ * `EST5EDT,M3.2.0,M11.1.0`; a file path) is read by the C library, cron's clock, but Node's
+ * Intl names no zone for it, or UTC: taking UTC then would run every line hours off.
+ */
+export function hostTimezone(env: NodeJS.ProcessEnv = process.env): string | { unknown: string } {
+  const tz = env.TZ ?? '';
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if ((tz !== '' && !isValidTimeZone(tz.replace(/^:/, ''))) || !zone || zone === 'Etc/Unknown') {
+    return { unknown: `this host's time zone has no IANA name (TZ ${env.TZ === undefined ? 'unset' : `'${shownText(tz)}'`}): pass --timezone Area/City (the zone this crontab ran in), or set CRON_TZ` };
+  }
+  return zone;
 }
 
 /**

@@ -55,8 +55,8 @@ export interface CrontabError {
 export interface ParseCrontabOptions {
   /** `/etc/crontab` style: a user column follows the time fields. */
   system?: boolean;
-  /** The zone cron would have used without CRON_TZ: its host's local zone. */
-  defaultTimezone: string;
+  /** The zone cron would have used without CRON_TZ: its host's local zone; `unknown` (why) refuses each line that needs it. */
+  defaultTimezone: string | { unknown: string };
   /** Names defined already (by the schedules folder's files): entries avoid them as they avoid each other's. */
   taken?: Iterable<string>;
 }
@@ -121,7 +121,9 @@ export function parseCrontab(
     const zone = cronTz;
     const timezoneFrom = zone ? 'CRON_TZ' : 'default';
     // POSIX allows TZ=:Area/City; the colon only says "a file name follows".
-    const timezone = zone ? zone.value.replace(/^:/, '') : options.defaultTimezone;
+    const fallback = options.defaultTimezone;
+    if (!zone && typeof fallback !== 'string') return fail(fallback.unknown);
+    const timezone = zone ? zone.value.replace(/^:/, '') : (fallback as string);
     if (!isTimeZone(timezone)) {
       return fail(
         zone

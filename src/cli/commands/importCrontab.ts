@@ -39,7 +39,8 @@ most recent missed run is made up once, within a day (cron itself never does).
   --system          /etc/crontab format: a user column before the command
   --skip-invalid    write the translatable lines; report the others
   --force           overwrite existing files
-  --timezone TZ     zone for lines without CRON_TZ (default this host's)`,
+  --timezone TZ     zone for lines without CRON_TZ (default this host's; needed when its
+                    TZ has no IANA name, JST-9 say)`,
   options: {
     out: { type: 'string' },
     system: { type: 'boolean' },
