@@ -302,6 +302,9 @@ describe('the console search box', () => {
       const none = await fetch(`${base}/jobs?key=6`);
       expect(none.status).toBe(404);
       expect(await none.text()).toContain('No job with key <code>6</code>.');
+      // Its link to the text without white space stays a search by key: ?q=5 is job #5, not the key 5.
+      const padded = await (await fetch(`${base}/jobs?key=${encodeURIComponent(' 5')}`)).text();
+      expect(padded).toContain('<a href="/jobs?key=5">Search for <code>5</code> without it</a>');
     } finally {
       await t.sql('DELETE FROM cronq_jobs');
     }

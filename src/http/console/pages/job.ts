@@ -15,7 +15,7 @@ export function jobTarget(text: string): { id: number } | { key: string } {
  * a key; keys compare byte for byte, white space included), or with `byKey` by key alone
  * (`/jobs?key=`). Digits that are a job's id and another job's key show the id's job with
  * a note linking to the other (one more indexed read, digits only). None: 404, and when
- * the text has white space at either end, a link to search for it trimmed.
+ * the text has white space at either end, a link to search for it trimmed (by key alone when `byKey`).
  */
 export async function jobPage(ctx: ConsoleContext, idOrKey: string, { byKey = false }: { byKey?: boolean } = {}): Promise<PageResult> {
   // Only the start the page shows is read, and none for a viewer not shown it: a payload may be tens of megabytes.
@@ -35,7 +35,7 @@ export async function jobPage(ctx: ConsoleContext, idOrKey: string, { byKey = fa
     const trimmed = idOrKey.trim();
     const hint =
       trimmed !== idOrKey && trimmed !== ''
-        ? html`<p class="note">The search is exact, white space at either end included. <a href="/jobs?q=${encodeURIComponent(trimmed)}">Search for <code>${trimmed}</code> without it</a>.</p>`
+        ? html`<p class="note">The search is exact, white space at either end included. <a href="/jobs?${byKey ? 'key' : 'q'}=${encodeURIComponent(trimmed)}">Search for <code>${trimmed}</code> without it</a>.</p>`
         : '';
     return { status: 404, body: page('No such job', ctx.viewer, html`<p>No job with ${byKey ? 'key' : 'id or key'} <code>${idOrKey}</code>.</p>${hint}`) };
   }
