@@ -267,6 +267,8 @@ describe('a pause with an empty name, written from SQL', () => {
     expect(refused.code).toBe(64);
     expect(refused.stderr.split('\n')).toHaveLength(2);
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+    // And the help says how such a NAME is given, as stats prints it.
+    expect((await runMain(['resume', '--help'], env)).stdout.replace(/\n/g, ' ')).toContain("'cronq resume --unknown-target -- -x'");
   });
 
   it('is left out of cronq_paused (it pauses nothing) and counted in cronq_pauses_empty_name, 0 when there is none', async () => {
@@ -334,6 +336,8 @@ describe('a pause row of no known target, written from SQL', () => {
       expect(await runMain(argv, env)).toMatchObject({ code: 0, stderr: '' });
     }
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
+    // And the help says how such a NAME is given, as stats prints it.
+    expect((await runMain(['resume', '--help'], env)).stdout.replace(/\n/g, ' ')).toContain("'cronq resume --unknown-target -- -x'");
   });
 
   it('is left out of cronq_paused (it pauses nothing) and counted in cronq_pauses_unknown_target, 0 when there is none', async () => {

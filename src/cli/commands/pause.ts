@@ -70,7 +70,8 @@ A pause whose name is empty (written from SQL; 'cronq stats' shows it as '')
 is ended by 'cronq resume ""' or 'cronq resume --queue ""'. A row whose target
 is none of cronq's ('' in cronq_pauses.target, written from SQL: it pauses
 nothing; 'cronq stats' shows it as '(unknown target)') is ended by
-'cronq resume --unknown-target NAME'.
+'cronq resume --unknown-target NAME' (after --, a NAME starting with -:
+'cronq resume --unknown-target -- -x', as 'cronq stats' prints it).
 
   --queue Q         resume a queue instead of a schedule
   --unknown-target  end a pause row of no known target (see above)
