@@ -44,6 +44,9 @@ export interface EnqueueOptions {
   allowUnknownKind?: boolean;
 }
 
+/** A job of an enqueueMany stream refused as it was read: enqueueManyCall adds what was written before it. */
+class StreamJobRefusal extends UsageError {}
+
 /** Batch INSERTs in flight at once for enqueueMany and fan-outs outside a transaction. */
 export const ENQUEUE_PARALLEL = 2;
 
@@ -560,8 +563,17 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     allowUnknownKind: boolean,
   ) {
     const schedules = scheduleKeyShapesFor(registry, task);
+    let index = 0;
     for await (const job of jobs) {
-      yield rowOf(job, registry, task, allowUnknownKind, schedules);
+      let row: NewJobRow;
+      try {
+        row = rowOf(job, registry, task, allowUnknownKind, schedules);
+      } catch (error) {
+        if (error instanceof UsageError) throw new StreamJobRefusal(`enqueueMany: job ${index} of the stream (from 0): ${error.message}`);
+        throw error;
+      }
+      yield row;
+      index += 1;
     }
   };
 
@@ -727,10 +739,19 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const allowUnknown = call.allowUnknownKind ?? options.allowUnknownKind ?? false;
     const rows = Array.isArray(jobs) ? checkedRows(jobs, registry, task, allowUnknown) : rowsOf(checkedJobs(jobs), registry, task, allowUnknown);
     const maxStatementBytes = await byteLimit('enqueueMany');
+    /** Written so far, for a stream's refused job: the rows read before it stay written. */
+    const sofar = { inserted: 0, existing: 0 };
+    const counted = async (batch: { inserted: number; existing: number }) => {
+      sofar.inserted += batch.inserted;
+      sofar.existing += batch.existing;
+    };
     let result: EnqueueOutcome;
     try {
-      result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes, signal: enqueuesCut.signal });
+      result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes, signal: enqueuesCut.signal, afterBatch: counted });
     } catch (error) {
+      if (error instanceof StreamJobRefusal) {
+        throw new UsageError(`${error.message}; the jobs read before it were written (${sofar.inserted} new, ${sofar.existing} already present)`);
+      }
       throw enqueueFailure(error, 'enqueueMany');
     }
     if (result.inserted > 0 && !tx) pool?.wake();

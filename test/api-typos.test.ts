@@ -183,6 +183,25 @@ describe('enqueue fields', () => {
       await cronq.stop();
     }
   });
+
+  it('refuses a bad job of a stream (any other iterable) naming which one it was and what was written before it, which stays written', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, tasks: [report] });
+    try {
+      await cronq.enqueue(report, { key: 'report:s1', payload: {} });
+      function* jobs() {
+        for (let i = 0; i < 3; i++) yield { key: `report:s${i}`, payload: {} };
+        yield { key: '', payload: {} };
+        yield { key: 'report:s9', payload: {} };
+      }
+      // It said only `job key is missing`: not which call, which job, nor what it had written.
+      const error = await refusalOf(cronq.enqueueMany(report, jobs()));
+      expect(error).toBeInstanceOf(UsageError);
+      expect(error.message).toBe('enqueueMany: job 3 of the stream (from 0): job key is missing; the jobs read before it were written (2 new, 1 already present)');
+      expect((await t.sql<{ job_key: string }>("SELECT job_key FROM cronq_jobs ORDER BY job_key")).map((r) => r.job_key)).toEqual(['report:s0', 'report:s1', 'report:s2']);
+    } finally {
+      await cronq.stop();
+    }
+  });
 });
 
 describe('enqueue errors', () => {
