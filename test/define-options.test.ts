@@ -27,6 +27,12 @@ describe('options defineTask and defineSchedule do not know', () => {
     );
   });
 
+  it('quotes a refused maxAttempts or concurrency as written: Infinity and NaN, not the null JSON makes of them', () => {
+    expect(refusal(() => defineTask({ name: 'a', handle, maxAttempts: Infinity }))).toBe("task 'a': maxAttempts must be a whole number from 1 to 1000 (got Infinity)");
+    expect(refusal(() => defineTask({ name: 'a', handle, concurrency: Number.NaN }))).toBe("task 'a': concurrency must be a whole number from 1 to 10000 (got NaN)");
+    expect(refusal(() => defineTask({ name: 'a', handle, maxAttempts: '3' as never }))).toBe(`task 'a': maxAttempts must be a whole number from 1 to 1000 (got "3")`);
+  });
+
   it('refuses a backoff whose max is below its base in one plain sentence, in the units written', () => {
     const base = { name: 'o', cron: '0 2 * * *', handle };
     expect(refusal(() => defineSchedule({ ...base, backoff: { base: '1h', max: '1m' } }))).toBe("schedule 'o': backoff.max (1m) is below its base (1h)");

@@ -323,7 +323,7 @@ export function validateQueueList(queues: readonly unknown[], what: string): str
 /** Validates maxAttempts: a whole number from 1 to 1000. */
 export function validateMaxAttempts(value: unknown, what = 'maxAttempts'): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_ATTEMPTS_LIMIT) {
-    throw new UsageError(`${what} must be a whole number from 1 to ${MAX_ATTEMPTS_LIMIT} (got ${JSON.stringify(value)})`);
+    throw new UsageError(`${what} must be a whole number from 1 to ${MAX_ATTEMPTS_LIMIT} (got ${shownName(value)})`);
   }
   return value;
 }
@@ -358,7 +358,7 @@ export function validateJobOptions(
 /** Validates a cluster-wide concurrency limit: a whole number from 1 to 10000. */
 function validateConcurrency(value: unknown, what: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > CONCURRENCY_LIMIT_MAX) {
-    throw new UsageError(`${what} must be a whole number from 1 to ${CONCURRENCY_LIMIT_MAX} (got ${JSON.stringify(value)})`);
+    throw new UsageError(`${what} must be a whole number from 1 to ${CONCURRENCY_LIMIT_MAX} (got ${shownName(value)})`);
   }
   return value;
 }
