@@ -9,7 +9,7 @@ import { createPauseAdmin, type Pause, type PauseAdmin } from './admin/pauses.ts
 import { driverFailure, isConnectionError, isLockConflict, type Database } from './db/client.ts';
 import type { DatabaseTarget } from './db/url.ts';
 import { assertSchemaCurrent } from './db/migrate.ts';
-import { wholeNumberWithin } from './defaults.ts';
+import { shownNumber, wholeNumberWithin } from './defaults.ts';
 import { DatabaseBusyError, DatabaseUnreachableError, TickFanoutError, usedAfterStop, UsageError, type RefusedJobInfo } from './errors.ts';
 import { isDatabaseTrouble } from './runtime/dbHealth.ts';
 import { errorLine } from './runtime/errorText.ts';
@@ -546,7 +546,7 @@ function checkedSessionHash(hash: unknown): string {
 
 /** A row id as callers pass it: a whole number from 1, else a UsageError (never a statement with NaN in it). */
 function checkedId(id: unknown): number {
-  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw new UsageError(`id must be a whole number from 1 (got ${String(id)})`);
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw new UsageError(`id must be a whole number from 1 (got ${shownNumber(id)})`);
   return id;
 }
 

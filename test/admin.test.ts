@@ -155,6 +155,9 @@ describe('the admin API', () => {
       ['get NaN', () => admin.deadLetters.get(Number('x')), /^id must be a whole number from 1 \(got NaN\)$/],
       ['requeue 1.5', () => admin.deadLetters.requeue(1.5, 'why'), /^id must be a whole number from 1 \(got 1.5\)$/],
       ['discard -1', () => admin.deadLetters.discard(-1, 'why'), /^id must be a whole number from 1 \(got -1\)$/],
+      // From a URL or a form: it read `got 5`, an id it takes.
+      ['requeue "5"', () => admin.deadLetters.requeue('5' as never, 'why'), /^id must be a whole number from 1 \(got the string "5"\)$/],
+      ['job id "5"', () => admin.job({ id: '5' as never }), /^id must be a whole number from 1 \(got the string "5"\)$/],
       ['cancel id NaN', () => admin.cancel({ id: Number.NaN }, { reason: 'why' }), /^id must be a whole number from 1 \(got NaN\)$/],
       ['cancel null', () => admin.cancel(null as never, { reason: 'why' }), /^a job is named by \{ id \} or \{ key \}$/],
       ['cancel no reason', () => admin.cancel({ id: 1 }, {} as never), /^a reason is required$/],
