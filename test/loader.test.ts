@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -104,6 +105,14 @@ describe('loading schedule files', () => {
     const registry = new TaskRegistry();
     await loadSchedulesDir(dir, registry);
     expect(registry.list().map((t) => t.name)).toEqual(['linked']);
+  });
+
+  it('refuses a FIFO named like a schedule file in one line, exit 64, rather than hanging on its read (the process never exited)', async () => {
+    const dir = folder({ 'ok.ts': good('ok') });
+    execFileSync('mkfifo', [join(dir, 'pipe.ts')]);
+    const r = await runCli(['schedules', '--schedules', dir], {}, 20_000);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toBe(`cronq schedules: ${relative(REPO_ROOT, join(dir, 'pipe.ts'))}: not a regular file (a FIFO, socket or device), which no import reads at once: remove it, or start its name with _ to keep it in the folder unloaded\n`);
   });
 
   it('refuses a name used twice, naming both files', async () => {

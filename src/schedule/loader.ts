@@ -45,7 +45,8 @@ export interface LoadOptions {
  * `importTimeoutMs` (a top-level await that never settles, an endless loop), exports
  * nothing cronq can use, or reuses a name (both files named); and a file that looks
  * meant to load but would not, its extension in the wrong case (`report.TS`): skipped,
- * its schedules would never run. A missing folder is an error too, so a typo in --schedules does not start a daemon that schedules nothing.
+ * its schedules would never run; and one named like a schedule file that is no regular file
+ * (a FIFO, whose read would block for good). A missing folder is an error too, so a typo in --schedules does not start a daemon that schedules nothing.
  */
 export async function loadSchedulesDir(dir: string, registry: TaskRegistry, options: LoadOptions = {}): Promise<void> {
   const absolute = resolve(dir);
@@ -78,6 +79,15 @@ export async function loadSchedulesDir(dir: string, registry: TaskRegistry, opti
     throw new ScheduleFileError(
       `${shownPath(join(absolute, unloadable[0]))}: not loaded: schedule files end in .ts, .mts, .js or .mjs in lower case; rename it, or start its name with _ to keep it in the folder unloaded`,
     );
+  }
+  for (const name of names) {
+    // A FIFO (or socket, or device) named x.ts: its read blocks the import's thread in a
+    // system call that no timeout ends, and the process could never exit.
+    const file = join(absolute, name);
+    const found = await stat(file).catch(() => null);
+    if (found && !found.isFile()) {
+      throw new ScheduleFileError(`${shownPath(file)}: not a regular file (a FIFO, socket or device), which no import reads at once: remove it, or start its name with _ to keep it in the folder unloaded`);
+    }
   }
   const boundMs = options.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS;
   const importer = new BoundedImporter(boundMs, await esmImporterFor(absolute));
