@@ -1,6 +1,6 @@
 import pino, { type Logger as PinoLogger } from 'pino';
 import { UsageError } from './errors.ts';
-import { shownText } from './shownText.ts';
+import { shownInLine, shownText } from './shownText.ts';
 
 /** A pino logger: what cronq logs through (createCronq's `logger`, a handler's `ctx.log`). */
 export type Logger = PinoLogger;
@@ -17,7 +17,7 @@ export function parseLogLevel(value: string | undefined): string {
   if (value === undefined || value === '') return 'info';
   const level = value.toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
-    throw new UsageError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${value}')`);
+    throw new UsageError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got '${shownInLine(value)}')`);
   }
   return level;
 }

@@ -20,6 +20,16 @@ export function shownText(text: string, max = SHOWN_TEXT_MAX): string {
 }
 
 /**
+ * shownText for a value quoted inside a one-line message (`(got 'x')`): its line breaks
+ * shown as `\x0a` and `\x0d` too, since each line of a command's error text is printed as
+ * a line of its own (a LOG_LEVEL of `info\nwarn` read as two refusals). Other control
+ * characters are escaped where the line is printed.
+ */
+export function shownInLine(text: string, max = SHOWN_TEXT_MAX): string {
+  return shownText(text, max).replace(/[\n\r]/g, (c) => (c === '\n' ? '\\x0a' : '\\x0d'));
+}
+
+/**
  * What to show for a payload the server would not return (larger than its
  * max_allowed_packet: a job or dead letter's `payloadText` is null), in place of it.
  */

@@ -390,6 +390,16 @@ describe('LOG_LEVEL', () => {
     }
   });
 
+  it('a level holding a line break is refused on one line, the break shown as an escape, as is an --http address (each read as two lines)', async () => {
+    expect(await runMain(['stats'], { ...env, LOG_LEVEL: 'info\nwarn' })).toMatchObject({
+      code: 64,
+      stderr: "cronq stats: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got 'info\\x0awarn')\n",
+    });
+    const http = await runMain(['start', '--http', 'a\nb:80'], env);
+    expect(http.code).toBe(64);
+    expect(http.stderr).toBe("cronq start: --http must be HOST:PORT, e.g. 127.0.0.1:9464 (got 'a\\x0ab:80': 'a\\x0ab' is not a host)\n");
+  });
+
   it('accepts every level in any case, and an empty value as unset', async () => {
     // Each run gets past the level to the command's own check of its flags (no database needed).
     for (const level of ['fatal', 'ERROR', 'Warn', 'info', 'debug', 'trace', 'silent', '']) {

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { UsageError } from '../errors.ts';
+import { shownInLine } from '../shownText.ts';
 
 /** Where to listen: a host name or IP (IPv6 without brackets) and a port (0: any free one, logged). */
 export interface HttpAddress {
@@ -15,7 +16,7 @@ const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?
  * any free port. Throws a one-line UsageError naming `flag` otherwise.
  */
 export function parseHttpAddress(value: string, flag: string): HttpAddress {
-  const bad = (why: string) => new UsageError(`${flag} must be HOST:PORT, e.g. 127.0.0.1:9464 (got '${value}': ${why})`);
+  const bad = (why: string) => new UsageError(`${flag} must be HOST:PORT, e.g. 127.0.0.1:9464 (got '${shownInLine(value)}': ${why})`);
   const trimmed = value.trim();
   const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d*)$/.exec(trimmed);
   if (!match) {
@@ -25,7 +26,7 @@ export function parseHttpAddress(value: string, flag: string): HttpAddress {
   }
   const host = match[1] ?? match[2];
   if (host === '') throw bad('no host; use 0.0.0.0 to listen on every interface');
-  if (match[1] !== undefined ? isIP(host) !== 6 : isIP(host) === 0 && !HOST_NAME.test(host)) throw bad(`'${host}' is not a host`);
+  if (match[1] !== undefined ? isIP(host) !== 6 : isIP(host) === 0 && !HOST_NAME.test(host)) throw bad(`'${shownInLine(host)}' is not a host`);
   const port = Number(match[3]);
   if (match[3] === '' || !Number.isInteger(port) || port > 65_535) throw bad('the port must be 1-65535 (0: any free port)');
   return { host, port };
