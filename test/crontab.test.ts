@@ -173,6 +173,29 @@ describe('parseCrontab: schedule syntax', () => {
   });
 });
 
+describe('parseCrontab: long lines', () => {
+  // A crontab may hold MAX_CRONTAB_BYTES (1 MB) on one line: a regex backtracking over it took
+  // 5 s for 100,000 characters, and some 8 minutes for the megabyte.
+  it.each([
+    ['an environment value with a long run of blanks inside', `A=x${' '.repeat(100_000)}y`, (p: ReturnType<typeof parse>) => expect(p.errors).toEqual([])],
+    ['an environment value ending in a long run of blanks', `A=x${' '.repeat(100_000)}`, (p: ReturnType<typeof parse>) => expect(p.errors).toEqual([])],
+    ['a command of digits', `* * * * * ${'1'.repeat(100_000)}`, (p: ReturnType<typeof parse>) => expect(p.entries[0].name).toBe('1'.repeat(48))],
+    ['a command of slashes', `* * * * * ${'/'.repeat(100_000)}x`, (p: ReturnType<typeof parse>) => expect(p.entries[0].name).toBe('x')],
+    ['a command of escaped percent signs', `* * * * * x${'\\%'.repeat(100_000)}`, (p: ReturnType<typeof parse>) => expect(p.entries[0].command).toBe(`x${'%'.repeat(100_000)}`)],
+  ])('reads %s in linear time', (_, line, check) => {
+    const startedAt = performance.now();
+    const parsed = parse(`${line}\n0 1 * * * next`);
+    expect(performance.now() - startedAt).toBeLessThan(500);
+    check(parsed);
+    expect(parsed.entries.at(-1)?.command).toBe('next');
+  });
+
+  it('keeps what the long environment value holds, its trailing blanks cut as before', () => {
+    const [entry] = entriesOf(`A = x${' '.repeat(10)}y \t \n0 1 * * * next`);
+    expect(entry.env).toEqual({ A: `x${' '.repeat(10)}y` });
+  });
+});
+
 describe('parseCrontab: day-of-month and day-of-week (cron OR semantics)', () => {
   const from = new Date('2025-01-01T00:00:00Z');
   /** The next run dates of a generated schedule, as cronq lists them. */

@@ -76,7 +76,9 @@ const DIRECTIVES = new Set(['CRON_TZ', 'MAILTO', 'MAILFROM']);
 // NAME=value, the name optionally quoted, blanks around '=' allowed (cron's load_env). The name
 // must start like an identifier, so no schedule line (digits, '*', '@') is ever taken for one.
 // Flag s throughout: only '\n' ends a crontab line, while '.' alone would stop at U+2028.
-const ENV_LINE = /^[ \t]*(?:"([A-Za-z_][^"=]*)"|'([A-Za-z_][^'=]*)'|([A-Za-z_][^\s="']*))[ \t]*=[ \t]*(.*?)[ \t]*$/s;
+// The value's trailing blanks are cut by trimBlanksEnd: `(.*?)[ \t]*$` backtracks over
+// every run of blanks inside it, quadratic in a long line.
+const ENV_LINE = /^[ \t]*(?:"([A-Za-z_][^"=]*)"|'([A-Za-z_][^'=]*)'|([A-Za-z_][^\s="']*))[ \t]*=[ \t]*(.*)$/s;
 
 /**
  * Parses crontab text. Returns the translatable lines as entries (names already unique, and
@@ -104,7 +106,7 @@ export function parseCrontab(
     const assignment = ENV_LINE.exec(lineText);
     if (assignment) {
       const name = assignment[1] ?? assignment[2] ?? assignment[3];
-      const value = unquote(assignment[4]);
+      const value = unquote(trimBlanksEnd(assignment[4]));
       // No environment can hold one (execve's strings end at it), so no schedule could.
       if (`${name}${value}`.includes('\0')) return void errors.push({ line, reason: `the environment line ${shownText(name)}= holds a NUL character, which no environment can` });
       // An empty CRON_TZ= puts the host's zone back, as cronie does.
@@ -234,6 +236,13 @@ function isTimeZone(zone: string): boolean {
   }
 }
 
+/** `text` without the blanks and tabs it ends with; linear, where a regex anchored at `$` backtracks over each run of them. */
+function trimBlanksEnd(text: string): string {
+  let end = text.length;
+  while (end > 0 && (text[end - 1] === ' ' || text[end - 1] === '\t')) end--;
+  return text.slice(0, end);
+}
+
 function unquote(value: string): string {
   const quoted = /^"(.*)"$|^'(.*)'$/s.exec(value);
   return quoted ? (quoted[1] ?? quoted[2]) : value;
@@ -247,22 +256,25 @@ function unquote(value: string): string {
  * after the `%` means no standard input.
  */
 export function splitCronCommand(field: string): { command: string; stdin?: string } {
-  let command = '';
+  // Characters in an array: taking back the `\` of a `\%` off a string copied all of it (quadratic).
+  const chars: string[] = [];
   let escaped = false;
   let cut = -1;
   for (let i = 0; i < field.length; i++) {
     const ch = field[i];
     if (escaped) {
       escaped = false;
-      command = ch === '%' ? `${command.slice(0, -1)}%` : command + ch;
+      if (ch === '%') chars[chars.length - 1] = '%';
+      else chars.push(ch);
     } else if (ch === '%') {
       cut = i;
       break;
     } else {
       escaped = ch === '\\';
-      command += ch;
+      chars.push(ch);
     }
   }
+  const command = chars.join('');
   const rest = cut < 0 ? '' : field.slice(cut + 1);
   if (rest === '') return { command };
 
@@ -295,8 +307,9 @@ const WRAPPERS = new Set(['exec', 'nohup', 'env', 'time', 'nice', 'ionice', 'chr
  * are ignored. Falls back to `crontab-line-N`.
  */
 export function scheduleNameFor(command: string, line: number): string {
-  // `2>&1` and friends first, so their `&` is not taken for a command separator.
-  const segments = command.replace(/\d*[<>]&\d*-?/g, ' ').split(/&&|\|\||[;|&]/).map((segment) => segment.trim().split(/\s+/).filter(Boolean));
+  // `2>&1` and friends first, so their `&` is not taken for a command separator. A digit
+  // run is tried from its start only: `\d*[<>]` tried at each of its digits is quadratic.
+  const segments = command.replace(/(?<!\d)\d+[<>]&\d*-?|[<>]&\d*-?/g, ' ').split(/&&|\|\||[;|&]/).map((segment) => segment.trim().split(/\s+/).filter(Boolean));
   const words = segments.find((segment) => segment.length > 0 && segment[0] !== 'cd') ?? segments[0] ?? [];
 
   const kept: string[] = [];
@@ -307,7 +320,7 @@ export function scheduleNameFor(command: string, line: number): string {
       continue;
     }
     if (kept.length === 0 && (WRAPPERS.has(word) || /^[A-Za-z_]\w*=/.test(word))) continue;
-    const base = word.replace(/["'`]/g, '').replace(/\/+$/, '').split('/').at(-1)!;
+    const base = word.replace(/["'`]/g, '').replace(/(?<!\/)\/+$/, '').split('/').at(-1)!;
     kept.push(base.startsWith('-') ? base : base.replace(/\.[A-Za-z][A-Za-z0-9]{0,3}$/, ''));
   }
 
