@@ -59,6 +59,16 @@ describe('flags the parser refuses', () => {
   });
 });
 
+describe('a long unknown flag', () => {
+  it('is refused at once, however many blanks it holds: its message is made one line in linear time', () => {
+    // An argument may be 128 KiB long; collapsing the message's blanks backtracked over them (18 s).
+    const flag = `--x${' '.repeat(100_000)}y`;
+    const startedAt = performance.now();
+    expect(() => parseCommandArgs(startCommand, [flag])).toThrow(/^Unknown option '--x {100000}y'/);
+    expect(performance.now() - startedAt).toBeLessThan(500);
+  });
+});
+
 describe('a negative number where an argument belongs', () => {
   it("is refused by that argument's own check, naming it and its rule, not as an unknown flag", async () => {
     const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };

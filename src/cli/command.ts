@@ -47,8 +47,10 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
       .replace(/\. To specify a positional argument.*$/s, '')
       .replace(/\.$/, '')
       // Some of node's messages run over several lines (a value starting with '-'): one line.
+      // Each run of white space holding a line break becomes one space; `\s*\n\s*` would
+      // backtrack over every blank of an argument's long run (quadratic).
       .replace(/\.\n(\w)/, (_, first: string) => `: ${first.toLowerCase()}`)
-      .replace(/\s*\n\s*/g, ' ');
+      .replace(/\s+/g, (run) => (run.includes('\n') ? ' ' : run));
     throw new UsageError(`${message} (see cronq ${command.name} --help)`);
   }
   refuseUnreadableText(parsed.tokens);
