@@ -380,6 +380,8 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     // a scrape waiting out a locked table held all of it, and completions waited with them.
     poolSize: enginePool + OBSERVER_CONNECTIONS,
     dedicatedConnections: Math.max(1, enginePool - RESERVED_CONNECTIONS),
+    // A bad URL is refused under the name it was given by: the option, else the environment's.
+    ...(options.databaseUrl !== undefined ? { urlName: 'databaseUrl' } : {}),
   });
   const store = new Store(database);
   const healthTracker = new DbHealth(log);

@@ -432,6 +432,8 @@ describe('createCronq options', () => {
       [{ queues: ['a', 'b', 'a'] }, /^queues names queue 'a' more than once; name each queue once$/],
       [{ pollInterval: '200ms ' }, /^pollInterval: '200ms ' is not a duration/],
       [{ pruneDoneOlderThan: ' 30d' }, /^pruneDoneOlderThan: ' 30d' is not a duration/],
+      // It said DATABASE_URL, an environment variable the app may not have set at all.
+      [{ databaseUrl: 'http://db:3306/x' }, /^databaseUrl must start with mysql:\/\/ \(got http:\/\/\)$/],
       [{ unknownKindGraceMs: '5' as never }, /^unknownKindGraceMs must be a duration in milliseconds, 0 or more \(got the string "5"\)$/],
       [{ tasks: [{ name: 'x' }] as never }, /^tasks must hold what defineTask or defineSchedule returned \(entry 0\)$/],
       // Refused at start() only, after createCronq had said yes.

@@ -100,6 +100,8 @@ export interface ConnectOptions {
    * RESERVED_CONNECTIONS, at least 1).
    */
   dedicatedConnections?: number;
+  /** What a refusal of `url` calls it (default DATABASE_URL; createCronq's option: databaseUrl). */
+  urlName?: string;
 }
 
 /**
@@ -108,7 +110,7 @@ export interface ConnectOptions {
  * call `ping()` to fail fast with a clear message.
  */
 export function connect(url: string, options: ConnectOptions = {}): Database {
-  const target = parseDatabaseUrl(url);
+  const target = parseDatabaseUrl(url, options.urlName);
   const poolSize = options.poolSize ?? 10;
   const pool = sessionPool({ ...poolOptions(target, poolSize) });
   const timed = withQueryTimeout(pool, options.queryTimeoutMs ?? TIMEOUTS.queryMs);
