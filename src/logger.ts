@@ -22,6 +22,9 @@ export function parseLogLevel(value: string | undefined): string {
   return level;
 }
 
+/** The loggers cronq made itself (createLogger): libraryLogger takes them as they are. */
+const OWN_LOGGERS = new WeakSet<Logger>();
+
 /**
  * The root logger: pino JSON lines, one per event, each with an `event` field.
  * Payloads, tokens and passwords are never logged (they are not passed in).
@@ -29,7 +32,7 @@ export function parseLogLevel(value: string | undefined): string {
  * `level` defaults to LOG_LEVEL; an unknown one is a UsageError (parseLogLevel).
  */
 export function createLogger(level = process.env.LOG_LEVEL, destination: 1 | 2 = 1): Logger {
-  return pino(
+  const logger = pino(
     {
       level: parseLogLevel(level),
       base: { pid: process.pid },
@@ -40,6 +43,8 @@ export function createLogger(level = process.env.LOG_LEVEL, destination: 1 | 2 =
     // Synchronous writes: the last lines before an exit (worker_stopped) must not be lost.
     pino.destination({ dest: destination, sync: true }),
   );
+  OWN_LOGGERS.add(logger);
+  return logger;
 }
 
 /**
@@ -73,14 +78,17 @@ const REQUIRED_METHODS = ['child', 'debug', 'info', 'warn', 'error', 'isLevelEna
 /**
  * The logger createCronq uses for its `logger` option: none given, one like the daemon's
  * (pino JSON lines on stdout, level from LOG_LEVEL, default info), so a failing job is
- * never silent (an unknown LOG_LEVEL: info, said once); `false`, nothing; else the given
- * logger, which must be pino-compatible.
+ * never silent (an unknown LOG_LEVEL: info, said once); `false`, nothing; one createLogger
+ * made (the daemon's, the CLI's), as it is; else the given logger, which must be
+ * pino-compatible, behind guardLogger.
  * Throws UsageError naming the missing methods (a `console` has no `child` or
  * `isLevelEnabled`), rather than failing at the first job.
  */
 export function libraryLogger(option: Logger | false | undefined): Logger {
   if (option === undefined) return defaultLibraryLogger(process.env.LOG_LEVEL);
   if (option === false) return silentLogger();
+  // The daemon's and the CLI's: pino as configured here, no guard to pay for on every call.
+  if (OWN_LOGGERS.has(option)) return option;
   const missing = missingMethods(option);
   if (missing.length > 0) {
     throw new UsageError(

@@ -5,6 +5,7 @@ import { createCronq, defineSchedule, defineTask, MigrationNotBegunError, Schema
 import { REPO_ROOT, runProcess } from './support/cli.ts';
 import { useTestDatabase } from './support/db.ts';
 import { EventLog } from './support/events.ts';
+import { createLogger, libraryLogger } from '../src/logger.ts';
 
 /** createCronq as an app meets it: its logger option and enqueue by task handle or by kind. */
 const t = useTestDatabase({ emptyBeforeEach: ['cronq_jobs'] });
@@ -99,6 +100,14 @@ describe('createCronq logger', () => {
     const said = warnings.filter((w) => (w as Error & { code?: string }).code === 'CRONQ_LOGGER_ERROR').map((w) => w.message);
     expect(said).toContain("cronq: the logger's error() threw (Error: logger broke later); cronq goes on without that line");
     expect(said.some((m) => m.startsWith("cronq: the logger's child() threw (TypeError: child() returned no logger"))).toBe(true);
+  });
+
+  it("uses cronq's own logger (the daemon's and the CLI's) as it is, with no guard on its hot path: only an app's logger is wrapped", () => {
+    // The guard costs every call (isLevelEnabled per job, a level that is off included); cronq's own pino does not throw.
+    const own = createLogger('warn', 2);
+    expect(libraryLogger(own)).toBe(own);
+    const app = { child: () => app, trace() {}, debug() {}, info() {}, warn() {}, error() {}, fatal() {}, isLevelEnabled: () => false };
+    expect(libraryLogger(app as never)).not.toBe(app);
   });
 
   it('takes false for no logging at all, workers running', async () => {
