@@ -279,4 +279,25 @@ describe('thrownText', () => {
     expect(long).toHaveLength(300);
     expect(long.endsWith('…')).toBe(true);
   });
+
+  it('reads no more of a thrown value than its line shows: a long array, a typed array, a huge bigint', () => {
+    // JSON.stringify wrote all of each: new Array(1e7) took 3 s (1e8, 74 s), a 1e7-byte Uint8Array 12 s.
+    const cases: Array<[unknown, string | RegExp]> = [
+      [new Array(10_000_000), /^threw a non-Error value: \[null,null,.*…$/],
+      [new Uint8Array(10_000_000), /^threw a non-Error value: \{"0":0,"1":0,.*…$/],
+      [{ a: new Uint8Array(10_000_000) }, /^threw a non-Error value: \{"a":\{"0":0,.*…$/],
+      [2n ** 10_000_000n, 'threw a non-Error value: a bigint of 10000001 bits'],
+      [Array.from({ length: 1_000 }, (_, i) => i), /^threw a non-Error value: \[0,1,2,.*…$/],
+      [{ blob: 'x'.repeat(1_000_000), more: 1 }, /^threw a non-Error value: \{"blob":"x+…$/],
+      [Object.assign(new Array(10_000_000), { 0: 'a' }), /^threw a non-Error value: \["a",null,.*…$/],
+      [{ a: [1, 2], b: 'two' }, 'threw a non-Error value: {"a":[1,2],"b":"two"}'],
+    ];
+    for (const [thrown, expected] of cases) {
+      const startedAt = performance.now();
+      const text = thrownText(thrown);
+      expect(performance.now() - startedAt).toBeLessThan(200);
+      expect(text).toMatch(expected);
+      expect(text.length).toBeLessThanOrEqual(300);
+    }
+  });
 });

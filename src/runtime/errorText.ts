@@ -149,8 +149,51 @@ export function thrownText(value: unknown, maxChars = 300): string {
     return firstLineCut(message.trim() === '' ? (guarded(() => String(value.name)) ?? 'Error') : message, maxChars);
   }
   const shown =
-    guarded(() => JSON.stringify(value)) ?? guarded(() => String(value)) ?? guarded(() => Object.prototype.toString.call(value)) ?? 'an unprintable value';
+    boundedJson(value, maxChars) ??
+    (typeof value === 'bigint' || isListLike(value) ? valueText(value, maxChars) : guarded(() => String(value))) ??
+    guarded(() => Object.prototype.toString.call(value)) ??
+    'an unprintable value';
   return firstLineCut(`threw a non-Error value: ${shown}`, maxChars);
+}
+
+const NON_ERROR = 'non-error thrown: ';
+
+/** errorText's reading of a value that is not an Error (`an array of N items`), without its `non-error thrown: `. */
+function valueText(value: unknown, max: number): string {
+  const text = errorText(value, max);
+  return text.startsWith(NON_ERROR) ? text.slice(NON_ERROR.length) : text;
+}
+
+/** An array or a typed array: JSON and String() visit each of its items. */
+function isListLike(value: unknown): boolean {
+  return guarded(() => Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView))) === true;
+}
+
+/**
+ * JSON.stringify(value) as far as about its first `max` characters, in time bounded by
+ * `max`: a string is cut there, an array or typed array longer than the room left gives
+ * only its first items (JSON visits every index, a typed array's as keys), and whatever
+ * comes once the text is past `max` is left out (firstLineCut cuts before it anyway).
+ * Undefined when JSON cannot hold the value (a cycle, a bigint, a throwing toJSON).
+ */
+function boundedJson(value: unknown, max: number): string | undefined {
+  let room = max;
+  return guarded(() =>
+    JSON.stringify(value, (key: string, item: unknown) => {
+      if (room < 0) return undefined;
+      room -= key.length + 2;
+      if (typeof item === 'string') {
+        const cut = sliceChars(item, Math.max(0, room) + 1);
+        room -= cut.length;
+        return cut;
+      }
+      if (!isListLike(item)) return item;
+      const list = item as ArrayLike<unknown>;
+      const shown = Math.ceil(Math.max(0, room) / 2) + 1;
+      if (list.length <= shown) return item;
+      return Array.isArray(list) ? list.slice(0, shown) : Object.fromEntries(Array.from({ length: shown }, (_, i) => [i, list[i]]));
+    }),
+  );
 }
 
 function firstLineCut(text: string, maxChars: number): string {
