@@ -157,6 +157,25 @@ describe('a fan-out that keeps failing', () => {
     expect(stats.lastTick.outcome).toBe('enqueued');
   });
 
+  it('waits its backoff between attempts even while the clock reads no valid time (a clock option gone wrong), not retrying at once', async () => {
+    const startedAt: number[] = [];
+    const s = schedule({
+      async *jobs() {
+        startedAt.push(performance.now());
+        yield { key: 'user:1' };
+        throw new Error('the user directory answered 503');
+      },
+    });
+    // What guardClock makes of a clock whose now() throws; sleepUntil of no valid instant resolves at once, as the host's does.
+    const broken = { now: () => new Date(Number.NaN), sleepUntil: systemClock.sleepUntil };
+    const retry = { attempts: 2, backoff: { baseMs: 300, maxMs: 300 } };
+    const log = new EventLog();
+    await new ScheduleTicker(s, { store: new Store(t.database), clock: broken, log: log.logger, claimedBy: 'test:1', fanoutRetry: retry }).catchUp(at('2026-11-02T02:00:00.100Z'));
+    expect(startedAt).toHaveLength(2);
+    // The backoff is jittered between half its ceiling and all of it: 150 to 300 ms.
+    expect(startedAt[1] - startedAt[0]).toBeGreaterThanOrEqual(140);
+  });
+
   it('shows a failed last tick in stats and metrics', async () => {
     await t.sql(
       "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, note, started_at, finished_at) VALUES ('bulk', '2026-11-02 02:00:00', '2026-11-02', 'failed', 'failed after 5 attempts: Error: boom', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",

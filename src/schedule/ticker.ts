@@ -495,7 +495,10 @@ export class ScheduleTicker {
           }
           const retryInMs = retryDelayMs(retry.backoff, attempt);
           this.log.warn({ event: 'schedule_tick_retry', scheduled_at: at, attempt, retry_in_ms: retryInMs, error: reason }, 'fan-out failed; retrying');
-          await clock.sleepUntil(new Date(clock.now().getTime() + retryInMs), stop);
+          const retryAt = clock.now().getTime() + retryInMs;
+          // A clock gone wrong (no valid time) cannot time the backoff: a timer does, as in run().
+          if (Number.isFinite(retryAt)) await clock.sleepUntil(new Date(retryAt), stop);
+          else await sleep(retryInMs, stop);
           if (stop.aborted) break;
           await lease.renewIfDue(); // waiting to retry is no progress, but it is not a hang either
           continue;
