@@ -274,6 +274,9 @@ describe('thrownText', () => {
     expect(thrownText(10n)).toBe('threw a non-Error value: 10');
     expect(thrownText(undefined)).toBe('threw a non-Error value: undefined');
     expect(thrownText(hostile)).toBe('Error');
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    expect(thrownText(revoked.proxy)).toBe('threw a non-Error value: an unprintable value');
     expect(thrownText(new Error('first\nsecond'))).toBe('first');
     const long = thrownText({ blob: 'x'.repeat(1_000_000) });
     expect(long).toHaveLength(300);

@@ -144,9 +144,11 @@ export function firstLine(text: string): string {
  * (the cut marked with …). Never throws, like errorText.
  */
 export function thrownText(value: unknown, maxChars = 300): string {
-  if (value instanceof Error) {
-    const message = guarded(() => String(value.message)) ?? '';
-    return firstLineCut(message.trim() === '' ? (guarded(() => String(value.name)) ?? 'Error') : message, maxChars);
+  // Guarded too: `instanceof` reads the prototype, which a revoked Proxy refuses.
+  if (guarded(() => value instanceof Error) === true) {
+    const error = value as Error;
+    const message = guarded(() => String(error.message)) ?? '';
+    return firstLineCut(message.trim() === '' ? (guarded(() => String(error.name)) ?? 'Error') : message, maxChars);
   }
   const shown =
     boundedJson(value, maxChars) ??
