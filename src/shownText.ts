@@ -48,3 +48,16 @@ export const INVALID_TIME_TEXT = 'not a valid time';
 export function instantText(date: Date): string {
   return Number.isNaN(date.getTime()) ? INVALID_TIME_TEXT : date.toISOString();
 }
+
+/**
+ * A refused option's value as a message shows it: its JSON (`"5"`, `{}`), or its kind when
+ * JSON cannot write it (`a bigint`, `an object` that holds itself), as JSON.stringify would
+ * throw a TypeError from the message itself.
+ */
+export function shownValue(value: unknown): string {
+  try {
+    return String(JSON.stringify(value));
+  } catch {
+    return typeof value === 'bigint' ? 'a bigint' : Array.isArray(value) ? 'an array' : 'an object';
+  }
+}

@@ -78,6 +78,27 @@ describe('createCronq options', () => {
     }
   });
 
+  it('refuses an option value JSON cannot write (a bigint, an object that holds itself) in one line naming the option, not a TypeError from writing the message', () => {
+    const handle = () => undefined;
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    const cases: Array<[() => unknown, RegExp]> = [
+      [() => defineTask({ name: 'x', handle, maxAttempts: 5n as never }), /^task 'x': maxAttempts must be a whole number from 1 to \d+ \(got a bigint\)$/],
+      [() => defineTask({ name: 'x', handle, concurrency: 2n as never }), /concurrency must be a whole number from 1 to \d+ \(got a bigint\)$/],
+      [() => defineSchedule({ name: 's', cron: '@daily', handle, period: circular as never }), /^schedule 's': period must be one of .* \(got an object\)$/],
+      [() => defineSchedule({ name: 's', cron: '@daily', handle, overlap: 1n as never }), /^schedule 's': overlap must be 'allow' or 'skip' \(got a bigint\)$/],
+      [() => defineSchedule({ name: 's', cron: '@daily', handle, catchUp: { mode: circular as never } }), /^schedule 's': catchUp.mode must be 'all' or 'latest' \(got an object\)$/],
+      [() => defineSchedule({ name: 's', cron: '@daily', handle, catchUp: { max: 3n as never } }), /^schedule 's': catchUp.max must be a whole number from 1 to \d+ \(got a bigint\)$/],
+    ];
+    for (const [work, message] of cases) {
+      const error = refusal(work);
+      expect(error, String(message)).toBeInstanceOf(UsageError);
+      expect(error.message).toMatch(message);
+    }
+    // What JSON writes is shown as before.
+    expect(refusal(() => defineTask({ name: 'x', handle, maxAttempts: '5' as never })).message).toBe('task \'x\': maxAttempts must be a whole number from 1 to 1000 (got "5")');
+  });
+
   it('refuses a misspelt observer callback, or a callback that is no function, but not an observer\'s own state', () => {
     expect(refusal(() => createCronq({ databaseUrl: t.url, logger: false, observer: { jobComplete() {} } as never })).message).toBe(
       "createCronq: observer: unknown callback 'jobComplete' (did you mean 'jobCompleted'?)",

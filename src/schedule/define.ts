@@ -20,6 +20,7 @@ import type { Handler } from '../tasks/job.ts';
 import { commandHandler, type CommandSpec } from '../shell/handler.ts';
 import { isPeriod, PERIODS, validateCron, type Period } from './period.ts';
 import { withTimeout } from '../tasks/timeout.ts';
+import { shownValue } from '../shownText.ts';
 
 /** Brands a value as a schedule across module copies. */
 export { SCHEDULE_BRAND };
@@ -173,7 +174,7 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
   const cronProblem = validateCron(options.cron, timezone);
   if (cronProblem) throw new UsageError(`${what}: ${cronProblem}`);
   const period = options.period ?? 'tick';
-  if (!isPeriod(period)) throw new UsageError(`${what}: period must be one of ${PERIODS.join(', ')} (got ${JSON.stringify(period)})`);
+  if (!isPeriod(period)) throw new UsageError(`${what}: period must be one of ${PERIODS.join(', ')} (got ${shownValue(period)})`);
   const hasHandle = options.handle !== undefined;
   const hasCommand = options.command !== undefined;
   if (hasHandle === hasCommand) throw new UsageError(`${what}: give exactly one of handle and command${spreadHandleHint(given, hasCommand)}`);
@@ -190,7 +191,7 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
     throw new UsageError(`${what}: jobs must be a function (an async generator yielding { key, payload })`);
   }
   const overlap = options.overlap ?? 'allow';
-  if (overlap !== 'allow' && overlap !== 'skip') throw new UsageError(`${what}: overlap must be 'allow' or 'skip' (got ${JSON.stringify(overlap)})`);
+  if (overlap !== 'allow' && overlap !== 'skip') throw new UsageError(`${what}: overlap must be 'allow' or 'skip' (got ${shownValue(overlap)})`);
   const base = validateJobOptions(options, what, name);
   const { timeoutMs } = base;
   // A command enforces its own timeout: it kills the process group before failing.
@@ -244,7 +245,7 @@ function resolveExpect(value: { within: Duration } | undefined, what: string): {
   }
   refuseUnknownOptions(value, EXPECT_KEYS, what, 'expect.');
   const withinMs = parseDuration(value.within, `${what}: expect.within`);
-  if (withinMs < EXPECT_WITHIN_MIN_MS) throw new UsageError(`${what}: expect.within must be at least 1m (got ${JSON.stringify(value.within)})`);
+  if (withinMs < EXPECT_WITHIN_MIN_MS) throw new UsageError(`${what}: expect.within must be at least 1m (got ${shownValue(value.within)})`);
   return { withinMs };
 }
 
@@ -254,11 +255,11 @@ function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string)
   if (typeof value !== 'object' || value === null) throw new UsageError(`${what}: catchUp must be an object or false`);
   refuseUnknownOptions(value, CATCH_UP_KEYS, what, 'catchUp.');
   const mode = value.mode ?? CATCH_UP_DEFAULTS.mode;
-  if (mode !== 'all' && mode !== 'latest') throw new UsageError(`${what}: catchUp.mode must be 'all' or 'latest' (got ${JSON.stringify(mode)})`);
+  if (mode !== 'all' && mode !== 'latest') throw new UsageError(`${what}: catchUp.mode must be 'all' or 'latest' (got ${shownValue(mode)})`);
   const windowMs = value.window === undefined ? CATCH_UP_DEFAULTS.windowMs : parseDuration(value.window, `${what}: catchUp.window`);
   const max = value.max ?? CATCH_UP_DEFAULTS.max;
   if (!Number.isInteger(max) || max < 1 || max > CATCH_UP_MAX_LIMIT) {
-    throw new UsageError(`${what}: catchUp.max must be a whole number from 1 to ${CATCH_UP_MAX_LIMIT} (got ${JSON.stringify(max)})`);
+    throw new UsageError(`${what}: catchUp.max must be a whole number from 1 to ${CATCH_UP_MAX_LIMIT} (got ${shownValue(max)})`);
   }
   return { mode, windowMs, max };
 }

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { formatDuration } from '../duration.ts';
 import { JobTimeoutError, PermanentError, UsageError } from '../errors.ts';
 import { within } from '../runtime/wakeup.ts';
-import { shownText } from '../shownText.ts';
+import { shownText, shownValue } from '../shownText.ts';
 import { WORK_DONE, type Handler, type Job, type JobContext, type WorkDoneMark } from '../tasks/job.ts';
 import { watchOutput } from './output.ts';
 import { killGroup, type Exit } from './processGroup.ts';
@@ -122,7 +122,7 @@ function validateSpec(spec: CommandSpec): CommandSpec {
   if (spec.cwd !== undefined && (typeof spec.cwd !== 'string' || spec.cwd === '')) throw new UsageError('command cwd must be a non-empty string');
   if (spec.cwd?.includes('\0')) throw new UsageError('command cwd must not contain NUL characters');
   if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && Number.isFinite(spec.timeoutMs) && spec.timeoutMs > 0)) {
-    throw new UsageError(`command timeoutMs must be a positive number of milliseconds (got ${JSON.stringify(spec.timeoutMs)})`);
+    throw new UsageError(`command timeoutMs must be a positive number of milliseconds (got ${shownValue(spec.timeoutMs)})`);
   }
   if (spec.env !== undefined) {
     if (typeof spec.env !== 'object' || spec.env === null) throw new UsageError('command env must map names to strings');

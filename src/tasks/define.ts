@@ -1,7 +1,7 @@
 import { parseDuration, type Duration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { parseBackoff, type Backoff } from '../runtime/backoff.ts';
-import { shownText } from '../shownText.ts';
+import { shownText, shownValue } from '../shownText.ts';
 import type { Handler } from './job.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -282,6 +282,7 @@ export function validateParse(parse: unknown, what: string): ((payload: unknown)
  */
 export function shownName(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(shownText(value));
+  if (typeof value === 'bigint') return 'a bigint';
   return typeof value === 'object' && value !== null ? typeof value : String(value);
 }
 
@@ -350,7 +351,7 @@ export function validateJobOptions(
   }
   const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, `${what}: timeout`);
   if (timeoutMs !== null && (timeoutMs < 1 || timeoutMs > TIMEOUT_MAX_MS)) {
-    throw new UsageError(`${what}: timeout must be between 1ms and 7d (got ${JSON.stringify(options.timeout)})`);
+    throw new UsageError(`${what}: timeout must be between 1ms and 7d (got ${shownValue(options.timeout)})`);
   }
   return { queue, maxAttempts, backoff, leaseMs, timeoutMs, concurrency };
 }
