@@ -3,6 +3,19 @@
  * these are for what the caller must react to.
  */
 
+/**
+ * `value instanceof type`, and false where the check itself throws: it reads the value's
+ * prototype, which a revoked Proxy refuses. For values a handler, an effect or a fan-out
+ * threw, which must be told from cronq's own errors without throwing anew.
+ */
+export function isInstance<T>(value: unknown, type: abstract new (...args: never[]) => T): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
+}
+
 /** Bad command-line or configuration input. The CLI prints the message alone and exits 64. */
 export class UsageError extends Error {
   override name = 'UsageError';

@@ -176,6 +176,30 @@ describe('a fan-out that keeps failing', () => {
     expect(startedAt[1] - startedAt[0]).toBeGreaterThanOrEqual(140);
   });
 
+  it('is recorded as failed like any other when jobs() throws something whose very type cannot be read (a revoked Proxy, an unreadable message)', async () => {
+    // Telling the database's trouble from the fan-out's read the value unguarded: every
+    // scheduler pass failed on its TypeError, and the schedule never ticked again.
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const unreadable = new Error('x');
+    Object.defineProperty(unreadable, 'message', { get: () => { throw new Error('no'); } });
+    const thrown: Record<string, unknown> = { '2026-11-02': revoked.proxy, '2026-11-03': unreadable };
+    const s = schedule({
+      catchUp: { mode: 'all', window: '10d' },
+      async *jobs({ periodKey }) {
+        yield { key: 'user:1' };
+        if (periodKey in thrown) throw thrown[periodKey];
+      },
+    });
+    await lastTickAt('bulk', '2026-11-01T02:00:00Z');
+    await ticker(s).catchUp(at('2026-11-04T02:00:00.100Z'));
+    expect(await ticks()).toEqual([
+      { day: '2026-11-02', outcome: 'failed', note: 'failed after 3 attempts: non-error thrown: an object that cannot be read', jobs_enqueued: 1, finished: 1 },
+      { day: '2026-11-03', outcome: 'failed', note: 'failed after 3 attempts: Error: (no readable message)', jobs_enqueued: 1, finished: 1 },
+      { day: '2026-11-04', outcome: 'enqueued', note: null, jobs_enqueued: 1, finished: 1 },
+    ]);
+  });
+
   it('shows a failed last tick in stats and metrics', async () => {
     await t.sql(
       "INSERT INTO cronq_schedule_ticks (schedule_name, scheduled_at, period_key, outcome, note, started_at, finished_at) VALUES ('bulk', '2026-11-02 02:00:00', '2026-11-02', 'failed', 'failed after 5 attempts: Error: boom', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",

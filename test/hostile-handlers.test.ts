@@ -119,6 +119,33 @@ describe('hostile handler errors', () => {
   });
 });
 
+describe('hostile effect errors', () => {
+  it('fail the attempt with a readable reason when an effect throws an error whose message getter throws, or a revoked Proxy, never leaving the job reserved', async () => {
+    // Telling the database's trouble from the effect's read the value unguarded: the run gave up, its job left reserved.
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const unreadable = new Error('x');
+    Object.defineProperty(unreadable, 'message', { get: () => { throw new Error('no'); } });
+    const thrown = [unreadable, revoked.proxy];
+    const c = await start([
+      defineTask({
+        name: 'odd-effect',
+        maxAttempts: 1,
+        handle(job, ctx) {
+          ctx.effect(async () => {
+            throw thrown[Number(job.key.split(':')[1])];
+          });
+        },
+      }),
+    ]);
+    await c.enqueueMany(thrown.map((_, i) => ({ kind: 'odd-effect', key: `odd-effect:${i}` })));
+    await log.waitFor('job_dead', 2);
+    expect(log.named('job_run_error')).toEqual([]);
+    const letters = await t.sql("SELECT failure_reason FROM cronq_dead_letters WHERE kind = 'odd-effect' ORDER BY job_key");
+    expect(letters.map((l) => l.failure_reason)).toEqual(['Error: (no readable message)', 'non-error thrown: an object that cannot be read']);
+  });
+});
+
 describe('payloads and passwords stay out of error text', () => {
   it("masks a DATABASE_URL password holding a space, '@', '/' or '#' in the CLI's message, whatever the URL's shape", async () => {
     const urls = [

@@ -1,7 +1,7 @@
 import { DrizzleQueryError } from 'drizzle-orm';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
-import { DatabaseUnreachableError } from '../errors.ts';
+import { DatabaseUnreachableError, isInstance } from '../errors.ts';
 import { endSession } from './endSession.ts';
 import { Permits } from './permits.ts';
 import * as schema from './schema.ts';
@@ -392,7 +392,7 @@ export function unreachable(target: DatabaseTarget, error: unknown): DatabaseUnr
  */
 export function driverError(error: unknown): unknown {
   let e = error;
-  while (e instanceof DrizzleQueryError && e.cause !== undefined && e.cause !== null) e = e.cause;
+  while (isInstance(e, DrizzleQueryError) && e.cause !== undefined && e.cause !== null) e = e.cause;
   return e;
 }
 
@@ -423,17 +423,27 @@ export function driverFailure(error: unknown): DriverFailure | null {
  * simply be run again. Not a connection problem (isConnectionError).
  */
 export function isLockConflict(error: unknown): boolean {
-  const code = (driverError(error) as { code?: string })?.code;
-  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+  // Never throws: what a handler or an effect threw is asked too (a getter that throws is no driver's error).
+  try {
+    const code = (driverError(error) as { code?: string })?.code;
+    return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+  } catch {
+    return false;
+  }
 }
 
-/** True for errors that mean the connection or server is gone, not that a statement was wrong. */
+/** True for errors that mean the connection or server is gone, not that a statement was wrong. Never throws, as isLockConflict. */
 export function isConnectionError(error: unknown): boolean {
-  error = driverError(error);
-  const code = (error as { code?: string })?.code ?? '';
-  return (
-    /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|PROTOCOL_CONNECTION_LOST|PROTOCOL_SEQUENCE_TIMEOUT|ER_CON_COUNT_ERROR|ER_SERVER_SHUTDOWN|ER_CONNECTION_KILLED|ER_QUERY_INTERRUPTED)$/.test(code) ||
-    (error as { fatal?: boolean })?.fatal === true ||
-    /Pool is closed|Connection lost|closed state|connect ETIMEDOUT/i.test((error as Error)?.message ?? '')
-  );
+  try {
+    error = driverError(error);
+    const code = (error as { code?: string })?.code ?? '';
+    const message = (error as Error)?.message;
+    return (
+      /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|PROTOCOL_CONNECTION_LOST|PROTOCOL_SEQUENCE_TIMEOUT|ER_CON_COUNT_ERROR|ER_SERVER_SHUTDOWN|ER_CONNECTION_KILLED|ER_QUERY_INTERRUPTED)$/.test(String(code)) ||
+      (error as { fatal?: boolean })?.fatal === true ||
+      (typeof message === 'string' && /Pool is closed|Connection lost|closed state|connect ETIMEDOUT/i.test(message))
+    );
+  } catch {
+    return false;
+  }
 }

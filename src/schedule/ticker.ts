@@ -10,6 +10,7 @@ import type { Clock } from './clock.ts';
 import type { Schedule } from './define.ts';
 import { enqueueTick, FanoutTooLargeError, finishedTickNote, keysTakenNote } from './fanout.ts';
 import { FanoutAbandonedError, FanoutLease, TickTakenOverError } from './fanoutLease.ts';
+import { isInstance } from '../errors.ts';
 import { fireTimesBetween, latestFireAtOrBefore, nextFireAfter, periodKeyOfFire } from './period.ts';
 import { OverlapGuard } from './overlapGuard.ts';
 import { DEFAULT_LATE_TOLERANCE_MS, DueTickPlanner, isLateTick, pausedNote } from './plan.ts';
@@ -485,10 +486,11 @@ export class ScheduleTicker {
           // The database's trouble (a lost connection, a lock wait timed out or a deadlock
           // behind someone else's transaction) is not the fan-out's failure: the pass
           // fails and the tick, still unfinished, is resumed by a later pass.
-          if (error instanceof TickTakenOverError || isDatabaseTrouble(error)) throw error;
+          // Guarded: jobs() may throw anything, a revoked Proxy whose type cannot be asked included.
+          if (isInstance(error, TickTakenOverError) || isDatabaseTrouble(error)) throw error;
           const reason = errorLine(error, 200);
           // Too many entities: another attempt would read them all again, and as many.
-          if (attempt >= retry.attempts || error instanceof FanoutTooLargeError) {
+          if (attempt >= retry.attempts || isInstance(error, FanoutTooLargeError)) {
             this.abandoned.delete(id);
             await this.recordFailed(id, at, attempt, reason, insertedSoFar, note);
             return;

@@ -15,6 +15,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database, Db, DedicatedConnection, Executor } from '../db/client.ts';
+import { isInstance } from '../errors.ts';
 import { boundedText } from '../runtime/errorText.ts';
 import { fillReasonGroups } from './deadLetters.ts';
 import { reasonGroup } from './failureReason.ts';
@@ -166,7 +167,8 @@ export async function completeIfLeased(
       return true;
     } catch (error) {
       if (abandonedWith) throw abandonedWith;
-      if (error instanceof EffectNotStartedError || error === ending.signal?.reason) throw error; // nothing sent yet
+      // Guarded: an effect may throw a revoked Proxy, and a throw here would skip the rollback.
+      if (isInstance(error, EffectNotStartedError) || error === ending.signal?.reason) throw error; // nothing sent yet
       // As drizzle's transaction() does: roll back, and a failed rollback's error wins (the connection is gone).
       await conn.tx.execute(sql`ROLLBACK`);
       throw error;

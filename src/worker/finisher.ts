@@ -1,5 +1,5 @@
 import { formatDuration } from '../duration.ts';
-import { EffectTimeoutError, PermanentError, ShutdownAbortError } from '../errors.ts';
+import { EffectTimeoutError, isInstance, PermanentError, ShutdownAbortError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Observer } from '../observe.ts';
 import { isDatabaseTrouble, isOutage, type DbHealth } from '../runtime/dbHealth.ts';
@@ -501,7 +501,7 @@ export class Finisher {
     if (done === undefined) return;
     if (done.ok === false) {
       // Shutdown's grace ran out during the effects: rolled back; the drain hands the job back.
-      if (done.error instanceof ShutdownAbortError) return;
+      if (isInstance(done.error, ShutdownAbortError)) return;
       // An effect threw or timed out once running (not the database going away or too slow
       // to let it start): a handler failure like any other.
       await this.recordFailure(run, done.error);
@@ -600,7 +600,7 @@ export class Finisher {
         } catch (error) {
           // Effects whose bound ran out before they began (no connection, or no row lock, in
           // time): the database's slowness, not theirs; nothing ran, so they are tried again.
-          const notStarted = error instanceof EffectNotStartedError;
+          const notStarted = isInstance(error, EffectNotStartedError); // guarded: an effect may throw a revoked Proxy
           if (!notStarted && !isDatabaseTrouble(error)) return { ok: false, error };
           stopRenewal ??= run.keepLeaseAlive(); // keep the lease alive while the trouble lasts
           if (notStarted) {
