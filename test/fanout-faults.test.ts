@@ -101,7 +101,10 @@ describe('a fan-out with entities the database refuses', () => {
     expect((await ticks())[0]).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 2, finished: 1 });
   });
 
-  it('refuses alone an entity whose key or payload getter throws', async () => {
+  it('refuses alone an entity whose key or payload getter throws, or whose payload JSON throws a revoked Proxy', async () => {
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const unreadable = revoked.proxy;
     const s = schedule({
       async *jobs() {
         yield { key: 'ok:1' };
@@ -111,6 +114,7 @@ describe('a fan-out with entities the database refuses', () => {
           },
         };
         yield { key: 'bad-payload', get payload(): unknown { throw new Error('payload getter broke'); } };
+        yield { key: 'bad-json', payload: { toJSON: () => { throw unreadable; } } };
         // (A Proxy whose get trap throws fails jobs() itself: yield awaits it, reading its then.)
         yield { key: 'ok:2' };
       },
@@ -122,6 +126,7 @@ describe('a fan-out with entities the database refuses', () => {
     expect(log.named('job_refused').map((e) => [e.job_key, e.reason])).toEqual([
       ['entity #2', 'reading what jobs() yielded threw: Error: key getter broke'],
       ['entity #3', 'reading what jobs() yielded threw: Error: payload getter broke'],
+      ['bulk:bad-json:2026-11-02', 'payload cannot be stored as JSON: non-error thrown: an object that cannot be read'],
     ]);
     expect((await ticks())[0]).toMatchObject({ outcome: 'enqueued', jobs_enqueued: 2, finished: 1 });
   });

@@ -3,7 +3,7 @@
  * store inserts.
  */
 import { MAX_KEY_LENGTH } from '../store/index.ts';
-import { UsageError } from '../errors.ts';
+import { isInstance, UsageError } from '../errors.ts';
 import type { NewJobRow } from '../store/index.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { errorLine } from '../runtime/errorText.ts';
@@ -56,7 +56,8 @@ export function checkJobContent(key: string, payload: unknown): JobContent {
     payloadJson = JSON.stringify(payload === undefined ? {} : payload);
   } catch (error) {
     // JSON.stringify recurses: a payload nested some thousands deep overflows the stack.
-    if (error instanceof RangeError && /call stack/i.test(error.message)) {
+    // Guarded: a toJSON may throw anything, a revoked Proxy whose type cannot be asked included.
+    if (isInstance(error, RangeError) && /call stack/i.test(error.message)) {
       return { field: 'payload', problem: 'payload is JSON nested too deeply to write (thousands of levels), deeper than the database accepts (MariaDB takes 32, MySQL 100)' };
     }
     return { field: 'payload', problem: `payload cannot be stored as JSON: ${errorLine(error, 200)}` };
