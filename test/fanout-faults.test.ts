@@ -250,6 +250,27 @@ describe('a tick run by hand whose fan-out fails midway', () => {
   const tickOfFailing = (name: string) =>
     runCli(['tick', name, '--at', '2026-11-30T05:00:00Z'], { DATABASE_URL: t.url, CRONQ_SCHEDULES: 'test/fixtures/schedules-fanout-fails' });
 
+  it('rejects with that one line when jobs() throws a revoked Proxy, not with a TypeError of its own', async () => {
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const s = schedule({
+      async *jobs() {
+        yield { key: 'user:0' };
+        throw revoked.proxy;
+      },
+    });
+    const cronq = createCronq({ databaseUrl: t.url, tasks: [s], workers: false, scheduler: false, logger: false });
+    try {
+      const error = await cronq.admin.tick('bulk', { at: at('2026-11-30T05:00:00Z') }).then(() => null, (e: unknown) => e);
+      expect(error).toBeInstanceOf(TickFanoutError);
+      expect((error as Error).message).toBe(
+        'tick bulk at 2026-11-30T02:00:00.000Z (period 2026-11-30): fan-out failed after 1 job enqueued (0 already present): non-error thrown: an object that cannot be read',
+      );
+    } finally {
+      await cronq.stop();
+    }
+  });
+
   it('cronq tick prints that one line and exits 1', async () => {
     const r = await tickOfFailing('explodes');
     expect(r).toEqual({

@@ -410,11 +410,21 @@ export type DriverFailure = Error & { code?: string; errno?: number; sqlState?: 
 export function driverFailure(error: unknown): DriverFailure | null {
   const e = driverError(error) as { code?: string; errno?: number; message?: string; sqlState?: string; fatal?: boolean } | null | undefined;
   // A driver error: drizzle's wrapper, or mysql2's own (a server error has an errno; a lost connection a code).
-  if (e === error && typeof e?.errno !== 'number' && !(typeof e?.code === 'string' && isConnectionError(e))) return null;
+  // Never throws: what a fan-out threw is asked too (a revoked Proxy refuses every read; it is no driver's).
+  if (e === error && !isDriverShaped(e)) return null;
   const text = typeof e?.message === 'string' ? e.message.slice(0, 4096) : 'no message';
   // The server quotes values (a duplicate key): drop a high surrogate the cut left alone.
   const message = text.split('\n', 1)[0].trimEnd().slice(0, 500).replace(/[\uD800-\uDBFF]$/, '');
   return Object.assign(new Error(message), { code: e?.code, errno: e?.errno, sqlState: e?.sqlState, fatal: e?.fatal });
+}
+
+/** Whether `e` reads as mysql2's error: an errno (a server error), or a connection error's code; false when reading it throws. */
+function isDriverShaped(e: { code?: string; errno?: number } | null | undefined): boolean {
+  try {
+    return typeof e?.errno === 'number' || (typeof e?.code === 'string' && isConnectionError(e));
+  } catch {
+    return false;
+  }
 }
 
 /**
