@@ -125,6 +125,23 @@ describe('errorText', () => {
     }
   });
 
+  it('reads a typed array behind a Proxy or under a length of its own in time bounded by the text, never listing its indexes', () => {
+    // Object.keys listed every index: a 1e6-byte Uint8Array behind new Proxy(…, {}) took 5 s, 1e7 over a minute.
+    const shadowed = Object.defineProperty(new Uint8Array(10_000_000), 'length', { value: Number.NaN });
+    const cases: Array<[unknown, RegExp]> = [
+      [new Proxy(new Uint8Array(10_000_000), {}), /^non-error thrown: an object behind a Proxy$/],
+      [shadowed, /^non-error thrown: an array of 10000000 items$/],
+      [new Proxy({ weird: true }, {}), /^non-error thrown: an object behind a Proxy$/],
+      [new Proxy(new Array(400_000_000), {}), /^non-error thrown: an array of 400000000 items$/],
+      [new Proxy(new Error('boom'), {}), /^Error: boom$/],
+    ];
+    for (const [thrown, expected] of cases) {
+      const { value, ms } = timed(() => errorText(thrown));
+      expect(value).toMatch(expected);
+      expect(ms).toBeLessThan(LINEAR_BOUND_MS / 4);
+    }
+  });
+
   it('never splits a surrogate pair when it cuts', () => {
     const text = errorText(new Error('😀'.repeat(5_000)));
     const beforeMarker = text.slice(0, text.indexOf('…'));

@@ -294,6 +294,10 @@ describe('thrownText', () => {
       [{ blob: 'x'.repeat(1_000_000), more: 1 }, /^threw a non-Error value: \{"blob":"x+…$/],
       [Object.assign(new Array(10_000_000), { 0: 'a' }), /^threw a non-Error value: \["a",null,.*…$/],
       [{ a: [1, 2], b: 'two' }, 'threw a non-Error value: {"a":[1,2],"b":"two"}'],
+      [new Proxy(new Uint8Array(10_000_000), {}), 'threw a non-Error value: an object behind a Proxy'],
+      [{ a: new Proxy(new Uint8Array(10_000_000), {}) }, 'threw a non-Error value: {"a":"an object behind a Proxy"}'],
+      [Object.defineProperty(new Uint8Array(10_000_000), 'length', { value: 0 }), /^threw a non-Error value: \{"0":0,"1":0,.*…$/],
+      [[new String('x'.repeat(10_000_000))], /^threw a non-Error value: \["x+…$/],
     ];
     for (const [thrown, expected] of cases) {
       const startedAt = performance.now();

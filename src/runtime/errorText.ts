@@ -10,6 +10,7 @@
  * exception). Never a stack (paths and values leak there) and never drizzle's wrapper
  * of a failed statement (its message is the SQL with every parameter, payloads included).
  */
+import { types } from 'node:util';
 import { driverError } from '../db/client.ts';
 import { MASK_WINDOW, maskUrl } from '../db/url.ts';
 
@@ -89,8 +90,8 @@ function objectText(value: object, limit: number): string {
   }
   // Only its length: joining an array's items (a sparse `new Array(4e8)`, a typed array)
   // or listing its indexes takes time in its length, not in the bound.
-  const items = guarded(() => (Array.isArray(value) || ArrayBuffer.isView(value) ? Number((value as { length?: unknown }).length) : undefined));
-  if (items !== undefined && Number.isFinite(items)) return `non-error thrown: an array of ${items} item${items === 1 ? '' : 's'}`;
+  const items = listLength(value);
+  if (items !== undefined) return `non-error thrown: an array of ${items} item${items === 1 ? '' : 's'}`;
   const custom = guarded(() => {
     const toString = (value as { toString?: unknown }).toString;
     return typeof toString === 'function' && toString !== Object.prototype.toString && toString !== Function.prototype.toString && toString !== Array.prototype.toString
@@ -99,9 +100,30 @@ function objectText(value: object, limit: number): string {
   });
   if (custom !== undefined) return `non-error thrown: ${custom}`;
   if (typeof value === 'function') return 'non-error thrown: a function';
+  // A Proxy's keys are its target's, all of them (a typed array's every index): never listed.
+  if (types.isProxy(value)) {
+    return guarded(() => Reflect.getPrototypeOf(value) ?? true) === undefined ? 'non-error thrown: an object that cannot be read' : PROXY_TEXT;
+  }
   const keys = guarded(() => Object.keys(value).slice(0, 10).map((k) => sliceChars(k, 40)));
   if (keys === undefined) return 'non-error thrown: an object that cannot be read';
   return keys.length === 0 ? 'non-error thrown: an object without a message' : `non-error thrown: an object with keys ${keys.join(', ')}`;
+}
+
+const PROXY_TEXT = 'non-error thrown: an object behind a Proxy';
+
+/** The typed arrays' own `length` getter, which reads the array itself, whatever `length` an instance shadows it with. */
+const typedArrayLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')?.get;
+
+/**
+ * How many items an array or a typed array has (a typed array's true length, not a
+ * `length` of its own), else undefined: JSON, String() and Object.keys visit each of
+ * them, so it is read alone. Never throws.
+ */
+function listLength(value: unknown): number | undefined {
+  const items = guarded(() =>
+    Array.isArray(value) ? Number(value.length) : types.isTypedArray(value) && typedArrayLength ? Number(typedArrayLength.call(value)) : undefined,
+  );
+  return items !== undefined && Number.isFinite(items) ? items : undefined;
 }
 
 /** `value[key]` when it is a string or a number (cut to `limit`), else undefined; never throws. */
@@ -151,7 +173,7 @@ export function thrownText(value: unknown, maxChars = 300): string {
     return firstLineCut(message.trim() === '' ? (guarded(() => String(error.name)) ?? 'Error') : message, maxChars);
   }
   const shown =
-    boundedJson(value, maxChars) ??
+    (types.isProxy(value) && !isListLike(value) ? valueText(value, maxChars) : boundedJson(value, maxChars)) ??
     (typeof value === 'bigint' || isListLike(value) ? valueText(value, maxChars) : guarded(() => String(value))) ??
     guarded(() => Object.prototype.toString.call(value)) ??
     'an unprintable value';
@@ -168,7 +190,7 @@ function valueText(value: unknown, max: number): string {
 
 /** An array or a typed array: JSON and String() visit each of its items. */
 function isListLike(value: unknown): boolean {
-  return guarded(() => Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView))) === true;
+  return listLength(value) !== undefined;
 }
 
 /**
@@ -184,15 +206,20 @@ function boundedJson(value: unknown, max: number): string | undefined {
     JSON.stringify(value, (key: string, item: unknown) => {
       if (room < 0) return undefined;
       room -= key.length + 2;
-      if (typeof item === 'string') {
-        const cut = sliceChars(item, Math.max(0, room) + 1);
+      // A String object is written as its whole text, so it is cut as a string is.
+      const text = typeof item === 'string' ? item : types.isStringObject(item) ? String.prototype.valueOf.call(item) : undefined;
+      if (text !== undefined) {
+        const cut = sliceChars(text, Math.max(0, room) + 1);
         room -= cut.length;
         return cut;
       }
-      if (!isListLike(item)) return item;
+      const length = listLength(item);
+      // JSON lists a Proxy's keys (its target's, all of them) before the replacer sees any.
+      if (length === undefined) return types.isProxy(item) && !Array.isArray(item) ? valueText(item, max) : item;
       const list = item as ArrayLike<unknown>;
       const shown = Math.ceil(Math.max(0, room) / 2) + 1;
-      if (list.length <= shown) return item;
+      if (length <= shown && !types.isTypedArray(item)) return item;
+      if (length <= shown) return Object.fromEntries(Array.from({ length }, (_, i) => [i, list[i]]));
       return Array.isArray(list) ? list.slice(0, shown) : Object.fromEntries(Array.from({ length: shown }, (_, i) => [i, list[i]]));
     }),
   );
