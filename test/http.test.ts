@@ -99,6 +99,8 @@ describe('parseHttpAddress reasons', () => {
     ['[::1]:http', 'the port must be 1-65535 (0: any free port)'],
     ['::1:9464', 'an IPv6 host needs brackets, [::1]:9464'],
     ['127.0.0.1', 'no port'],
+    ['http://127.0.0.1:9464', 'an address, not a URL: leave out http://'],
+    ['https://localhost:9464/metrics', 'an address, not a URL: leave out https://'],
   ])('%j is refused for what is wrong with it: %s', (value, why) => {
     expect(() => parseHttpAddress(value, '--http')).toThrow(`--http must be HOST:PORT, e.g. 127.0.0.1:9464 (got '${value}': ${why})`);
   });

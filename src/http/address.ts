@@ -18,6 +18,9 @@ const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?
 export function parseHttpAddress(value: string, flag: string): HttpAddress {
   const bad = (why: string) => new UsageError(`${flag} must be HOST:PORT, e.g. 127.0.0.1:9464 (got '${shownInLine(value)}': ${why})`);
   const trimmed = value.trim();
+  // A URL pasted where the address goes (http://127.0.0.1:9464): its scheme's ':' read as a host's.
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]{0,15}):\/\//.exec(trimmed);
+  if (scheme) throw bad(`an address, not a URL: leave out ${scheme[1]}://`);
   const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d*)$/.exec(trimmed);
   if (!match) {
     // One ':' (or a bracketed host before it): what follows it is a port that is no number.
