@@ -33,6 +33,14 @@ describe('options defineTask and defineSchedule do not know', () => {
     expect(refusal(() => defineTask({ name: 'a', handle, maxAttempts: '3' as never }))).toBe(`task 'a': maxAttempts must be a whole number from 1 to 1000 (got "3")`);
   });
 
+  it('says a name or queue of the allowed characters must start with a letter or digit when it starts with . _ or -', () => {
+    const handle = () => undefined;
+    expect(() => defineTask({ name: '-nightly', handle })).toThrow(`name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (got "-nightly")`);
+    expect(() => defineTask({ name: 'x', queue: '_bulk', handle })).toThrow(`queue must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (got "_bulk")`);
+    // Other refusals read as before: the hint is for the rule the list of characters leaves out.
+    expect(() => defineTask({ name: 'has space', handle })).toThrow(`name must be 1-64 letters, digits, '.', '_' or '-' (got "has space")`);
+  });
+
   it('refuses a backoff whose max is below its base in one plain sentence, in the units written', () => {
     const base = { name: 'o', cron: '0 2 * * *', handle };
     expect(refusal(() => defineSchedule({ ...base, backoff: { base: '1h', max: '1m' } }))).toBe("schedule 'o': backoff.max (1m) is below its base (1h)");

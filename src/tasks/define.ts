@@ -291,10 +291,18 @@ export function isName(name: unknown): name is string {
   return typeof name === 'string' && NAME.test(name);
 }
 
+/**
+ * What a refusal adds when the value is made of the allowed characters but starts with
+ * '.', '_' or '-' (`-nightly`): the rule a reader of the character list would miss.
+ */
+function startHint(value: unknown): string {
+  return typeof value === 'string' && /^[._-][A-Za-z0-9._-]{0,63}$/.test(value) ? ', starting with a letter or digit' : '';
+}
+
 /** Validates a task or schedule name. */
 export function validateName(name: unknown, what: string): string {
   if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${shownName(name)})`);
+    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-'${startHint(name)} (got ${shownName(name)})`);
   }
   return name;
 }
@@ -302,7 +310,7 @@ export function validateName(name: unknown, what: string): string {
 /** Validates a queue name (CLI, enqueue and task options share it). */
 export function validateQueue(queue: unknown, what = 'queue'): string {
   if (typeof queue !== 'string' || !QUEUE.test(queue)) {
-    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-' (got ${shownName(queue)})`);
+    throw new UsageError(`${what} must be 1-64 letters, digits, '.', '_' or '-'${startHint(queue)} (got ${shownName(queue)})`);
   }
   return queue;
 }
