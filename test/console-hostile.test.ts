@@ -83,8 +83,9 @@ describe('the console given values out of range', () => {
     ['a ledger page before year 9999', '/schedules/nightly-report?before=%2B275760-09-13T00:00:00.000Z', /before must be a Date from year 1 to 9999/],
     ['a ledger page before year 1', '/schedules/nightly-report?before=0000-01-01', /before must be a Date from year 1 to 9999/],
     ['dead letter 0', '/dead/0', /id must be a whole number from 1/],
-    // Date.parse guesses at these (1 is 2001-01-01, 2026-02-30 is March 2, a time without zone is the host's): refused, not read as another instant.
-    ...['1', '-1', 'x', '2026-02-30', '2026-12-03T24:00Z', '2026-12-03 17:40', '2026-12-03T17:40', '12/03/2026'].map((text): [string, string, RegExp] => [
+    // Date.parse guesses at these (1 is 2001-01-01, 2026-02-30 is March 2, a time without zone is the host's,
+    // -2026-01-01 and +2026-01-01 are 2026, -000000-01-01 is 2001): refused, not read as another instant.
+    ...['1', '-1', 'x', '2026-02-30', '2026-12-03T24:00Z', '2026-12-03 17:40', '2026-12-03T17:40', '12/03/2026', '-2026-01-01', '+2026-01-01', '-000000-01-01', '12345-01-01'].map((text): [string, string, RegExp] => [
       `a ledger page before '${text}'`,
       `/schedules/nightly-report?before=${encodeURIComponent(text)}`,
       new RegExp(`before must be an ISO 8601 date or instant with a zone, such as 2026-12-01T02:00:00Z \\(got &#39;${text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}&#39;\\)`),

@@ -18,8 +18,12 @@ export function tickOutcome(tick: TickRow): Html {
   return html`<span class="${cls}">${tick.outcome}${caught}</span>${note}`;
 }
 
-/** An ISO 8601 date, or instant with a zone, as `?before=` takes it (extended years too: the admin call refuses those past 1–9999). */
-const ISO_BEFORE = /^[+-]?(\d{4,6})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2})))?$/;
+/**
+ * An ISO 8601 date, or instant with a zone, as `?before=` takes it: a year of four digits,
+ * or a sign and six (extended years, which the admin call refuses past 1–9999; -000000 is
+ * no year). Date.parse reads other years as it guesses (-2026 and +2026 as 2026, -000000 as 2001).
+ */
+const ISO_BEFORE = /^(\d{4}|[+-]\d{6})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2})))?$/;
 
 /**
  * The instant `?before=` names (none when empty, the newest page). Anything else Date.parse
@@ -31,7 +35,8 @@ function beforeOf(text: string): Date | undefined {
   const match = ISO_BEFORE.exec(text);
   const [year, month, day, hour = 0, minute = 0, second = 0, offsetHour = 0, offsetMinute = 0] = (match ?? []).slice(1).map((part) => (part === undefined ? undefined : Number(part)));
   const exists =
-    match !== null && month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth(year!, month!) && hour <= 23 && minute <= 59 && second <= 59 && offsetHour <= 23 && offsetMinute <= 59;
+    match !== null &&
+    match[1] !== '-000000' && month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth(year!, month!) && hour <= 23 && minute <= 59 && second <= 59 && offsetHour <= 23 && offsetMinute <= 59;
   const date = new Date(text);
   if (!exists || Number.isNaN(date.getTime())) {
     throw new UsageError(`before must be an ISO 8601 date or instant with a zone, such as 2026-12-01T02:00:00Z (got '${shownText(text)}')`);
