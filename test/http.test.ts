@@ -6,7 +6,7 @@ import type { CronqHealth } from '../src/cronq.ts';
 import { UsageError } from '../src/errors.ts';
 import { parseHttpAddress } from '../src/http/address.ts';
 import { HealthCheck, type HealthReport } from '../src/http/health.ts';
-import { CronqMetrics } from '../src/http/metrics.ts';
+import { CronqMetrics, MAX_KIND_SERIES } from '../src/http/metrics.ts';
 import { startHttpServer, type HttpServer } from '../src/http/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { JobStatus } from '../src/db/schema.ts';
@@ -225,6 +225,24 @@ describe('CronqMetrics', () => {
     expect(sample(body, 'cronq_jobs{queue="default",status="ready"}')).toBeUndefined();
     expect(sample(body, 'cronq_dead_letters_awaiting_review')).toBeUndefined();
     expect(sample(body, 'cronq_pauses_empty_name')).toBeUndefined();
+  });
+
+  it('keeps a bounded number of kind series, counting the kinds past the bound under kind="(other kinds)"', async () => {
+    // Kinds come from whoever enqueues (--allow-unknown-kind): each one that went dead would add series for good.
+    const metrics = new CronqMetrics({ collect: async () => stats });
+    const kinds = Array.from({ length: MAX_KIND_SERIES + 5 }, (_, i) => `typo-${i}`);
+    for (const kind of kinds) {
+      metrics.jobFailed(kind, false);
+      metrics.jobDead(kind);
+    }
+    metrics.jobCompleted('typo-0', 0.1); // a kind seen before keeps its own series
+    const { body } = await metrics.scrape();
+    const deadSeries = body.split('\n').filter((line) => line.startsWith('cronq_jobs_dead_total{'));
+    expect(deadSeries).toHaveLength(MAX_KIND_SERIES + 1);
+    expect(sample(body, 'cronq_jobs_dead_total{kind="(other kinds)"}')).toBe(5);
+    expect(sample(body, 'cronq_jobs_failed_total{kind="(other kinds)",retry="false"}')).toBe(5);
+    expect(sample(body, `cronq_jobs_dead_total{kind="typo-${MAX_KIND_SERIES - 1}"}`)).toBe(1);
+    expect(sample(body, 'cronq_jobs_completed_total{kind="typo-0"}')).toBe(1);
   });
 
   it('treats a collect slower than its timeout as the database being down', async () => {

@@ -21,6 +21,16 @@ export interface MetricsOptions {
   oldestRunningJobAgeSeconds?: () => number;
 }
 
+/**
+ * Most distinct `kind` label values a process keeps series for. Kinds are not bounded by
+ * the daemon's tasks (`--allow-unknown-kind` enqueues any text, and such jobs go dead here
+ * after the unknown-kind grace): each new one would add series for good. The first this
+ * many kinds seen keep their own; the rest count under OTHER_KINDS.
+ */
+export const MAX_KIND_SERIES = 500;
+/** The `kind` label of every kind past MAX_KIND_SERIES (no task can have this name). */
+export const OTHER_KINDS = '(other kinds)';
+
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const LATENESS_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 3600, 86_400];
 
@@ -59,6 +69,8 @@ export class CronqMetrics implements Observer {
   private readonly databaseUp: Gauge;
   private readonly overdue: Gauge<'schedule'>;
   private readonly lastSuccessAt: Gauge<'schedule'>;
+  /** The kinds that have series of their own (MAX_KIND_SERIES at most). */
+  private readonly kindsLabelled = new Set<string>();
   /** The scrape in flight (collection and rendering), which concurrent scrapes share. */
   private scraping: Promise<Scrape> | null = null;
   /** The collect call in flight, until it settles: a scrape that gave up on it at the bound does not end it. */
@@ -222,20 +234,29 @@ export class CronqMetrics implements Observer {
   }
 
   jobCompleted(kind: string, seconds: number): void {
-    this.completed.inc({ kind });
-    this.duration.observe({ kind }, seconds);
+    const label = this.kindLabel(kind);
+    this.completed.inc({ kind: label });
+    this.duration.observe({ kind: label }, seconds);
   }
 
   jobFailed(kind: string, willRetry: boolean): void {
-    this.failed.inc({ kind, retry: String(willRetry) });
+    this.failed.inc({ kind: this.kindLabel(kind), retry: String(willRetry) });
   }
 
   jobDead(kind: string): void {
-    this.dead.inc({ kind });
+    this.dead.inc({ kind: this.kindLabel(kind) });
   }
 
   leaseLost(kind: string): void {
-    this.leasesLost.inc({ kind });
+    this.leasesLost.inc({ kind: this.kindLabel(kind) });
+  }
+
+  /** `kind` as its series' label: itself, unless MAX_KIND_SERIES other kinds came first (OTHER_KINDS). */
+  private kindLabel(kind: string): string {
+    if (this.kindsLabelled.has(kind)) return kind;
+    if (this.kindsLabelled.size >= MAX_KIND_SERIES) return OTHER_KINDS;
+    this.kindsLabelled.add(kind);
+    return kind;
   }
 
   leasesRecovered(returned: number, dead: number): void {
