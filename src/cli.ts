@@ -6,7 +6,7 @@ import { cliLine } from './cli/cliLine.ts';
 import { commandLabel, parseCommandArgs, type Command } from './cli/command.ts';
 import { helpText, mainHelp, usageOf } from './cli/help.ts';
 import { printable } from './cli/printable.ts';
-import { shownText } from './shownText.ts';
+import { shownInLine, shownText } from './shownText.ts';
 import { parseLogLevel } from './logger.ts';
 import { scheduleFileImporting } from './schedule/loader.ts';
 import { enqueueCommand } from './cli/commands/enqueue.ts';
@@ -54,7 +54,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   if (name === '--version') {
     // Alone: `cronq --version start` most likely meant something else; say so rather than ignore it.
-    if (rest.length > 0) return report(new UsageError(`--version takes nothing after it (got '${shownText(rest[0])}')`), env, undefined);
+    if (rest.length > 0) return report(new UsageError(`--version takes nothing after it (got '${shownInLine(rest[0])}')`), env, undefined);
     out(packageVersion());
     return 0;
   }
@@ -75,7 +75,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   // What the failure line names (cliLine): none for an unknown command, the subcommand too once known.
   let label: string | undefined;
   try {
-    if (!command) throw new UsageError(`unknown command '${shownText(name)}' (see cronq --help)`);
+    if (!command) throw new UsageError(`unknown command '${shownInLine(name)}' (see cronq --help)`);
     label = command.name;
     if (rest.includes('--help') || rest.includes('-h')) {
       out(command.help);

@@ -3,7 +3,7 @@ import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/url.ts';
 import { CONCURRENCY, GRACE_BOUND, GRACE_MS, POLL_MS, POST_CLAIM_PAUSE_MS, PREFETCH, UNKNOWN_KIND_GRACE_MS, wholeNumberWithin } from './defaults.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
-import { shownText } from './shownText.ts';
+import { shownInLine } from './shownText.ts';
 import { parseHttpAddress, type HttpAddress } from './http/address.ts';
 import { parseConsoleToken, type ConsoleToken } from './http/console/auth.ts';
 import { parseLogLevel } from './logger.ts';
@@ -69,13 +69,13 @@ export function migrationConfig(env: NodeJS.ProcessEnv): BaseConfig {
 
 function parseImportTimeout(value: string): number {
   const ms = parseDuration(value, 'CRONQ_IMPORT_TIMEOUT');
-  if (ms < 100 || ms > MAX_IMPORT_TIMEOUT_MS) throw new UsageError(`CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '${value}')`);
+  if (ms < 100 || ms > MAX_IMPORT_TIMEOUT_MS) throw new UsageError(`CRONQ_IMPORT_TIMEOUT must be between 100ms and 24h (got '${shownInLine(value)}')`);
   return ms;
 }
 
 function parseGrace(value: string): number {
   const ms = parseDuration(value, '--grace');
-  if (ms > GRACE_BOUND.max) throw new UsageError(`--grace must be at most 24h, the longest lease (got '${value}')`);
+  if (ms > GRACE_BOUND.max) throw new UsageError(`--grace must be at most 24h, the longest lease (got '${shownInLine(value)}')`);
   return ms;
 }
 
@@ -85,7 +85,7 @@ function parseGrace(value: string): number {
  * reads them (1000, 16) or trimmed.
  */
 export function parseIntFlag(value: string, flag: string, min: number, max: number): number {
-  return wholeNumberWithin(/^[0-9]+$/.test(value) ? Number(value) : Number.NaN, flag, { min, max }, `'${shownText(value)}'`);
+  return wholeNumberWithin(/^[0-9]+$/.test(value) ? Number(value) : Number.NaN, flag, { min, max }, `'${shownInLine(value)}'`);
 }
 
 /** A queue name given as `flag`, validated as tasks take it (a UsageError naming the flag). */
@@ -105,7 +105,7 @@ export function parseQueues(value: string | undefined): string[] {
  */
 export function parseRetention(value: string, flag: string): number {
   const ms = parseDuration(value, flag);
-  if (ms < MIN_RETENTION_MS) throw new UsageError(`${flag} must be at least 1h (got '${value}'; durations read as 30d, 12h)`);
+  if (ms < MIN_RETENTION_MS) throw new UsageError(`${flag} must be at least 1h (got '${shownInLine(value)}'; durations read as 30d, 12h)`);
   return ms;
 }
 
@@ -147,7 +147,7 @@ export function daemonConfig(
     unknownKindGraceMs:
       flags['unknown-kind-grace'] === undefined ? UNKNOWN_KIND_GRACE_MS : parseDuration(flags['unknown-kind-grace'], '--unknown-kind-grace'),
   };
-  if (config.pollMs < POLL_MS.min || config.pollMs > POLL_MS.max) throw new UsageError(`--poll must be between ${POLL_MS.min}ms and ${POLL_MS.max / 1000}s (got '${flags.poll}')`);
+  if (config.pollMs < POLL_MS.min || config.pollMs > POLL_MS.max) throw new UsageError(`--poll must be between ${POLL_MS.min}ms and ${POLL_MS.max / 1000}s (got '${shownInLine(String(flags.poll))}')`);
   if (!config.workers && !config.scheduler) throw new UsageError('--no-workers and --no-scheduler together leave nothing to run');
   return config;
 }

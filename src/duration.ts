@@ -1,5 +1,5 @@
 import { UsageError } from './errors.ts';
-import { shownText } from './shownText.ts';
+import { shownInLine } from './shownText.ts';
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,
@@ -49,7 +49,7 @@ export function parseDuration(value: Duration, what = 'duration'): number {
 
 /** A duration as messages quote it: a number as it is, text in quotes, cut as shownText cuts it. */
 export function shownDuration(value: Duration): string {
-  return typeof value === 'number' ? String(value) : `'${shownText(value)}'`;
+  return typeof value === 'number' ? String(value) : `'${shownInLine(value)}'`;
 }
 
 /** Renders milliseconds back in the largest whole unit (`90000` → `90s`, `3600000` → `1h`). */

@@ -410,6 +410,17 @@ describe('LOG_LEVEL', () => {
     expect(http.stderr).toBe("cronq start: --http must be HOST:PORT, e.g. 127.0.0.1:9464 (got 'a\\x0ab:80': 'a\\x0ab' is not a host)\n");
   });
 
+  it('any value a refusal quotes is shown on its one line, its line breaks as escapes: an id, an instant, a duration, an environment variable', async () => {
+    // c50a510 escaped LOG_LEVEL's and --http's; every other quote printed the value's second line as a refusal of its own.
+    const cases: Array<[string[], NodeJS.ProcessEnv, string]> = [
+      [['dead', 'show', '1\nwarn: x'], env, "cronq dead show: ID must be a dead letter id, a whole number from 1 as 'cronq dead list' prints it (got '1\\x0awarn: x')\n"],
+      [['schedules', '--from', 'now\nzz'], env, "cronq schedules: --from must be an ISO 8601 instant with a zone, such as 2026-12-01T02:00:00Z (got 'now\\x0azz')\n"],
+      [['start', '--poll', '1ms\r\n'], env, "cronq start: --poll: '1ms\\x0d\\x0a' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)\n"],
+      [['schedules'], { ...env, CRONQ_IMPORT_TIMEOUT: '5ms\n' }, "cronq schedules: CRONQ_IMPORT_TIMEOUT: '5ms\\x0a' is not a duration (use e.g. 100ms, 2s, 5m, 1h, 40d)\n"],
+    ];
+    for (const [argv, given, stderr] of cases) expect(await runMain(argv, given)).toMatchObject({ code: 64, stderr });
+  });
+
   it('accepts every level in any case, and an empty value as unset', async () => {
     // Each run gets past the level to the command's own check of its flags (no database needed).
     for (const level of ['fatal', 'ERROR', 'Warn', 'info', 'debug', 'trace', 'silent', '']) {

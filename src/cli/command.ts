@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.ts';
-import { shownText } from '../shownText.ts';
+import { shownInLine } from '../shownText.ts';
 import { NEGATIVE_NUMBER, settledFlagValues } from './flagValues.ts';
 import { refuseUnreadableText } from './unreadableText.ts';
 
@@ -63,7 +63,7 @@ export function parseCommandArgs(command: Command, argv: string[]): { values: Pa
   const { min, max, names } = command.positionals;
   if (parsed.positionals.length < min) throw new UsageError(`missing ${names} (see cronq ${command.name} --help)`);
   if (parsed.positionals.length > max) {
-    throw new UsageError(`unexpected argument '${shownText(parsed.positionals[max])}' (see cronq ${command.name} --help)`);
+    throw new UsageError(`unexpected argument '${shownInLine(parsed.positionals[max])}' (see cronq ${command.name} --help)`);
   }
   return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
 }

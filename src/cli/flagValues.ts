@@ -1,7 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.ts';
 import { longerThanChars } from '../runtime/chars.ts';
-import { shownText } from '../shownText.ts';
+import { shownInLine } from '../shownText.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -36,7 +36,7 @@ export function settledFlagValues(options: Options, argv: readonly string[], see
     }
     if (!NEGATIVE_NUMBER.test(next)) {
       throw new UsageError(
-        `${arg} is followed by '${shownText(next)}', a flag, not its value; give ${arg} a value (one that really starts with '-' is written ${arg}=VALUE) (see ${see})`,
+        `${arg} is followed by '${shownInLine(next)}', a flag, not its value; give ${arg} a value (one that really starts with '-' is written ${arg}=VALUE) (see ${see})`,
       );
     }
     args.push(`${arg}=${next}`);

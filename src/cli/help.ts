@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.ts';
-import { shownText } from '../shownText.ts';
+import { shownInLine } from '../shownText.ts';
 import type { Command } from './command.ts';
 
 /** `cronq --help`: what cronq is, and every command with its one-line summary. */
@@ -34,8 +34,8 @@ export function helpText(commands: readonly Command[], args: readonly string[]):
   const [name, sub, ...extra] = args;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') return mainHelp(commands);
   const command = commands.find((c) => c.name === name);
-  if (!command) throw new UsageError(`unknown command '${shownText(name)}' (see cronq --help)`);
+  if (!command) throw new UsageError(`unknown command '${shownInLine(name)}' (see cronq --help)`);
   const unexpected = sub !== undefined && !command.subcommands?.includes(sub) ? sub : extra[0];
-  if (unexpected !== undefined) throw new UsageError(`unexpected argument '${shownText(unexpected)}' (give one command: cronq help ${command.name})`);
+  if (unexpected !== undefined) throw new UsageError(`unexpected argument '${shownInLine(unexpected)}' (give one command: cronq help ${command.name})`);
   return command.help;
 }

@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.ts';
-import { shownText } from '../shownText.ts';
+import { shownInLine } from '../shownText.ts';
 
 // A time needs its zone: a bare local time would mean different instants on different hosts.
 const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):?(\d{2})))?$/;
@@ -19,7 +19,7 @@ const END_OF_9999 = Date.UTC(10_000, 0, 1);
  * (UTC) or later.
  */
 export function parseIsoInstant(value: string, flag: string): Date {
-  const refuse = (why: string) => new UsageError(`${flag} ${why} (got '${shownText(value)}')`);
+  const refuse = (why: string) => new UsageError(`${flag} ${why} (got '${shownInLine(value)}')`);
   const match = ISO_INSTANT.exec(value);
   if (!match) throw refuse('must be an ISO 8601 instant with a zone, such as 2026-12-01T02:00:00Z');
   const [year, month, day, hour = 0, minute = 0, second = 0, offsetHour = 0, offsetMinute = 0] = match

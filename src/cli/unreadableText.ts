@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.ts';
-import { shownText } from '../shownText.ts';
+import { shownInLine } from '../shownText.ts';
 
 /** What Node puts in argv for bytes that are not UTF-8: U+FFFD, the replacement character. */
 const REPLACEMENT = '\uFFFD';
@@ -19,7 +19,7 @@ export function refuseUnreadableText(tokens: readonly ArgToken[]): void {
     if (token.kind === 'option-terminator') continue;
     if (token.kind === 'positional') place++;
     if (!token.value?.includes(REPLACEMENT)) continue;
-    const what = token.kind === 'option' ? `--${token.name}` : `argument ${place} ('${shownText(token.value)}')`;
+    const what = token.kind === 'option' ? `--${token.name}` : `argument ${place} ('${shownInLine(token.value)}')`;
     throw new UsageError(`${what} holds U+FFFD, what bytes that are not UTF-8 become on a command line: it would be stored changed; pass it as UTF-8 text`);
   }
 }

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { loadSchedulesDir } from '../schedule/loader.ts';
 import { isValidTimeZone } from '../schedule/period.ts';
-import { shownText } from '../shownText.ts';
+import { shownInLine } from '../shownText.ts';
 import { shownPath } from '../schedule/importFailure.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 import { generateScheduleFile } from './generate.ts';
@@ -33,7 +33,7 @@ export function hostTimezone(env: NodeJS.ProcessEnv = process.env): string | { u
   const tz = env.TZ ?? '';
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
   if ((tz !== '' && !isValidTimeZone(tz.replace(/^:/, ''))) || !zone || zone === 'Etc/Unknown') {
-    return { unknown: `this host's time zone has no IANA name (TZ ${env.TZ === undefined ? 'unset' : `'${shownText(tz)}'`}): pass --timezone Area/City (the zone this crontab ran in), or set CRON_TZ` };
+    return { unknown: `this host's time zone has no IANA name (TZ ${env.TZ === undefined ? 'unset' : `'${shownInLine(tz)}'`}): pass --timezone Area/City (the zone this crontab ran in), or set CRON_TZ` };
   }
   return zone;
 }

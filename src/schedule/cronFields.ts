@@ -18,7 +18,7 @@
  * `fri-sun`, ends at 7 (Friday to Sunday); in the day-of-week field alone, where 7 is
  * Sunday too (cron extends every field so, but `5-0` hours are then 5, 6 and 7).
  */
-import { shownText } from '../shownText.ts';
+import { shownInLine, shownText } from '../shownText.ts';
 
 /** One field's bounds and names. */
 interface FieldSpec {
@@ -76,7 +76,7 @@ export function readCronFields(fields: readonly string[]): { values: number[][] 
 
 function readField(text: string, spec: FieldSpec): number[] {
   const selected = new Set<number>();
-  const where = `${spec.name} field '${shownText(text)}'`;
+  const where = `${spec.name} field '${shownInLine(text)}'`;
   for (const range of text.split(',')) {
     if (range === '') throw new FieldProblem(`${where}: a list element is empty`);
     readRange(range, spec, where, selected);
@@ -155,11 +155,11 @@ function numberOf(text: string, spec: FieldSpec, where: string): number {
   if (index >= 0) return spec.low + index;
   if (QUARTZ_LETTERS.test(text)) throw new FieldProblem(`${where}: '${text}' (last day, nearest weekday) is Quartz syntax, not cron's`);
   const expected = spec.names ? `a number or a name (${spec.names[0]}-${spec.names.at(-1)})` : 'a number';
-  throw new FieldProblem(`${where}: expected ${expected}${text === '' ? '' : `, got '${shownText(text)}'`}`);
+  throw new FieldProblem(`${where}: expected ${expected}${text === '' ? '' : `, got '${shownInLine(text)}'`}`);
 }
 
 function stepOf(text: string, where: string): number {
-  if (!/^[0-9]+$/.test(text)) throw new FieldProblem(`${where}: a step must be a whole number${text === '' ? '' : `, got '${shownText(text)}'`}`);
+  if (!/^[0-9]+$/.test(text)) throw new FieldProblem(`${where}: a step must be a whole number${text === '' ? '' : `, got '${shownInLine(text)}'`}`);
   // Leading zeros count for nothing, as in cron (`*\/0000000005` is every five minutes).
   const digits = text.replace(/^0+(?=.)/, '');
   if (digits === '0') throw new FieldProblem(`${where}: a step must be 1 or more`);

@@ -13,7 +13,7 @@ import {
 } from '../../admin.ts';
 import { NotFoundError, UsageError } from '../../errors.ts';
 import { longerThanChars } from '../../runtime/chars.ts';
-import { instantText, shownText } from '../../shownText.ts';
+import { instantText, shownInLine } from '../../shownText.ts';
 import type { Command, ParsedArgs } from '../command.ts';
 import { DATABASE_ONLY_HELP } from '../command.ts';
 import { deadLetterDetailJson, deadLetterDetailText, deadLetterGroupTable, deadLetterJson, deadLetterTable } from '../deadLetterText.ts';
@@ -101,14 +101,14 @@ ${DATABASE_ONLY_HELP}`,
   subcommands: ['list', 'show', 'requeue', 'discard'],
   async run(args) {
     const [sub, ...rest] = args.positionals;
-    if (!isSub(sub)) throw new UsageError(`unknown subcommand '${shownText(sub ?? '')}' (list, show, requeue or discard; see cronq dead --help)`);
+    if (!isSub(sub)) throw new UsageError(`unknown subcommand '${shownInLine(sub ?? '')}' (list, show, requeue or discard; see cronq dead --help)`);
     for (const [flag, value] of Object.entries(args.values)) {
       if (value !== undefined && flag !== 'help' && !FLAGS[sub].includes(flag)) {
         throw new UsageError(`--${flag} does not apply here (see cronq dead --help)`);
       }
     }
     if (sub === 'list') {
-      if (rest.length > 0) throw new UsageError(`unexpected argument '${shownText(rest[0])}' (see cronq dead --help)`);
+      if (rest.length > 0) throw new UsageError(`unexpected argument '${shownInLine(rest[0])}' (see cronq dead --help)`);
       return list(args);
     }
     if (sub === 'show') {
@@ -125,7 +125,7 @@ function isSub(value: string | undefined): value is Sub {
 
 function parseId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`ID must be a dead letter id, a whole number from 1 as 'cronq dead list' prints it (got '${shownText(value)}')`);
+    throw new UsageError(`ID must be a dead letter id, a whole number from 1 as 'cronq dead list' prints it (got '${shownInLine(value)}')`);
   }
   return Number(value);
 }

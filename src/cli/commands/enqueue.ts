@@ -3,7 +3,7 @@ import { cliLine } from '../cliLine.ts';
 import { printable } from '../printable.ts';
 import { UsageError } from '../../errors.ts';
 import type { Cronq } from '../../cronq.ts';
-import { shownText } from '../../shownText.ts';
+import { shownInLine } from '../../shownText.ts';
 import { parseIntFlag, parseQueueFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
@@ -73,7 +73,7 @@ ${COMMON_HELP}`,
       const registry = await cronq.ready();
       if (!registry.get(kind) && !values['allow-unknown-kind']) {
         throw new UsageError(
-          `unknown kind '${shownText(kind)}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
+          `unknown kind '${shownInLine(kind)}': no task or schedule of that name in the schedules folder (pass --allow-unknown-kind if a daemon elsewhere defines it)`,
         );
       }
       const { id, created } = await cronq.enqueue({ kind, key, payload, queue, maxAttempts, runAt }, { allowUnknownKind: true });
@@ -93,5 +93,5 @@ ${COMMON_HELP}`,
  */
 async function alreadyPresent(cronq: Cronq, key: string, id: number): Promise<string> {
   const job = await cronq.admin.job({ id }, { payload: false }); // its status alone: none of the payload, nor its size
-  return printable(cliLine('enqueue', `key '${shownText(key)}' already present (job ${id}${job ? `, ${job.status}` : ''}): nothing enqueued`));
+  return printable(cliLine('enqueue', `key '${shownInLine(key)}' already present (job ${id}${job ? `, ${job.status}` : ''}): nothing enqueued`));
 }

@@ -1,7 +1,7 @@
 import { importCrontab } from '../../crontab/import.ts';
 import { isValidTimeZone } from '../../schedule/period.ts';
 import { UsageError } from '../../errors.ts';
-import { shownText } from '../../shownText.ts';
+import { shownInLine } from '../../shownText.ts';
 import { cliLine } from '../cliLine.ts';
 import type { Command } from '../command.ts';
 import { printable } from '../printable.ts';
@@ -52,7 +52,7 @@ most recent missed run is made up once, within a day (cron itself never does).
   positionals: { min: 1, max: 1, names: 'FILE' },
   async run({ values, positionals, env, out }) {
     const timezone = values.timezone as string | undefined;
-    if (timezone !== undefined && !isValidTimeZone(timezone)) throw new UsageError(`--timezone: unknown time zone '${shownText(timezone)}'`);
+    if (timezone !== undefined && !isValidTimeZone(timezone)) throw new UsageError(`--timezone: unknown time zone '${shownInLine(timezone)}'`);
     const { written, errors } = await importCrontab(positionals[0], {
       outDir: (values.out as string | undefined) ?? (env.CRONQ_SCHEDULES || './schedules'),
       system: Boolean(values.system),

@@ -1,7 +1,7 @@
 import { describePause, type PauseTarget } from '../../admin.ts';
 import { parseQueueFlag } from '../../config.ts';
 import { UsageError } from '../../errors.ts';
-import { shownText } from '../../shownText.ts';
+import { shownInLine, shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command, type ParsedArgs } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { printableLine } from '../printable.ts';
@@ -44,7 +44,7 @@ ${COMMON_HELP}`,
         reason: args.values.reason as string | undefined,
         by: args.values.by as string | undefined,
       });
-      if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
+      if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownInLine(name)}' in the schedules folder`);
       if (outcome.status === 'already_paused') throw new UsageError(`${target} '${name}' is already ${shownPause(outcome.pause)}`);
       args.out(`${target} ${name} ${shownPause(outcome.pause)}`);
       return 0;
@@ -85,8 +85,8 @@ ${COMMON_HELP}`,
     const cronq = await openForCommand(args, { loadSchedules: target === 'schedule' });
     try {
       const outcome = await cronq.admin.pauses.resume(target, name);
-      if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
-      if (outcome.status === 'not_paused') throw new UsageError(`${shownPauseTarget(target)} '${shownText(name)}' is not paused`);
+      if (outcome.status === 'no_schedule') throw new UsageError(`no schedule named '${shownInLine(name)}' in the schedules folder`);
+      if (outcome.status === 'not_paused') throw new UsageError(`${shownPauseTarget(target)} '${shownInLine(name)}' is not paused`);
       args.out(`${shownPauseTarget(target)} ${shownPauseName(name)} resumed (was ${shownPause(outcome.pause)})`);
       return 0;
     } finally {

@@ -2,7 +2,7 @@ import { describePause, FIRE_TIME_HORIZON, LISTING_MAX, type TickRow } from '../
 import { baseConfig, parseIntFlag } from '../../config.ts';
 import { formatDuration } from '../../duration.ts';
 import { normalisedCron } from '../../schedule/tickSource.ts';
-import { instantText, shownText } from '../../shownText.ts';
+import { instantText, shownInLine } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { jsonText, printableLine } from '../printable.ts';
@@ -40,7 +40,7 @@ ${COMMON_HELP}`,
     const from = args.values.from === undefined ? new Date() : parseIsoInstant(args.values.from as string, '--from');
     if (from.getTime() >= FIRE_TIME_HORIZON) {
       // Said here, naming the flag as typed, before the database is opened.
-      throw new UsageError(`--from must be before the year 3000: cron fire times are computed up to the end of 2999 (got '${shownText(args.values.from as string)}')`);
+      throw new UsageError(`--from must be before the year 3000: cron fire times are computed up to the end of 2999 (got '${shownInLine(args.values.from as string)}')`);
     }
     const count = args.values.count === undefined ? 5 : parseIntFlag(args.values.count as string, '--count', 1, LISTING_MAX);
     baseConfig(args.env, { schedules: args.values.schedules as string | undefined });

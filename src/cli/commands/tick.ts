@@ -2,7 +2,7 @@ import { printable } from '../printable.ts';
 import { cliLine } from '../cliLine.ts';
 import { checkTickInstant, type TickNowOutcome } from '../../admin.ts';
 import { TickFanoutError, UsageError } from '../../errors.ts';
-import { shownText } from '../../shownText.ts';
+import { shownInLine, shownText } from '../../shownText.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
 import { shownPause } from './pause.ts';
@@ -77,11 +77,11 @@ ${COMMON_HELP}`,
         process.stderr.write(`${printable(cliLine('tick', error.message))}\n`);
         return EXIT_INTERRUPTED;
       }
-      if (result.status === 'no_schedule') throw new UsageError(`no schedule named '${shownText(name)}' in the schedules folder`);
+      if (result.status === 'no_schedule') throw new UsageError(`no schedule named '${shownInLine(name)}' in the schedules folder`);
       if (result.status === 'paused') {
         throw new UsageError(`schedule '${name}' is ${shownPause(result.pause)}; --force runs it anyway, or 'cronq resume ${name}' first`);
       }
-      if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownText(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
+      if (result.status === 'no_fire_time') throw new UsageError(`schedule '${shownInLine(name)}' has no fire time at or before ${(asked ?? result.at).toISOString()}`);
       const taken = result.firstConflict;
       args.out(
         `${name} tick ${result.fireAt.toISOString()} (period ${result.periodKey}): ${result.inserted} enqueued, ${result.existing} already present${

@@ -8,7 +8,7 @@
  */
 import { describePause, MAX_REASON_LENGTH, type CronqAdmin, type TickNowOutcome } from '../../admin.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
-import { shownText } from '../../shownText.ts';
+import { shownInLine, shownText } from '../../shownText.ts';
 import { decodeSegment } from './context.ts';
 import { deadFilter } from './pages/dead.ts';
 
@@ -80,7 +80,7 @@ const BULK_FIELDS = new Set(['csrf', 'reason', 'kind', 'queue']);
 function bulkFilter(fields: URLSearchParams, query: URLSearchParams): ReturnType<typeof deadFilter> {
   if (query.size > 0) throw new ActionRefused("the filter goes in the form's fields (kind, queue), not the address");
   for (const name of new Set(fields.keys())) {
-    if (!BULK_FIELDS.has(name)) throw new ActionRefused(`the filter has no field '${shownText(name)}' (kind, queue)`);
+    if (!BULK_FIELDS.has(name)) throw new ActionRefused(`the filter has no field '${shownInLine(name)}' (kind, queue)`);
     if (name !== 'csrf' && name !== 'reason' && fields.getAll(name).length > 1) throw new ActionRefused(`the filter's ${name} is given twice`);
   }
   return deadFilter(fields);

@@ -1,7 +1,7 @@
 /** `/schedules/NAME`: one schedule's tick ledger, newest first, paged by fire time. */
 import type { TickRow } from '../../../admin.ts';
 import { UsageError } from '../../../errors.ts';
-import { shownText } from '../../../shownText.ts';
+import { shownInLine } from '../../../shownText.ts';
 import { actionForm, type ConsoleContext, type PageResult } from '../context.ts';
 import { when } from '../format.ts';
 import { html, type Html } from '../html.ts';
@@ -39,7 +39,7 @@ function beforeOf(text: string): Date | undefined {
     match[1] !== '-000000' && month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth(year!, month!) && hour <= 23 && minute <= 59 && second <= 59 && offsetHour <= 23 && offsetMinute <= 59;
   const date = new Date(text);
   if (!exists || Number.isNaN(date.getTime())) {
-    throw new UsageError(`before must be an ISO 8601 date or instant with a zone, such as 2026-12-01T02:00:00Z (got '${shownText(text)}')`);
+    throw new UsageError(`before must be an ISO 8601 date or instant with a zone, such as 2026-12-01T02:00:00Z (got '${shownInLine(text)}')`);
   }
   return date;
 }
