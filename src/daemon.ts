@@ -12,7 +12,7 @@ import { scheduleFileImporting } from './schedule/loader.ts';
 
 /**
  * Runs `cronq start`: migrate (unless --no-migrate), then workers and recovery, until
- * SIGTERM or SIGINT. The first signal stops claiming, releases claimed-but-unstarted
+ * SIGTERM, SIGINT or SIGHUP. The first signal stops claiming, releases claimed-but-unstarted
  * jobs, gives running handlers the grace period and resolves with exit code 0; a
  * second signal exits at once with 1. A first signal before the engine has started lets a
  * migration in progress finish, then resolves with 0; one while schedule files are still
@@ -68,6 +68,9 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // Its terminal or ssh session closed: a stop like any other. Node's default would end the
+  // process at once, nothing released, even under nohup (Node resets the ignore it inherits).
+  process.on('SIGHUP', onSignal);
   process.on('exit', onForeignExit);
   let engineStarted = false;
   try {
@@ -138,6 +141,7 @@ export async function runDaemon(config: DaemonConfig, log: Logger): Promise<numb
     await http?.close();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    process.off('SIGHUP', onSignal);
     process.off('exit', onForeignExit);
   }
 

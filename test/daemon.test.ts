@@ -84,6 +84,21 @@ describe('cronq start', () => {
     expect(job.locked_by).toMatch(/^.+:\d+$/);
   });
 
+  it('stops on SIGHUP (its terminal closed) as on SIGTERM: the running job is released, its attempt restored, exit 0', async () => {
+    // Node's default for SIGHUP ends the process at once and silently, even under nohup
+    // (Node resets the inherited ignore): the job stayed reserved until its lease ran out.
+    const d = daemon(['--grace', '300ms']);
+    await d.waitFor('worker_started');
+    const enq = await runCli(['enqueue', 'hangs', '--key', 'hangs:hup'], env);
+    await d.waitFor('job_claimed');
+    d.signal('SIGHUP');
+    expect(await d.exited).toBe(0);
+    expect(d.events('shutdown_requested')).toMatchObject([{ signal: 'SIGHUP' }]);
+    expect(d.events('job_released_on_shutdown')).toHaveLength(1);
+    const [job] = await t.sql('SELECT status, attempts FROM cronq_jobs WHERE id = ?', [Number(enq.stdout)]);
+    expect(job).toEqual({ status: 'ready', attempts: 0 });
+  });
+
   it('aborts a handler that outlives --grace, releases its job and exits 0', async () => {
     const d = daemon(['--grace', '300ms']);
     await d.waitFor('worker_started');

@@ -10,8 +10,8 @@ export const startCommand: Command = {
                    [--grace D] [--poll D] [--no-migrate] [--no-scheduler] [--no-workers]
                    [--http HOST:PORT] [--console-token-file F] [--prune-done-older-than D] [--unknown-kind-grace D]
 
-Runs the daemon in the foreground until SIGTERM or SIGINT: loads the task and
-schedule files, applies pending migrations, then enqueues each schedule's ticks
+Runs the daemon in the foreground until SIGTERM, SIGINT or SIGHUP: loads the
+task and schedule files, applies pending migrations, then enqueues each schedule's ticks
 (catching up ticks missed while no daemon ran) and claims and runs jobs. Run one
 per host, on as many hosts as you like, against the same database: each tick is
 enqueued once and each job runs once at a time.
@@ -58,7 +58,7 @@ enqueued once and each job runs once at a time.
                      job's creation
 
 Durations read as 100ms, 2s, 5m, 1h, 40d, without spaces.
-On SIGTERM/SIGINT: no new claims; jobs claimed but not started are released with
+On SIGTERM/SIGINT/SIGHUP: no new claims; jobs claimed but not started are released with
 their attempt restored; running handlers get the grace period; exit 0. Whatever
 the database does, the stop takes at most the grace plus 3s (then one
 shutdown_cut_short line names what was left unwritten, for lease recovery). While
