@@ -41,6 +41,20 @@ describe('options defineTask and defineSchedule do not know', () => {
     expect(() => defineTask({ name: 'has space', handle })).toThrow(`name must be 1-64 letters, digits, '.', '_' or '-' (got "has space")`);
   });
 
+  it('quotes a refused value in a bounded line, in time bounded by the line: a huge bigint, a function, a long symbol', () => {
+    // String() wrote all of each: 2n ** 10_000_000n took seconds of decimal digits, a function its whole source.
+    const startedAt = performance.now();
+    expect(refusal(() => defineTask({ name: 'a', handle, maxAttempts: (2n ** 10_000_000n) as never }))).toBe("task 'a': maxAttempts must be a whole number from 1 to 1000 (got a bigint)");
+    expect(performance.now() - startedAt).toBeLessThan(500);
+    expect(refusal(() => defineTask({ name: 'a', handle, maxAttempts: 3n as never }))).toBe("task 'a': maxAttempts must be a whole number from 1 to 1000 (got a bigint)");
+    const source = function three() {
+      // a comment
+      return 3;
+    };
+    expect(refusal(() => defineTask({ name: 'a', handle, concurrency: source as never }))).toBe("task 'a': concurrency must be a whole number from 1 to 10000 (got function)");
+    expect(refusal(() => defineTask({ name: 'a', handle, concurrency: Symbol('s'.repeat(1_000)) as never }))).toBe(`task 'a': concurrency must be a whole number from 1 to 10000 (got Symbol(${'s'.repeat(57)}…)`);
+  });
+
   it('refuses a backoff whose max is below its base in one plain sentence, in the units written', () => {
     const base = { name: 'o', cron: '0 2 * * *', handle };
     expect(refusal(() => defineSchedule({ ...base, backoff: { base: '1h', max: '1m' } }))).toBe("schedule 'o': backoff.max (1m) is below its base (1h)");

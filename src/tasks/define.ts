@@ -278,12 +278,16 @@ export function validateParse(parse: unknown, what: string): ((payload: unknown)
 /**
  * A refused name or queue as a message quotes it: text cut as shownText cuts it, in
  * double quotes (JSON, so control characters show as escapes);
- * anything else by its value or, for an object, its type.
+ * anything else by its value (a symbol cut too; a bigint past SHOWN_TEXT_MAX digits by its
+ * size) or, for an object or a function, its type: at most about SHOWN_TEXT_MAX characters.
  */
 export function shownName(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(shownText(value));
+  // A bigint by its type alone: its decimal digits take time super-linear in its size (and 5n is no 5).
   if (typeof value === 'bigint') return 'a bigint';
-  return typeof value === 'object' && value !== null ? typeof value : String(value);
+  // A function's String() is its whole source; a symbol's, its whole description.
+  if (typeof value === 'symbol') return shownText(String(value));
+  return (typeof value === 'object' && value !== null) || typeof value === 'function' ? typeof value : String(value);
 }
 
 /** True when `name` is one a task or schedule can have (validateName takes it). */
