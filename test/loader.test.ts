@@ -276,7 +276,7 @@ describe('thrownText', () => {
     expect(thrownText(hostile)).toBe('Error');
     const revoked = Proxy.revocable({}, {});
     revoked.revoke();
-    expect(thrownText(revoked.proxy)).toBe('threw a non-Error value: an unprintable value');
+    expect(thrownText(revoked.proxy)).toBe('threw a non-Error value: an object that cannot be read');
     expect(thrownText(new Error('first\nsecond'))).toBe('first');
     const long = thrownText({ blob: 'x'.repeat(1_000_000) });
     expect(long).toHaveLength(300);
