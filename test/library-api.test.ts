@@ -21,59 +21,19 @@ describe('createCronq logger', () => {
     expect(() => createCronq({ logger: console as never })).toThrow(/logger must be pino-compatible .*lacks child, isLevelEnabled/);
   });
 
-  it('goes on when the logger given throws (in every method, child too): jobs run and go dead, start and stop resolve, and Node is warned once per method', async () => {
-    // A job_dead line's throw escaped the finisher as an unhandled rejection, ending the process; start() rejected with it.
+  /**
+   * Runs a job that completes and one that goes dead under each of `loggers`, the engine
+   * still serving; returns what reached `unhandledRejection` and Node's CRONQ_LOGGER_ERROR warnings.
+   */
+  async function drainUnder(loggers: Array<[string, unknown]>): Promise<{ unhandled: unknown[]; said: string[] }> {
     const unhandled: unknown[] = [];
     const warnings: Error[] = [];
     const onRejection = (reason: unknown) => void unhandled.push(reason);
     const onWarning = (warning: Error) => void warnings.push(warning);
     process.on('unhandledRejection', onRejection);
     process.on('warning', onWarning);
-    const boom = () => {
-      throw new Error('logger broke');
-    };
-    const logger = { child: boom, trace: boom, debug: boom, info: boom, warn: boom, error: boom, fatal: boom, isLevelEnabled: boom };
-    const fine = defineTask({ name: 'fine', handle: () => undefined });
-    const broken = defineTask({ name: 'broken', maxAttempts: 1, handle: () => Promise.reject(new Error('broken on purpose')) });
-    const cronq = createCronq({ databaseUrl: t.url, logger: logger as never, tasks: [fine, broken], pollInterval: '20ms' });
     try {
-      await cronq.start();
-      await cronq.enqueue(fine, { key: 'fine:1', payload: {} });
-      await cronq.enqueue(broken, { key: 'broken:1', payload: {} });
-      await expect.poll(async () => t.sql("SELECT job_key, status FROM cronq_jobs ORDER BY job_key"), { timeout: 10_000 }).toEqual([
-        { job_key: 'broken:1', status: 'dead' },
-        { job_key: 'fine:1', status: 'done' },
-      ]);
-      expect(cronq.health().workers).toBe(true);
-    } finally {
-      await cronq.stop();
-      process.off('unhandledRejection', onRejection);
-      process.off('warning', onWarning);
-    }
-    expect(unhandled).toEqual([]);
-    const said = warnings.filter((w) => (w as Error & { code?: string }).code === 'CRONQ_LOGGER_ERROR').map((w) => w.message);
-    expect(said).toContain("cronq: the logger's error() threw (Error: logger broke); cronq goes on without that line");
-    expect(new Set(said).size).toBe(said.length);
-  });
-
-  it('goes on when the logger given fails otherwise: a method that returns a rejected promise (an async one), a child() that is no logger', async () => {
-    // An async error() typechecks as a logger method; its rejection was unhandled, ending the process.
-    const unhandled: unknown[] = [];
-    const warnings: Error[] = [];
-    const onRejection = (reason: unknown) => void unhandled.push(reason);
-    const onWarning = (warning: Error) => void warnings.push(warning);
-    process.on('unhandledRejection', onRejection);
-    process.on('warning', onWarning);
-    const rejects = async () => {
-      throw new Error('logger broke later');
-    };
-    const asyncLogger: Record<string, unknown> = { trace: rejects, debug: rejects, info: rejects, warn: rejects, error: rejects, fatal: rejects, isLevelEnabled: () => true };
-    asyncLogger.child = () => asyncLogger;
-    const ok = () => undefined;
-    // Its children lack the methods cronq calls on a job's logger (warn, error): a TypeError inside the finisher.
-    const childless = { trace: ok, debug: ok, info: ok, warn: ok, error: ok, fatal: ok, isLevelEnabled: () => true, child: () => ({}) };
-    try {
-      for (const [name, logger] of [['async', asyncLogger], ['childless', childless]] as const) {
+      for (const [name, logger] of loggers) {
         await t.sql('DELETE FROM cronq_jobs');
         const fine = defineTask({ name: 'fine', handle: () => undefined });
         const broken = defineTask({ name: 'broken', maxAttempts: 1, handle: () => Promise.reject(new Error('broken on purpose')) });
@@ -96,8 +56,37 @@ describe('createCronq logger', () => {
       process.off('unhandledRejection', onRejection);
       process.off('warning', onWarning);
     }
-    expect(unhandled).toEqual([]);
     const said = warnings.filter((w) => (w as Error & { code?: string }).code === 'CRONQ_LOGGER_ERROR').map((w) => w.message);
+    return { unhandled, said };
+  }
+
+  it('goes on when the logger given throws (in every method, child too): jobs run and go dead, start and stop resolve, and Node is warned once per method', async () => {
+    // A job_dead line's throw escaped the finisher as an unhandled rejection, ending the process; start() rejected with it.
+    const boom = () => {
+      throw new Error('logger broke');
+    };
+    const logger = { child: boom, trace: boom, debug: boom, info: boom, warn: boom, error: boom, fatal: boom, isLevelEnabled: boom };
+    const { unhandled, said } = await drainUnder([['throwing', logger]]);
+    expect(unhandled).toEqual([]);
+    expect(said).toContain("cronq: the logger's error() threw (Error: logger broke); cronq goes on without that line");
+    expect(new Set(said).size).toBe(said.length);
+  });
+
+  it('goes on when the logger given fails otherwise: a method that returns a rejected promise (an async one), a child() that is no logger', async () => {
+    // An async error() typechecks as a logger method; its rejection was unhandled, ending the process.
+    const rejects = async () => {
+      throw new Error('logger broke later');
+    };
+    const asyncLogger: Record<string, unknown> = { trace: rejects, debug: rejects, info: rejects, warn: rejects, error: rejects, fatal: rejects, isLevelEnabled: () => true };
+    asyncLogger.child = () => asyncLogger;
+    const ok = () => undefined;
+    // Its children lack the methods cronq calls on a job's logger (warn, error): a TypeError inside the finisher.
+    const childless = { trace: ok, debug: ok, info: ok, warn: ok, error: ok, fatal: ok, isLevelEnabled: () => true, child: () => ({}) };
+    const { unhandled, said } = await drainUnder([
+      ['async', asyncLogger],
+      ['childless', childless],
+    ]);
+    expect(unhandled).toEqual([]);
     expect(said).toContain("cronq: the logger's error() threw (Error: logger broke later); cronq goes on without that line");
     expect(said.some((m) => m.startsWith("cronq: the logger's child() threw (TypeError: child() returned no logger"))).toBe(true);
   });
