@@ -742,17 +742,19 @@ export function createCronq(options: CronqOptions = {}): Cronq {
     const rows = Array.isArray(jobs) ? checkedRows(jobs, registry, task, allowUnknown) : rowsOf(checkedJobs(jobs), registry, task, allowUnknown);
     const maxStatementBytes = await byteLimit('enqueueMany');
     /** Written so far, for a stream's refused job: the rows read before it stay written. */
-    const sofar = { inserted: 0, existing: 0 };
-    const counted = async (batch: { inserted: number; existing: number }) => {
+    const sofar = { inserted: 0, existing: 0, refused: 0 };
+    const counted = async (batch: { inserted: number; existing: number; refused: number }) => {
       sofar.inserted += batch.inserted;
       sofar.existing += batch.existing;
+      sofar.refused += batch.refused;
     };
     let result: EnqueueOutcome;
     try {
       result = await enqueueRows(tx ? store.inTransaction(tx) : store, rows, { parallel: tx ? 1 : ENQUEUE_PARALLEL, maxStatementBytes, signal: enqueuesCut.signal, afterBatch: counted });
     } catch (error) {
       if (error instanceof StreamJobRefusal) {
-        throw new UsageError(`${error.message}; the jobs read before it were written (${sofar.inserted} new, ${sofar.existing} already present)`);
+        const refused = sofar.refused > 0 ? `, but for ${sofar.refused} the database refused` : '';
+        throw new UsageError(`${error.message}; the jobs read before it were written (${sofar.inserted} new, ${sofar.existing} already present)${refused}`);
       }
       throw enqueueFailure(error, 'enqueueMany');
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCronq, defineSchedule, defineTask, EnqueueError, EnqueueRefusedError, TickFanoutError, type ScheduleOptions } from '../src/index.ts';
+import { createCronq, defineSchedule, defineTask, EnqueueError, EnqueueRefusedError, TickFanoutError, UsageError, type ScheduleOptions } from '../src/index.ts';
 import { CronqMetrics } from '../src/http/metrics.ts';
 import { silentLogger } from '../src/logger.ts';
 import { collectStats } from '../src/store/stats.ts';
@@ -337,6 +337,25 @@ describe('enqueueMany and enqueue', () => {
     expect(refused.written).toEqual({ inserted: 498, existing: 0 });
     expect(refused.message).not.toMatch(/secret|yyyy/);
     expect(await count()).toBe(498);
+  });
+
+  it('enqueueMany of a stream refused at a bad job counts the jobs read before it that the database refused, not only those written', async () => {
+    const cronq = open();
+    async function* jobs() {
+      yield { kind: 'blob', key: 'stream:0', payload: { s: '\udc00 secret' } as unknown };
+      yield { kind: 'blob', key: 'stream:1', payload: {} };
+      yield { kind: 'blob', key: 'stream:2', payload: {} };
+      yield { kind: 'blob', payload: {} } as never;
+    }
+    try {
+      const refusal = await cronq.enqueueMany(jobs()).catch((e: Error) => e);
+      expect(refusal).toBeInstanceOf(UsageError);
+      expect((refusal as Error).message).toMatch(/^enqueueMany: job 3 of the stream \(from 0\): .*; the jobs read before it were written \(2 new, 0 already present\), but for 1 the database refused$/);
+      expect((refusal as Error).message).not.toContain('secret');
+    } finally {
+      await cronq.stop();
+    }
+    expect(await count()).toBe(2);
   });
 
   it('enqueue names the key and the server reason, never the payload, whatever fails', async () => {
