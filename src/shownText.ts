@@ -50,13 +50,18 @@ export function instantText(date: Date): string {
 }
 
 /**
- * A refused option's value as a message shows it: its JSON (`"5"`, `{}`), or its kind when
- * JSON cannot write it (`a bigint`, `an object` that holds itself), as JSON.stringify would
- * throw a TypeError from the message itself.
+ * A refused option's value as a message shows it, in a bounded line: a string quoted and
+ * cut as shownText cuts it, another value by its JSON (`{}`, `[1]`) cut the same way, or by
+ * its kind where JSON cannot write it (`a bigint`, `a function`, `an object` that holds
+ * itself), as JSON.stringify would throw a TypeError from the message itself.
  */
 export function shownValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(shownText(value));
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return shownText(String(value));
   try {
-    return String(JSON.stringify(value));
+    const json = JSON.stringify(value);
+    return json === undefined ? String(value) : shownText(json);
   } catch {
     return typeof value === 'bigint' ? 'a bigint' : Array.isArray(value) ? 'an array' : 'an object';
   }

@@ -99,6 +99,15 @@ describe('createCronq options', () => {
     expect(refusal(() => defineTask({ name: 'x', handle, maxAttempts: '5' as never })).message).toBe('task \'x\': maxAttempts must be a whole number from 1 to 1000 (got "5")');
   });
 
+  it('quotes a refused option value in a bounded line: a long string or a big object is cut, a function is named', () => {
+    const handle = () => undefined;
+    const long = refusal(() => defineSchedule({ name: 's', cron: '@daily', handle, period: 'x'.repeat(100_000) as never })).message;
+    expect(long).toMatch(/^schedule 's': period must be one of .* \(got "x{64}…"\)$/);
+    const big = refusal(() => defineSchedule({ name: 's', cron: '@daily', handle, overlap: { list: Array.from({ length: 10_000 }, (_, i) => i) } as never })).message;
+    expect(big.length).toBeLessThan(300);
+    expect(refusal(() => defineSchedule({ name: 's', cron: '@daily', handle, catchUp: { mode: handle as never } })).message).toMatch(/\(got a function\)$/);
+  });
+
   it('refuses a misspelt observer callback, or a callback that is no function, but not an observer\'s own state', () => {
     expect(refusal(() => createCronq({ databaseUrl: t.url, logger: false, observer: { jobComplete() {} } as never })).message).toBe(
       "createCronq: observer: unknown callback 'jobComplete' (did you mean 'jobCompleted'?)",
