@@ -568,130 +568,192 @@ export async function claimReady(claims: Pool, request: ClaimRequest, rotation =
   if (request.limit <= 0 || request.queues.length === 0) return [];
   const conn = await claims.getConnection();
   const tx = new ClaimTransaction(conn, claims);
-  const lockedIds: number[] = [];
-  const lockedRows: Locked[] = [];
-  let heldLimit = false;
-  /** The queue whose ready rows may go on after this claim: its look-ahead is counted after the COMMIT. */
-  let peek: { queue: string; at: ClaimCursor; cap: number } | null = null;
   try {
-    if (request.ids) {
-      // A claim by id: those rows alone, from the queues claimed without a limit.
-      const queues = request.queues.filter((queue) => !request.limits?.has(queue));
-      for (const r of await tx.lockByIds(request.ids, queues, request.limit, [...(request.excludeIds ?? [])])) {
-        lockedIds.push(Number(r.id));
-        lockedRows.push(r);
-      }
-    }
-    const byRange = request.ids ? [] : rotate(request.queues, rotation);
-    for (const queue of byRange) {
-      const want = request.limit - lockedIds.length;
-      if (want <= 0) break;
-      const cursor = request.cursors?.get(queue);
-      const exclude = [...(request.excludeIds ?? [])];
-      const limit = request.limits?.get(queue);
-      let got: Locked[];
-      // Whether the queue's ready rows ran out: only then may the cursor be marked drained.
-      let exhausted: boolean;
-      if (limit) {
-        if (heldLimit) continue;
-        heldLimit = true;
-        const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
-        got = within.rows;
-        exhausted = within.exhausted;
-        if (within.full) request.atLimit?.add(queue);
-      } else {
-        const locked = await tx.lockReady(queue, want, cursor, exclude);
-        got = locked.rows;
-        exhausted = locked.exhausted;
-      }
-      lockedRows.push(...got);
-      for (const r of got) lockedIds.push(Number(r.id));
-      const last = got.at(-1);
-      if (last) {
-        const ahead = exhausted ? 0 : cursor?.ahead === undefined ? undefined : Math.max(0, cursor.ahead - got.length);
-        const at: ClaimCursor = { availableAt: last.available_at, id: Number(last.id), drained: exhausted, ahead };
-        advanceCursor(request.cursors, queue, at);
-        if (!exhausted && !limit) peek = { queue, at, cap: AHEAD_FACTOR * want };
-      } else if (cursor && exhausted) markDrained(request.cursors, queue, cursor);
-    }
-    // Rows whose payload the server would not return (larger than max_allowed_packet) go
-    // dead in this transaction, before the reservation, and are not handed out.
-    const unreadable = lockedRows.filter((row) => row.payload === null).map((row) => Number(row.id));
-    if (unreadable.length > 0) {
-      try {
-        await sendUnreadableDead((statements) => tx.send(statements), unreadable);
-      } catch (error) {
-        if (isConnectionError(error)) throw error;
-        if (isLockConflict(error)) throw new ClaimUpdateError(lockedIds, error);
-        throw new UnreadableRowsError(unreadable, error);
-      }
-      const gone = new Set(unreadable);
-      lockedRows.splice(0, lockedRows.length, ...lockedRows.filter((row) => !gone.has(Number(row.id))));
-      lockedIds.splice(0, lockedIds.length, ...lockedIds.filter((id) => !gone.has(id)));
-    }
-    if (lockedIds.length === 0) {
+    const locked = await lockClaimable(tx, request, rotation);
+    const rows = hasUnreadable(locked.rows) ? await dropUnreadable(tx, locked.rows) : locked.rows;
+    if (rows.length === 0) {
       await tx.finish();
       tx.release();
       return [];
     }
-    // One random secret per claim; each row's token is that secret followed by its id
-    // (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
-    // The UPDATE finds every row: each is locked by this transaction and was 'ready' under
-    // that lock. Should a statement fail, the server runs nothing after it: no COMMIT if
-    // the UPDATE failed. The count of the rows ahead (ClaimCursor.ahead) comes after the
-    // COMMIT: should it fail, the reservation has committed, and reading the rows back by
-    // their fence (reservedBy) tells the one case from the other.
     const secret = newClaimSecret();
-    const counted = peek !== null && request.cursors !== undefined;
-    try {
-      const results = await tx.send([
-        format(
-          `${PAYLOAD_KEPT_RAW}UPDATE cronq_jobs
-          SET status = 'reserved', attempts = attempts + 1, lease_fence = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
-              lease_deadline = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
-              lease_holder = ?, updated_at = UTC_TIMESTAMP(6)
-          WHERE ${idsCondition(lockedIds)}`,
-          [secret, holderOf(request.lockedBy)],
-        ),
-        'COMMIT',
-        ...(counted ? [aheadSql(peek!.queue, peek!.at, peek!.cap)] : []),
-      ]);
-      if (counted) {
-        const [{ ahead }] = results[results.length - 1] as Array<{ ahead: number }>;
-        setAhead(request.cursors!, peek!.queue, peek!.at, Number(ahead));
-      }
-    } catch (error) {
-      // A failed count (a statement timeout, a killed query) leaves the connection usable.
-      const mayHaveCommitted = counted && (!isConnectionError(error) || (driverError(error) as { code?: string })?.code === 'ER_QUERY_INTERRUPTED');
-      const reserved = mayHaveCommitted ? await tx.reservedBy(secret, lockedIds).catch(() => []) : [];
-      if (reserved.length === 0) {
-        if (isConnectionError(error)) throw error;
-        throw new ClaimUpdateError(lockedIds, error);
-      }
-      // Committed: only the count failed. The cursor keeps its estimate.
-      lockedRows.splice(0, lockedRows.length, ...reserved);
-    }
+    const reserved = await reserveLocked(tx, request, rows, secret, locked.peek);
     tx.release();
-    lockedRows.sort((a, b) => Number(a.id) - Number(b.id));
-    return lockedRows.map((row) => ({
-      id: Number(row.id),
-      queue: row.queue,
-      kind: row.kind,
-      key: row.job_key,
-      // Text: the unreadable rows went dead above, and reservedBy reads these same rows on this session.
-      payloadText: row.payload!,
-      attempt: row.attempts + 1,
-      maxAttempts: row.max_attempts,
-      periodKey: row.period_key,
-      scheduledAt: parseDbTime(row.scheduled_at),
-      lease: { id: Number(row.id), token: leaseTokenOf(secret, Number(row.id)) },
-      leaseMs: leaseMsOf(request.leases, row.kind),
-      leaseExpiries: Number(row.lease_expiries),
-    }));
+    return claimedJobsOf(reserved, secret, request.leases);
   } catch (error) {
     await tx.abandon(error);
     throw error;
   }
+}
+
+// claimReady's steps, each a function of its own: a fresh daemon's first claims run them
+// before V8 has compiled them, and one async function holding them all took TurboFan
+// ~90 ms to compile (twice, once per deoptimisation) on a background thread, against the
+// database server for the machine's CPU through the first seconds of a drain.
+
+/** The queue whose ready rows may go on after a claim: its look-ahead is counted after the COMMIT (ClaimCursor.ahead). */
+type Peek = { queue: string; at: ClaimCursor; cap: number };
+
+/**
+ * Locks the rows a claim takes: the rows of `request.ids` alone, or each queue's oldest
+ * ready rows by range, in turn from `rotation`, moving their cursors (see ClaimRequest).
+ */
+async function lockClaimable(tx: ClaimTransaction, request: ClaimRequest, rotation: number): Promise<{ rows: Locked[]; peek: Peek | null }> {
+  const rows: Locked[] = [];
+  const exclude = [...(request.excludeIds ?? [])];
+  if (request.ids) {
+    // A claim by id: those rows alone, from the queues claimed without a limit.
+    const queues = request.queues.filter((queue) => !request.limits?.has(queue));
+    rows.push(...(await tx.lockByIds(request.ids, queues, request.limit, exclude)));
+    return { rows, peek: null };
+  }
+  let peek: Peek | null = null;
+  let heldLimit = false;
+  for (const queue of rotate(request.queues, rotation)) {
+    const want = request.limit - rows.length;
+    if (want <= 0) break;
+    const limit = request.limits?.get(queue);
+    if (limit && heldLimit) continue;
+    heldLimit ||= limit !== undefined;
+    const cursor = request.cursors?.get(queue);
+    const got = limit ? await lockWithinLimit(tx, request, queue, limit, want, cursor, exclude) : await tx.lockReady(queue, want, cursor, exclude);
+    for (const row of got.rows) rows.push(row);
+    const at = moveCursor(request.cursors, queue, cursor, got);
+    if (at && !got.exhausted && !limit) peek = { queue, at, cap: AHEAD_FACTOR * want };
+  }
+  return { rows, peek };
+}
+
+/** lockReadyWithin, noting a queue found or left at its limit in `request.atLimit`. */
+async function lockWithinLimit(
+  tx: ClaimTransaction,
+  request: ClaimRequest,
+  queue: string,
+  limit: QueueLimit,
+  want: number,
+  cursor: ClaimCursor | undefined,
+  exclude: readonly number[],
+): Promise<{ rows: Locked[]; exhausted: boolean }> {
+  const within = await tx.lockReadyWithin(queue, limit, want, cursor, exclude);
+  if (within.full) request.atLimit?.add(queue);
+  return within;
+}
+
+/**
+ * Moves `queue`'s cursor past the rows a claim locked from it (`exhausted`: the queue's
+ * ready rows ran out, so it is marked drained); returns where it now stands, or undefined
+ * when nothing was locked.
+ */
+function moveCursor(
+  cursors: Map<string, ClaimCursor> | undefined,
+  queue: string,
+  cursor: ClaimCursor | undefined,
+  got: { rows: Locked[]; exhausted: boolean },
+): ClaimCursor | undefined {
+  const last = got.rows.at(-1);
+  if (!last) {
+    if (cursor && got.exhausted) markDrained(cursors, queue, cursor);
+    return undefined;
+  }
+  const ahead = got.exhausted ? 0 : cursor?.ahead === undefined ? undefined : Math.max(0, cursor.ahead - got.rows.length);
+  const at: ClaimCursor = { availableAt: last.available_at, id: Number(last.id), drained: got.exhausted, ahead };
+  advanceCursor(cursors, queue, at);
+  return at;
+}
+
+/** Whether a row locked has a payload the server would not return (larger than max_allowed_packet). */
+function hasUnreadable(rows: readonly Locked[]): boolean {
+  for (const row of rows) if (row.payload === null) return true;
+  return false;
+}
+
+/**
+ * Sends the locked rows whose payload the server would not return dead in the claim's
+ * transaction, before the reservation, and returns the others (unreadableRows.ts).
+ */
+async function dropUnreadable(tx: ClaimTransaction, rows: Locked[]): Promise<Locked[]> {
+  const unreadable = rows.filter((row) => row.payload === null).map((row) => Number(row.id));
+  try {
+    await sendUnreadableDead((statements) => tx.send(statements), unreadable);
+  } catch (error) {
+    if (isConnectionError(error)) throw error;
+    if (isLockConflict(error)) throw new ClaimUpdateError(rows.map((row) => Number(row.id)), error);
+    throw new UnreadableRowsError(unreadable, error);
+  }
+  return rows.filter((row) => row.payload !== null);
+}
+
+/**
+ * Reserves the locked `rows` and commits, then counts the look-ahead of `peek`; returns
+ * the rows reserved, as they were read (attempts not yet counted).
+ *
+ * One random secret per claim; each row's token is that secret followed by its id
+ * (leaseTokenOf): distinct per row, unpredictable, and the same here as written there.
+ * The UPDATE finds every row: each is locked by this transaction and was 'ready' under
+ * that lock. Should a statement fail, the server runs nothing after it: no COMMIT if the
+ * UPDATE failed. The count comes after the COMMIT: should it fail, the reservation has
+ * committed, and reading the rows back by their fence (reservedBy) tells the one case
+ * from the other.
+ */
+async function reserveLocked(tx: ClaimTransaction, request: ClaimRequest, rows: Locked[], secret: string, peek: Peek | null): Promise<Locked[]> {
+  const ids = rows.map((row) => Number(row.id));
+  const statements = [
+    format(
+      `${PAYLOAD_KEPT_RAW}UPDATE cronq_jobs
+      SET status = 'reserved', attempts = attempts + 1, lease_fence = CONCAT(?, LPAD(LOWER(HEX(id)), 16, '0')),
+          lease_deadline = UTC_TIMESTAMP(6) + INTERVAL (${leaseMicros(request.leases)}) MICROSECOND,
+          lease_holder = ?, updated_at = UTC_TIMESTAMP(6)
+      WHERE ${idsCondition(ids)}`,
+      [secret, holderOf(request.lockedBy)],
+    ),
+    'COMMIT',
+  ];
+  const counted = peek !== null && request.cursors !== undefined;
+  if (counted) statements.push(aheadSql(peek.queue, peek.at, peek.cap));
+  try {
+    const results = await tx.send(statements);
+    if (counted) {
+      const [{ ahead }] = results[results.length - 1] as Array<{ ahead: number }>;
+      setAhead(request.cursors!, peek.queue, peek.at, Number(ahead));
+    }
+    return rows;
+  } catch (error) {
+    // A failed count (a statement timeout, a killed query) leaves the connection usable.
+    const mayHaveCommitted = counted && (!isConnectionError(error) || (driverError(error) as { code?: string })?.code === 'ER_QUERY_INTERRUPTED');
+    const reserved = mayHaveCommitted ? await tx.reservedBy(secret, ids).catch(() => []) : [];
+    if (reserved.length === 0) {
+      if (isConnectionError(error)) throw error;
+      throw new ClaimUpdateError(ids, error);
+    }
+    // Committed: only the count failed. The cursor keeps its estimate.
+    return reserved;
+  }
+}
+
+/** The claimed jobs handed to the worker, in id order: `rows` as reserved by the claim with `secret`. */
+function claimedJobsOf(rows: Locked[], secret: string, leases: LeaseLengths): ClaimedJob[] {
+  rows.sort((a, b) => Number(a.id) - Number(b.id));
+  return rows.map((row) => claimedJobOf(row, secret, leases));
+}
+
+/** One row of claimedJobsOf. */
+function claimedJobOf(row: Locked, secret: string, leases: LeaseLengths): ClaimedJob {
+  const id = Number(row.id);
+  return {
+    id,
+    queue: row.queue,
+    kind: row.kind,
+    key: row.job_key,
+    // Text: the unreadable rows went dead before the reservation, and reservedBy reads these same rows on this session.
+    payloadText: row.payload!,
+    attempt: row.attempts + 1,
+    maxAttempts: row.max_attempts,
+    periodKey: row.period_key,
+    scheduledAt: parseDbTime(row.scheduled_at),
+    lease: { id, token: leaseTokenOf(secret, id) },
+    leaseMs: leaseMsOf(leases, row.kind),
+    leaseExpiries: Number(row.lease_expiries),
+  };
 }
 
 /** Moves a queue's cursor to `to` unless it already stands further on (claims may finish out of order). */
