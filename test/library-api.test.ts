@@ -143,6 +143,20 @@ describe('enqueue from code', () => {
       await everywhere.stop();
     }
   });
+
+  it('refuses, even with allowUnknownKind, a kind no task can be named (no daemon would ever run it), writing nothing', async () => {
+    const cronq = createCronq({ databaseUrl: t.url, logger: false, allowUnknownKind: true });
+    try {
+      for (const kind of ['send-invoice ', ' send-invoice', 'send invoice', '.hidden', 'x'.repeat(65), 'rapport-été']) {
+        await expect(cronq.enqueue({ kind, key: `odd:${kind}` }), JSON.stringify(kind)).rejects.toThrow(/^job kind \(a task's name\) must be 1-64 letters, digits, '\.', '_' or '-'/);
+      }
+      await expect(cronq.enqueueMany([{ kind: 'ok', key: 'odd:ok' }, { kind: 'hello ', key: 'odd:space' }])).rejects.toThrow(/job kind \(a task's name\) must be/);
+      expect(await t.sql("SELECT job_key FROM cronq_jobs WHERE job_key LIKE 'odd:%'")).toEqual([]);
+      expect((await cronq.enqueue({ kind: 'Send.Invoice_2-b', key: 'odd:valid' })).created).toBe(true);
+    } finally {
+      await cronq.stop();
+    }
+  });
 });
 
 describe('a task or schedule defined without a payload type', () => {

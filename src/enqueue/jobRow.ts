@@ -8,11 +8,8 @@ import type { NewJobRow } from '../store/index.ts';
 import { charLength, longerThanChars } from '../runtime/chars.ts';
 import { errorLine } from '../runtime/errorText.ts';
 import { shownText } from '../shownText.ts';
-import { refuseUnknownOptions, shownName, TASK_DEFAULTS, validateMaxAttempts, validateQueue } from '../tasks/define.ts';
+import { refuseUnknownOptions, shownName, TASK_DEFAULTS, validateMaxAttempts, validateName, validateQueue } from '../tasks/define.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
-
-/** Longest job kind: cronq_jobs.kind is VARCHAR(128). */
-const MAX_KIND_LENGTH = 128;
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
@@ -86,18 +83,18 @@ function loneSurrogateProblem(text: string, what: string): string | null {
 export function toJobRow(job: EnqueueJob, tasks: TaskRegistry): NewJobRow {
   if (typeof job !== 'object' || job === null) throw new UsageError('a job must be an object');
   if (typeof job.kind !== 'string' || job.kind.length === 0) {
-    throw new UsageError(`job kind must be a non-empty string of at most ${MAX_KIND_LENGTH} characters (got ${typeof job.kind === 'string' ? 'an empty string' : typeof job.kind})`);
+    throw new UsageError(`job kind must be a task's name, a non-empty string (got ${typeof job.kind === 'string' ? 'an empty string' : typeof job.kind})`);
   }
-  if (longerThanChars(job.kind, MAX_KIND_LENGTH)) throw new UsageError(`job kind is ${charLength(job.kind)} characters long; at most ${MAX_KIND_LENGTH} are allowed`);
-  const cutKind = loneSurrogateProblem(job.kind, 'job kind');
-  if (cutKind) throw new UsageError(cutKind);
+  const task = tasks.get(job.kind);
+  // A kind no task can be named (task names are validateName's) is run by no daemon, even
+  // with allowUnknownKind: it would wait out the unknown-kind grace and go dead.
+  if (!task) validateName(job.kind, "job kind (a task's name)");
   if (typeof job.key !== 'string' || job.key.length === 0) {
     throw new UsageError(job.key === undefined || job.key === '' ? 'job key is missing' : `job key must be a string (got ${typeof job.key})`);
   }
   const content = checkJobContent(job.key, job.payload);
   if ('problem' in content) throw new UsageError(content.field === 'key' ? content.problem : `job ${JSON.stringify(job.key)}: ${content.problem}`);
   const { payloadJson } = content;
-  const task = tasks.get(job.kind);
   if (job.runAt !== undefined && (!(job.runAt instanceof Date) || Number.isNaN(job.runAt.getTime()))) throw new UsageError(`runAt of ${job.key} is not a valid date`);
   const schedulerField = SCHEDULER_FIELDS.find((field) => (job as unknown as Record<string, unknown>)[field] !== undefined);
   if (schedulerField) {
