@@ -12,6 +12,7 @@ import {
   validateName,
   validateParse,
   writtenOptions,
+  frozenTask,
   type Task,
   type TaskOptions,
   type TaskVariantOptions,
@@ -119,18 +120,19 @@ export interface ResolvedCatchUp {
 /** A validated schedule: a task (kind = name) plus when and how to enqueue it. */
 export interface Schedule extends Task {
   readonly [SCHEDULE_BRAND]: true;
-  cron: string;
-  timezone: string;
-  period: Period;
-  catchUp: ResolvedCatchUp;
-  overlap: Overlap;
-  jobs: FanOut | null;
-  command: string | null;
+  readonly cron: string;
+  readonly timezone: string;
+  readonly period: Period;
+  readonly catchUp: Readonly<ResolvedCatchUp>;
+  readonly overlap: Overlap;
+  readonly jobs: FanOut | null;
+  readonly command: string | null;
   /** How soon after its tick each tick's jobs must all be done (null: no expectation). */
-  expect: { withinMs: number } | null;
+  readonly expect: { readonly withinMs: number } | null;
 }
 
-export const CATCH_UP_DEFAULTS: ResolvedCatchUp = { mode: 'all', windowMs: 86_400_000, max: 1000 };
+// Frozen: every schedule without a catchUp of its own shares it.
+export const CATCH_UP_DEFAULTS: Readonly<ResolvedCatchUp> = Object.freeze({ mode: 'all', windowMs: 86_400_000, max: 1000 });
 const CATCH_UP_MAX_LIMIT = 100_000;
 
 /** Every option defineSchedule takes: a task's, and its own (the compiler keeps this in step with ScheduleOptions). */
@@ -200,7 +202,7 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
     : timeoutMs === null
       ? (options.handle as Handler)
       : withTimeout(options.handle as Handler, timeoutMs);
-  return {
+  return frozenTask({
     [TASK_BRAND]: true,
     [SCHEDULE_BRAND]: true,
     name,
@@ -215,7 +217,7 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
     jobs: options.jobs ?? null,
     command: hasCommand ? options.command! : null,
     expect: resolveExpect(options.expect, what),
-  };
+  });
 }
 
 /** Why a command schedule has a handle it was not written with: a spread task brought it. */
@@ -238,7 +240,7 @@ function spreadHandleHint(given: object, hasCommand: boolean): string {
 /** Shortest `expect.within`: anything shorter would page on the scheduler's own lateness. */
 const EXPECT_WITHIN_MIN_MS = 60_000;
 
-function resolveExpect(value: { within: Duration } | undefined, what: string): { withinMs: number } | null {
+function resolveExpect(value: { within: Duration } | undefined, what: string): { readonly withinMs: number } | null {
   if (value === undefined) return null;
   if (typeof value !== 'object' || value === null || value.within === undefined) {
     throw new UsageError(`${what}: expect must be an object such as { within: '2h' }`);
@@ -246,11 +248,11 @@ function resolveExpect(value: { within: Duration } | undefined, what: string): {
   refuseUnknownOptions(value, EXPECT_KEYS, what, 'expect.');
   const withinMs = parseDuration(value.within, `${what}: expect.within`);
   if (withinMs < EXPECT_WITHIN_MIN_MS) throw new UsageError(`${what}: expect.within must be at least 1m (got ${shownValue(value.within)})`);
-  return { withinMs };
+  return Object.freeze({ withinMs });
 }
 
-function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string): ResolvedCatchUp {
-  if (value === false) return { mode: 'off', windowMs: 0, max: 0 };
+function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string): Readonly<ResolvedCatchUp> {
+  if (value === false) return Object.freeze({ mode: 'off', windowMs: 0, max: 0 });
   if (value === undefined) return CATCH_UP_DEFAULTS;
   if (typeof value !== 'object' || value === null) throw new UsageError(`${what}: catchUp must be an object or false`);
   refuseUnknownOptions(value, CATCH_UP_KEYS, what, 'catchUp.');
@@ -261,7 +263,7 @@ function resolveCatchUp(value: CatchUpOptions | false | undefined, what: string)
   if (!Number.isInteger(max) || max < 1 || max > CATCH_UP_MAX_LIMIT) {
     throw new UsageError(`${what}: catchUp.max must be a whole number from 1 to ${CATCH_UP_MAX_LIMIT} (got ${shownValue(max)})`);
   }
-  return { mode, windowMs, max };
+  return Object.freeze({ mode, windowMs, max });
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {

@@ -68,18 +68,18 @@ export interface TaskOptions<P = any> {
  */
 export interface Task<P = any> {
   readonly [TASK_BRAND]: true;
-  name: string;
-  handle: Handler<P>;
+  readonly name: string;
+  readonly handle: Handler<P>;
   /** Payload check run before the handler; a throw is a permanent failure. */
-  parse: ((payload: unknown) => P) | null;
-  queue: string;
-  maxAttempts: number;
-  backoff: Backoff;
-  leaseMs: number;
+  readonly parse: ((payload: unknown) => P) | null;
+  readonly queue: string;
+  readonly maxAttempts: number;
+  readonly backoff: Readonly<Backoff>;
+  readonly leaseMs: number;
   /** Attempts longer than this fail with JobTimeoutError (null: no limit). */
-  timeoutMs: number | null;
+  readonly timeoutMs: number | null;
   /** Cluster-wide most running at once (null: no limit); see TaskOptions.concurrency. */
-  concurrency: number | null;
+  readonly concurrency: number | null;
 }
 
 /**
@@ -241,8 +241,21 @@ export function defineTask<P = unknown>(given: TaskOptions<P> | TaskVariantOptio
     parse: validateParse(options.parse, `task '${name}'`) as ((payload: unknown) => P) | null,
     ...base,
   };
-  const definition: TaskDefinition = { options: { ...options }, task };
-  return Object.defineProperty(task, TASK_DEFINITION, { value: definition, enumerable: true });
+  // Its own copy of the options (backoff's too), so a later change to the object it was given cannot reach a variant.
+  const written = typeof options.backoff === 'object' && options.backoff !== null ? { ...options, backoff: Object.freeze({ ...options.backoff }) } : { ...options };
+  const definition: TaskDefinition = Object.freeze({ options: Object.freeze(written), task });
+  return frozenTask(Object.defineProperty(task, TASK_DEFINITION, { value: definition, enumerable: true }));
+}
+
+/**
+ * `task` frozen, its backoff too: a defined task (or schedule) cannot change afterwards, so
+ * an assignment throws a TypeError in strict code (every ES module) rather than half
+ * applying (read live by some parts, such as enqueue's queue, and once at start by others,
+ * such as the registry's name and limited-queue checks).
+ */
+export function frozenTask<T extends Task>(task: T): T {
+  Object.freeze(task.backoff);
+  return Object.freeze(task);
 }
 
 /** The task `given` was spread from (`{ ...task, ... }` carries its TaskDefinition), or null. */
