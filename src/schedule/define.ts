@@ -26,11 +26,11 @@ import { shownValue } from '../shownText.ts';
 /** Brands a value as a schedule across module copies. */
 export { SCHEDULE_BRAND };
 
-/** What a fan-out yields: one entity of the period. */
-export interface FanOutItem {
+/** What a fan-out yields: one entity of the period, with the payload its job gets (`P`: the schedule's payload type). */
+export interface FanOutItem<P = unknown> {
   /** The entity's key, e.g. `user:42`; the job key becomes `<schedule>:<key>:<period key>`. */
   key: string;
-  payload?: unknown;
+  payload?: P;
 }
 
 /** The tick a fan-out (`jobs`) runs for. */
@@ -41,8 +41,8 @@ export interface TickInfo {
   periodKey: string;
 }
 
-/** A schedule's fan-out: the entities of one tick, each becoming one job of the period. */
-export type FanOut = (tick: TickInfo) => AsyncIterable<FanOutItem> | Iterable<FanOutItem>;
+/** A schedule's fan-out: the entities of one tick, each becoming one job of the period (`P`: their payloads' type). */
+export type FanOut<P = unknown> = (tick: TickInfo) => AsyncIterable<FanOutItem<P>> | Iterable<FanOutItem<P>>;
 
 /** Which missed ticks a catch-up enqueues: 'all' within the window (up to `max`), or only the 'latest'. */
 export type CatchUpMode = 'all' | 'latest';
@@ -81,7 +81,7 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
    */
   overlap?: Overlap;
   /** Optional fan-out: one job per yielded entity, per period. Streamed, never held in memory at once. */
-  jobs?: FanOut;
+  jobs?: FanOut<P>;
   /** The handler (exactly one of handle and command). */
   handle?: Handler<P>;
   /** A shell command run through /bin/sh -c (exactly one of handle and command). */
@@ -117,15 +117,15 @@ export interface ResolvedCatchUp {
   max: number;
 }
 
-/** A validated schedule: a task (kind = name) plus when and how to enqueue it. */
-export interface Schedule extends Task {
+/** A validated schedule: a task (kind = name) plus when and how to enqueue it (`P`: its jobs' payload type, as Task's). */
+export interface Schedule<P = any> extends Task<P> {
   readonly [SCHEDULE_BRAND]: true;
   readonly cron: string;
   readonly timezone: string;
   readonly period: Period;
   readonly catchUp: Readonly<ResolvedCatchUp>;
   readonly overlap: Overlap;
-  readonly jobs: FanOut | null;
+  readonly jobs: FanOut<P> | null;
   readonly command: string | null;
   /** How soon after its tick each tick's jobs must all be done (null: no expectation). */
   readonly expect: { readonly withinMs: number } | null;
@@ -154,9 +154,12 @@ const EXPECT_KEYS = ['within'];
  * a schedule; the task's handle comes with the spread, so a `command` is refused beside
  * it, as handle and command always are, unless `handle: undefined` is written too. A
  * spread defined schedule is refused in one line saying to spread its task instead.
- * The handler's payload is `P` as for defineTask: `unknown` unless given or read from `parse`.
+ * The payload's type is `P`, given (`defineSchedule<Invoice>`), or read from the handler,
+ * `parse`, the fan-out's yielded payloads or a spread task; without any it is `unknown`.
+ * The schedule returned is a Schedule<P>: its fan-out must yield `P`, and
+ * `cronq.enqueue(schedule, job)` takes a `P`.
  */
-export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | ScheduleFromTaskOptions<P>): Schedule {
+export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | ScheduleFromTaskOptions<P>): Schedule<P> {
   if (typeof given !== 'object' || given === null) throw new UsageError('defineSchedule needs an options object');
   const options = writtenOptions(given) as ScheduleOptions<P>;
   const named = typeof options.name === 'string' ? `schedule '${options.name}'` : 'defineSchedule';
@@ -197,17 +200,17 @@ export function defineSchedule<P = unknown>(given: ScheduleOptions<P> | Schedule
   const base = validateJobOptions(options, what, name);
   const { timeoutMs } = base;
   // A command enforces its own timeout: it kills the process group before failing.
-  const handle: Handler = hasCommand
+  const handle: Handler<P> = hasCommand
     ? scheduleCommand(what, { command: options.command!, env: options.env, stdin: options.stdin, cwd: options.cwd, timeoutMs: timeoutMs ?? undefined })
     : timeoutMs === null
-      ? (options.handle as Handler)
-      : withTimeout(options.handle as Handler, timeoutMs);
+      ? (options.handle as Handler<P>)
+      : (withTimeout(options.handle as Handler, timeoutMs) as Handler<P>);
   return frozenTask({
     [TASK_BRAND]: true,
     [SCHEDULE_BRAND]: true,
     name,
     handle,
-    parse: validateParse(options.parse, what),
+    parse: validateParse(options.parse, what) as ((payload: unknown) => P) | null,
     ...base,
     cron: options.cron,
     timezone,
