@@ -34,7 +34,10 @@ import { catchUncaught } from './worker/uncaught.ts';
 export type { EnqueueJob, StopResult };
 
 /** A job for a given task (`cronq.enqueue(task, job)`): the kind is the task's, the payload its type. */
-export type TaskJob<P> = Omit<EnqueueJob, 'kind' | 'payload'> & { payload: P };
+export type TaskJob<P> = Omit<EnqueueJob, 'kind' | 'payload'> & {
+  /** The payload, of the task's type; stored as EnqueueJob.payload is. */
+  payload: P;
+};
 
 /** Options of one enqueue or enqueueMany call. */
 export interface EnqueueOptions {
@@ -276,6 +279,11 @@ export interface Cronq {
    * After stop(): a UsageError, at once (as enqueueMany, start, migrate and admin calls).
    */
   enqueue<P>(task: Task<P>, job: TaskJob<P>, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
+  /**
+   * Enqueues one job of a kind named in it (`job.kind`) unless its key exists; returns the
+   * row's id either way, `created` false when the key was there. As the task form above:
+   * refused (UsageError) for a kind no task of this instance has unless `allowUnknownKind`.
+   */
   enqueue(job: EnqueueJob, options?: EnqueueOptions): Promise<{ id: number; created: boolean }>;
   /**
    * Enqueues in batches of up to 1000 rows and below the server's max_allowed_packet per
@@ -289,6 +297,11 @@ export interface Cronq {
     jobs: Iterable<TaskJob<P>> | AsyncIterable<TaskJob<P>>,
     options?: EnqueueOptions,
   ): Promise<{ inserted: number; existing: number }>;
+  /**
+   * Enqueues jobs naming their kinds, as the task form above does for one task's: batches
+   * of up to 1000 rows, existing keys left alone, refused jobs listed by EnqueueRefusedError
+   * after the others are written; an array is checked whole before anything is written.
+   */
   enqueueMany(
     jobs: Iterable<EnqueueJob> | AsyncIterable<EnqueueJob>,
     options?: EnqueueOptions,

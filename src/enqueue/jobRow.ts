@@ -13,9 +13,11 @@ import type { TaskRegistry } from '../tasks/registry.ts';
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
+  /** The task or schedule whose handler runs it (1–128 characters); refused when no task of this instance has it, unless allowUnknownKind. */
   kind: string;
   /** Unique across all jobs: the same key always means the same job. */
   key: string;
+  /** Stored as JSON.stringify writes it (`{}` when left out): a UsageError when JSON cannot write it, EnqueueRefusedError when the database will not take it. */
   payload?: unknown;
   /** Defaults to the task's queue, else 'default'. */
   queue?: string;

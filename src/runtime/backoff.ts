@@ -8,7 +8,9 @@ import { UsageError } from '../errors.ts';
 
 /** Exponential backoff: base·2^(attempt−1), capped at max, then jittered. */
 export interface Backoff {
+  /** The first retry's delay before jitter, in ms (at least 1). */
   baseMs: number;
+  /** The cap on any delay before jitter, in ms (at least baseMs, at most 365 days). */
   maxMs: number;
 }
 

@@ -3,6 +3,11 @@
  * event to event instead of waiting for it.
  */
 export interface Clock {
+  /**
+   * The current instant. Called on every scheduler pass: it must return a valid Date
+   * promptly; one that throws or returns anything else fails that pass (retried with
+   * backoff, logged once as `clock_error`), never the process.
+   */
   now(): Date;
   /**
    * Resolves at `at` or soon after, or at once when `signal` aborts (never rejects).

@@ -30,6 +30,7 @@ export { SCHEDULE_BRAND };
 export interface FanOutItem<P = unknown> {
   /** The entity's key, e.g. `user:42`; the job key becomes `<schedule>:<key>:<period key>`. */
   key: string;
+  /** The job's payload, written as JSON (`{}` when left out); refused alone, naming the entity, when JSON cannot hold it. */
   payload?: P;
 }
 
@@ -97,7 +98,10 @@ export interface ScheduleOptions<P = any> extends Omit<TaskOptions<P>, 'handle'>
    * (at least 1m), else the schedule is overdue until a later tick completes (README,
    * "Schedule health"). Default: no expectation.
    */
-  expect?: { within: Duration };
+  expect?: {
+    /** From each tick's instant until all its jobs are done (at least 1m). */
+    within: Duration;
+  };
 }
 
 /**
@@ -112,20 +116,31 @@ export type Overlap = 'allow' | 'skip';
 
 /** A defined schedule's catch-up policy, defaults applied: 'off' for `catchUp: false`, the window in ms. */
 export interface ResolvedCatchUp {
+  /** Which missed ticks are enqueued (CatchUpMode); 'off': none, each recorded as skipped. */
   mode: CatchUpMode | 'off';
+  /** How far back (ms) a missed tick is still enqueued; 0 when off. */
   windowMs: number;
+  /** With mode 'all', most missed ticks (the most recent) one catch-up enqueues; 0 when off. */
   max: number;
 }
 
 /** A validated schedule: a task (kind = name) plus when and how to enqueue it (`P`: its jobs' payload type, as Task's). */
 export interface Schedule<P = any> extends Task<P> {
+  /** Marks what defineSchedule returned, whichever copy of cronq made it (a spread schedule is refused by this mark). */
   readonly [SCHEDULE_BRAND]: true;
+  /** The cron as written (validated; read as Vixie cron reads it). */
   readonly cron: string;
+  /** The IANA zone its cron and period keys are read in ('UTC' by default). */
   readonly timezone: string;
+  /** What one job per key means: each of its jobs' keys ends with this period's key. */
   readonly period: Period;
+  /** Its missed-tick policy, defaults applied. */
   readonly catchUp: Readonly<ResolvedCatchUp>;
+  /** Its overlap policy ('allow' by default). */
   readonly overlap: Overlap;
+  /** Its fan-out, called for each tick enqueued (again for a tick resumed after an interruption; null: one job per tick, keyed `<name>:<period key>`). */
   readonly jobs: FanOut<P> | null;
+  /** The shell command it runs (null for a handler schedule); `handle` runs it. */
   readonly command: string | null;
   /** How soon after its tick each tick's jobs must all be done (null: no expectation). */
   readonly expect: { readonly withinMs: number } | null;

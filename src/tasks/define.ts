@@ -30,6 +30,7 @@ export const CONCURRENCY_LIMIT_MAX = 10_000;
 export interface TaskOptions<P = any> {
   /** The job kind this task handles: letters, digits, `.`, `_`, `-`; up to 64. */
   name: string;
+  /** Runs one attempt of a job of this kind: returning is success, throwing a failure (PermanentError: no retry). See Handler. */
   handle: Handler<P>;
   /** The queue its jobs go to (1-64 of letters, digits, `.`, `_`, `-`; default 'default', or with `concurrency` the task's name). */
   queue?: string;
@@ -39,7 +40,12 @@ export interface TaskOptions<P = any> {
    * Delay before retry n: base·2^(n−1), capped at max, jittered to ½–1 of that (default
    * { base: '1s', max: '1h' }; each at most 365d).
    */
-  backoff?: { base?: Duration; max?: Duration };
+  backoff?: {
+    /** The first retry's delay before jitter (at least 1ms; default 1s). */
+    base?: Duration;
+    /** The longest delay before jitter, at least `base` (default 1h, or `base` when that is longer). */
+    max?: Duration;
+  };
   /** How long a claim holds the job before recovery may take it back (1s–24h, default 60s); renewed every third of it while the handler runs. */
   lease?: Duration;
   /**
@@ -67,14 +73,25 @@ export interface TaskOptions<P = any> {
  * passes to `cronq.enqueue(task, { key, payload })` so kind and payload type-check (`P`).
  */
 export interface Task<P = any> {
+  /** Marks what defineTask (or defineSchedule) returned, whichever copy of cronq made it; `{ ...task }` carries it. */
   readonly [TASK_BRAND]: true;
+  /** The job kind it runs: jobs whose kind is this name go to its handler. */
   readonly name: string;
+  /**
+   * What the worker calls per attempt: the handler as written, or, with a `timeout`, that
+   * handler behind the timeout (a new function; for a command schedule, the command's
+   * runner). For cronq to call: called directly it runs outside any claim, lease or retry.
+   */
   readonly handle: Handler<P>;
   /** Payload check run before the handler; a throw is a permanent failure. */
   readonly parse: ((payload: unknown) => P) | null;
+  /** The queue its jobs go to unless an enqueue names another. */
   readonly queue: string;
+  /** Attempts a job gets unless its enqueue says otherwise (1–1000): the last failure sends it dead. */
   readonly maxAttempts: number;
+  /** The retry delays after a failed attempt, in ms. */
   readonly backoff: Readonly<Backoff>;
+  /** How long a claim holds one of its jobs (ms), renewed every third of it while the handler runs. */
   readonly leaseMs: number;
   /** Attempts longer than this fail with JobTimeoutError (null: no limit). */
   readonly timeoutMs: number | null;
@@ -88,7 +105,10 @@ export interface Task<P = any> {
  * parsed `backoff`, its `parse` or null...), the options written after it override them.
  * Each may be written as `undefined` (exactOptionalPropertyTypes too): back to its default.
  */
-export type TaskVariantOptions<P = any> = { readonly [TASK_BRAND]: true } & {
+export type TaskVariantOptions<P = any> = {
+  /** What the spread brings: the options come from a defined task (see Task). */
+  readonly [TASK_BRAND]: true;
+} & {
   [K in keyof TaskOptions<P>]?: TaskOptions<P>[K] | (K extends keyof Task<P> ? Task<P>[K] : never) | undefined;
 };
 

@@ -3,13 +3,22 @@ import type { Logger } from '../logger.ts';
 
 /** What a handler receives about the job it runs. */
 export interface Job<P = unknown> {
+  /** The job row's id (cronq_jobs.id): the same on every attempt. */
   id: number;
+  /** Its kind: the name of the task or schedule whose handler runs it. */
   kind: string;
+  /** Its key, unique across all jobs (a schedule's: `<name>:<entity key>:<period key>`). */
   key: string;
+  /** The queue it was claimed from. */
   queue: string;
+  /**
+   * The stored payload read back from JSON (`{}` when it was enqueued without one), through
+   * the task's `parse` when it has one: a payload that does not parse never reaches the handler.
+   */
   payload: P;
   /** This delivery's attempt number, from 1. */
   attempt: number;
+  /** Attempts it gets in all: when this attempt is the last and fails, it goes dead. */
   maxAttempts: number;
   /** The schedule period this job belongs to (null for ad-hoc jobs). */
   periodKey: string | null;
