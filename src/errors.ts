@@ -18,6 +18,7 @@ export function isInstance<T>(value: unknown, type: abstract new (...args: never
 
 /** Bad command-line or configuration input. The CLI prints the message alone and exits 64. */
 export class UsageError extends Error {
+  /** Always `'UsageError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'UsageError';
 }
 
@@ -32,6 +33,7 @@ export function usedAfterStop(what: string): UsageError {
 
 /** A schedule or task file that cannot be used; the message names the file and the problem. */
 export class ScheduleFileError extends UsageError {
+  /** Always `'ScheduleFileError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'ScheduleFileError';
 }
 
@@ -40,6 +42,7 @@ export class ScheduleFileError extends UsageError {
  * table at once, whatever attempts remain.
  */
 export class PermanentError extends Error {
+  /** Always `'PermanentError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'PermanentError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -48,6 +51,7 @@ export class PermanentError extends Error {
 
 /** The database could not be reached at all (the CLI exits 1 naming host and port). */
 export class DatabaseUnreachableError extends Error {
+  /** Always `'DatabaseUnreachableError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'DatabaseUnreachableError';
 }
 
@@ -61,9 +65,12 @@ export class DatabaseUnreachableError extends Error {
  * driver's error without its SQL. The CLI exits 75 (EX_TEMPFAIL).
  */
 export class DatabaseBusyError extends Error {
+  /** Always `'DatabaseBusyError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'DatabaseBusyError';
   constructor(
+    /** The call that lost the race, as its caller named it (`cronq.admin.cancel`). */
     readonly call: string,
+    /** The server's error code and message (`ER_LOCK_WAIT_TIMEOUT Lock wait timeout exceeded; try restarting transaction`). */
     readonly reason: string,
     options?: { cause?: unknown },
   ) {
@@ -73,21 +80,25 @@ export class DatabaseBusyError extends Error {
 
 /** The schema is older than this code: `cronq migrate` has not been run (`admin.checkSchema`; the CLI exits 1 naming the fix). */
 export class SchemaBehindError extends Error {
+  /** Always `'SchemaBehindError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'SchemaBehindError';
 }
 
 /** The server answers but the database the URL names does not exist (CLI: exit 1, with the hint to migrate). */
 export class DatabaseMissingError extends Error {
+  /** Always `'DatabaseMissingError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'DatabaseMissingError';
 }
 
 /** A lookup by id found nothing (CLI: exit 64). */
 export class NotFoundError extends UsageError {
+  /** Always `'NotFoundError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'NotFoundError';
 }
 
 /** A job the database refused for its content, or too large for one statement. */
 export interface RefusedJobInfo {
+  /** The refused job's key, as given (the one place a message identifies the job by). */
   key: string;
   /** One line: what is wrong with the job, then the server's words. Never the payload. */
   reason: string;
@@ -101,12 +112,20 @@ export interface RefusedJobInfo {
  * at fault, and the CLI exits 64.
  */
 export class EnqueueRefusedError extends UsageError {
+  /** Always `'EnqueueRefusedError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'EnqueueRefusedError';
   constructor(
+    /** The first 1,000 refused jobs, in the order given, each with why. */
     readonly refused: RefusedJobInfo[],
+    /** How many jobs were refused in all (more than `refused` holds past 1,000). */
     readonly refusedCount: number,
     /** What was written meanwhile (enqueueMany; zeros for enqueue). */
-    readonly written: { inserted: number; existing: number },
+    readonly written: {
+      /** New rows committed. */
+      inserted: number;
+      /** Jobs left alone because their key was there already. */
+      existing: number;
+    },
   ) {
     const first = refused[0];
     super(
@@ -124,10 +143,13 @@ export class EnqueueRefusedError extends UsageError {
  * error without its SQL.
  */
 export class EnqueueError extends Error {
+  /** Always `'EnqueueError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'EnqueueError';
   constructor(
     message: string,
+    /** The driver's error code (`ER_LOCK_WAIT_TIMEOUT`, `ECONNREFUSED`), undefined when it gave none. */
     readonly code: string | undefined,
+    /** The driver's errno: the server's error number (1205) for a statement it refused, Node's for a connection that failed; undefined when it gave none. */
     readonly errno: number | undefined,
     options?: { cause?: unknown },
   ) {
@@ -143,13 +165,22 @@ export class EnqueueError extends Error {
  * is what failed (a driver's error without its SQL).
  */
 export class TickFanoutError extends Error {
+  /** Always `'TickFanoutError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'TickFanoutError';
   constructor(
+    /** The schedule's name. */
     readonly schedule: string,
+    /** The fire time the tick ran for (UTC). */
     readonly fireAt: Date,
+    /** The tick's period key, in the schedule's time zone (the last part of its jobs' keys). */
     readonly periodKey: string,
     /** Jobs inserted, and ones whose key was there already, before the failure. */
-    readonly written: { inserted: number; existing: number },
+    readonly written: {
+      /** New jobs committed before the failure: they stay enqueued. */
+      inserted: number;
+      /** Jobs whose key was there already. */
+      existing: number;
+    },
     reason: string,
     options?: { cause?: unknown },
   ) {
@@ -165,6 +196,7 @@ export class TickFanoutError extends Error {
  * aborts with, and the error the attempt fails with (retryable, like any handler error).
  */
 export class JobTimeoutError extends Error {
+  /** Always `'JobTimeoutError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'JobTimeoutError';
 }
 
@@ -174,6 +206,7 @@ export class JobTimeoutError extends Error {
  * back by the server, and the attempt fails with this (retryable, like any handler error).
  */
 export class EffectTimeoutError extends JobTimeoutError {
+  /** Always `'EffectTimeoutError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'EffectTimeoutError';
 }
 
@@ -182,6 +215,7 @@ export class EffectTimeoutError extends JobTimeoutError {
  * worker or lease recovery owns the job now, and this attempt's outcome will not be written.
  */
 export class LeaseLostError extends Error {
+  /** Always `'LeaseLostError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'LeaseLostError';
 }
 
@@ -190,6 +224,7 @@ export class LeaseLostError extends Error {
  * (`cronq cancel`): a LeaseLostError too, since the run's result is discarded the same way.
  */
 export class JobCancelledError extends LeaseLostError {
+  /** Always `'JobCancelledError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'JobCancelledError';
 }
 
@@ -198,6 +233,7 @@ export class JobCancelledError extends LeaseLostError {
  * job is released (its attempt not counted) for another worker.
  */
 export class ShutdownAbortError extends Error {
+  /** Always `'ShutdownAbortError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'ShutdownAbortError';
 }
 
@@ -207,5 +243,6 @@ export class ShutdownAbortError extends Error {
  * migrate() starts from scratch. Once connected, a stop waits for the migration instead.
  */
 export class MigrationNotBegunError extends Error {
+  /** Always `'MigrationNotBegunError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
   override name = 'MigrationNotBegunError';
 }
