@@ -64,7 +64,10 @@ export const DEAD_LETTER_LIST_LIMIT = LISTING_MAX;
 const END_OF_TIME = new Date(8_640_000_000_000_000);
 
 /** Which dead letters a listing covers: a filter, and reviewed ones too when `includeReviewed`. */
-export type DeadLetterQuery = DeadLetterFilter & { includeReviewed?: boolean };
+export type DeadLetterQuery = DeadLetterFilter & {
+  /** Reviewed (requeued or discarded) dead letters too (default false: only those awaiting review). */
+  includeReviewed?: boolean;
+};
 
 /**
  * Dead-letter triage. A review (requeue or discard) marks a dead letter reviewed at most
@@ -95,7 +98,9 @@ export interface DeadLetterAdmin {
    * fields; the console reads so for a viewer not shown payloads).
    */
   get(id: number, options: NoPayload): Promise<WithoutPayload<DeadLetterDetail> | null>;
+  /** One dead letter in full, its payload whole or (`payloadCharsMax`) its first characters; null when no such id. As above. */
   get(id: number, options?: PayloadBound): Promise<DeadLetterDetail | null>;
+  /** One dead letter, read as `options` says (either form above); null when no such id. */
   get(id: number, options?: PayloadReadOptions): Promise<DeadLetterDetail | WithoutPayload<DeadLetterDetail> | null>;
   /** Puts the job back to 'ready' (attempts and lease expiries 0, available now) unless it is no longer dead or died again since. */
   requeue(id: number, reason: string): Promise<ReviewOutcome>;
@@ -131,9 +136,13 @@ export interface ConsoleSignOutAdmin {
 
 /** A loaded schedule with its coming fire times and its latest tick-ledger row. */
 export interface ScheduleListing {
+  /** The schedule's name. */
   name: string;
+  /** Its cron as written. */
   cron: string;
+  /** The IANA zone its cron is read in. */
   timezone: string;
+  /** Its period (what one job per key means). */
   period: Period;
   /** The next fire instants after `from`, ascending (empty: it never fires again). */
   next: Date[];
@@ -154,11 +163,15 @@ export interface AdminStats extends Stats {
 /** What `tick()` did: the fan-out's counts, or why there was nothing to run. */
 export type TickNowOutcome =
   | {
+      /** The fan-out ran to its end (even when every key was there already). */
       status: 'enqueued';
+      /** The schedule's name. */
       schedule: string;
       /** The fire time run: the latest at or before `at`. */
       fireAt: Date;
+      /** That fire time's period key: the last part of the keys written. */
       periodKey: string;
+      /** Jobs this call inserted. */
       inserted: number;
       /** Keys already present as this schedule's jobs of this period. */
       existing: number;
@@ -168,15 +181,42 @@ export type TickNowOutcome =
        * holder is `firstConflict`.
        */
       conflicting: number;
-      firstConflict: { key: string; kind: string; jobId: number } | null;
+      /** The oldest of those holders (null when `conflicting` is 0). */
+      firstConflict: {
+        /** The key it holds. */
+        key: string;
+        /** Its kind. */
+        kind: string;
+        /** Its job row's id. */
+        jobId: number;
+      } | null;
       /** Entities that cannot become jobs; the first 1,000 are in `refused`. */
       refusedCount: number;
+      /** The first 1,000 refused entities, each with its key and why. */
       refused: RefusedJobInfo[];
     }
-  | { status: 'no_schedule'; schedule: string }
-  | { status: 'no_fire_time'; schedule: string; at: Date }
-  /** The schedule is paused and `force` was not set: nothing enqueued (resume it first, or pass `force`). */
-  | { status: 'paused'; schedule: string; pause: Pause };
+  | {
+      /** No loaded schedule has that name: nothing ran. */
+      status: 'no_schedule';
+      /** The name asked for. */
+      schedule: string;
+    }
+  | {
+      /** Its cron has no fire time at or before `at` within the 8 years looked back: nothing ran. */
+      status: 'no_fire_time';
+      /** The schedule's name. */
+      schedule: string;
+      /** The instant looked back from. */
+      at: Date;
+    }
+  | {
+      /** The schedule is paused and `force` was not set: nothing enqueued (resume it first, or pass `force`). */
+      status: 'paused';
+      /** The schedule's name. */
+      schedule: string;
+      /** The pause in force. */
+      pause: Pause;
+    };
 
 /**
  * The operator's view of one cronq instance (`cronq.admin`). Every method returns a
@@ -194,6 +234,7 @@ export interface CronqAdmin {
   ping(): Promise<void>;
   /** Throws SchemaBehindError when migrations are pending ('cronq migrate' has not run); reads only. */
   checkSchema(): Promise<void>;
+  /** Dead-letter triage: list, group, read, requeue and discard (see DeadLetterAdmin). */
   readonly deadLetters: DeadLetterAdmin;
   /** Pause and resume schedules and queues on every daemon (see PauseAdmin). */
   readonly pauses: PauseAdmin;
@@ -277,7 +318,9 @@ export interface CronqAdmin {
    * read none of the payload, nor its size (the record has no payload fields).
    */
   job(target: JobTarget, options: NoPayload): Promise<WithoutPayload<JobRecord> | null>;
+  /** One job's row, its payload whole or (`payloadCharsMax`) its first characters; null when none. As above. */
   job(target: JobTarget, options?: PayloadBound): Promise<JobRecord | null>;
+  /** One job's row, read as `options` says (either form above); null when none. */
   job(target: JobTarget, options?: PayloadReadOptions): Promise<JobRecord | WithoutPayload<JobRecord> | null>;
   /**
    * Runs now the fan-out of a loaded schedule for its latest fire time at or before `at`

@@ -28,14 +28,30 @@ export const PAUSE_NAME_MAX = 128;
 export const PAUSE_TEXT_MAX = 255;
 
 /** What `pause` did: paused now, already paused (the pause in force, nothing changed), or no such schedule. */
-export type PauseOutcome = PauseWriteOutcome | { status: 'no_schedule'; name: string };
+export type PauseOutcome =
+  | PauseWriteOutcome
+  | {
+      /** No loaded schedule has that name: nothing was written. */
+      status: 'no_schedule';
+      /** The name asked for. */
+      name: string;
+    };
 
 /** What `resume` did: the pause it ended, not paused (nothing changed), or no such schedule. */
-export type ResumeOutcome = ResumeWriteOutcome | { status: 'no_schedule'; name: string };
+export type ResumeOutcome =
+  | ResumeWriteOutcome
+  | {
+      /** No loaded schedule has that name: nothing was changed. */
+      status: 'no_schedule';
+      /** The name asked for. */
+      name: string;
+    };
 
 /** Who did it and why; `by` defaults to `user@host` of this process (defaultOperator). */
 export interface PauseOptions {
+  /** Why, shown by `cronq stats` and the console (1–255 characters; default none). */
   reason?: string;
+  /** Who (1–255 characters; default `user@host` of this process). */
   by?: string;
 }
 

@@ -34,6 +34,7 @@ export interface PruneResult {
   ticks: number;
   /** DELETE statements run. */
   batches: number;
+  /** True when nothing was deleted: the counts are what a real pass would delete. */
   dryRun: boolean;
 }
 

@@ -21,11 +21,13 @@ export const HEALTH_TICKS_LOOKED = 10;
 
 /** One schedule's health at one instant. */
 export interface ScheduleHealth {
+  /** The schedule's name. */
   schedule: string;
   /** `expect.within` in milliseconds (null: the schedule has no expectation and is never overdue). */
   expectWithinMs: number | null;
   /** The fire time of the latest tick whose jobs are all done (null: none among the latest ticks). */
   lastSuccessAt: Date | null;
+  /** True when a tick's jobs are not all done within `expect.within` of it and no later tick has completed since (never without an expectation). */
   overdue: boolean;
   /** When it became overdue: the first fire time after the last success, plus `within` (null when not overdue). */
   overdueSince: Date | null;

@@ -31,11 +31,21 @@ export const MAX_CANCEL_TEXT_LENGTH = 255;
 export const CANCEL_BATCH_SIZE = 500;
 
 /** Which job one cancel names: its id, or its key. */
-export type CancelTarget = { id: number } | { key: string };
+export type CancelTarget =
+  | {
+      /** The job row's id (cronq_jobs.id). */
+      id: number;
+    }
+  | {
+      /** The job's unique key, compared byte for byte. */
+      key: string;
+    };
 
 /** Which jobs a bulk cancel covers: every field narrows; none means every unfinished job. */
 export interface CancelFilter {
+  /** Only jobs in this queue. */
   queue?: string;
+  /** Only jobs of this kind. */
   kind?: string;
 }
 
@@ -47,10 +57,40 @@ export interface CancelBy {
 
 /** What cancelling one job did. Only 'cancelled' changed anything. */
 export type CancelOutcome =
-  | { status: 'cancelled'; jobId: number; key: string; kind: string; queue: string; /** 'reserved': its handler was running. */ was: 'ready' | 'reserved' }
-  | { status: 'not_found'; target: CancelTarget }
-  /** The job had already finished ('done', 'dead' or 'cancelled'); nothing changed. */
-  | { status: 'finished'; jobId: number; key: string; jobStatus: JobStatus; cancelledBy: string | null; cancelReason: string | null };
+  | {
+      /** Cancelled now, by this call: no daemon claims, completes or retries it from here on. */
+      status: 'cancelled';
+      /** The job row's id. */
+      jobId: number;
+      /** Its key (still taken: a schedule's tick enqueues nothing in its place). */
+      key: string;
+      /** Its kind. */
+      kind: string;
+      /** Its queue. */
+      queue: string;
+      /** 'reserved': its handler was running, and its signal aborts (JobCancelledError) at its next renewal. */
+      was: 'ready' | 'reserved';
+    }
+  | {
+      /** No job has that id or key: nothing changed. */
+      status: 'not_found';
+      /** The id or key asked for. */
+      target: CancelTarget;
+    }
+  | {
+      /** The job had already finished ('done', 'dead' or 'cancelled'); nothing changed. */
+      status: 'finished';
+      /** The job row's id. */
+      jobId: number;
+      /** Its key. */
+      key: string;
+      /** How it finished. */
+      jobStatus: JobStatus;
+      /** Who cancelled it, when it was cancelled before (null otherwise). */
+      cancelledBy: string | null;
+      /** Why it was cancelled, when it was (null otherwise). */
+      cancelReason: string | null;
+    };
 
 /** What a bulk cancel did, over all its batches. */
 export interface BulkCancelResult {

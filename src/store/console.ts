@@ -96,14 +96,19 @@ export function recentDoneSql(queue: string): SQL {
 
 /** A daemon's row in cronq_daemons. */
 export interface DaemonSeen {
+  /** Its name: the `lockedBy` its leases carry (`host:pid` by default). */
   id: string;
+  /** The host it runs on (os.hostname()). */
   host: string;
+  /** Its process id on that host. */
   pid: number;
   /** The kinds it runs (none for a daemon that runs only the scheduler). */
   kinds: string[];
   /** null: every queue. */
   queues: string[] | null;
+  /** When it started (database clock). */
   startedAt: Date;
+  /** Its latest heartbeat (database clock): silent for three heartbeat intervals, it counts as stalled. */
   heartbeatAt: Date;
   /** Set when it stopped cleanly. */
   stoppedAt: Date | null;
@@ -133,30 +138,56 @@ export async function daemonsSeen(exec: Executor, withinMs: number): Promise<Dae
 
 /** One job row as an operator reads it, its payload included (see PayloadFields). */
 export interface JobRecord extends PayloadFields {
+  /** The row's id (cronq_jobs.id). */
   id: number;
+  /** The queue it waits in or was claimed from. */
   queue: string;
+  /** Its kind: the task or schedule that runs it. */
   kind: string;
+  /** Its unique key (job_key). */
   key: string;
+  /** Where it stands now: ready, reserved (a handler has it), done, dead or cancelled. */
   status: JobStatus;
+  /** Attempts claimed so far (a release on shutdown gives one back). */
   attempts: number;
+  /** Attempts it gets in all before it goes dead. */
   maxAttempts: number;
+  /** When it may be claimed next (its runAt, or a retry's backoff); for a finished job, the last such time. */
   availableAt: Date;
   /** The lease holder (host:pid) and until when; null when not reserved. */
   lockedBy: string | null;
+  /** When its lease runs out (null unless reserved; past once the lease ran out and until recovery comes). */
   leaseUntil: Date | null;
+  /** How many of its leases ran out, and runs a shutdown's grace cut short: at maxLeaseExpiries it goes dead. */
   leaseExpiries: number;
+  /** The latest failed attempt's error, one line (null before any failure, and once done). */
   lastError: string | null;
+  /** Who cancelled it (null unless cancelled). */
   cancelledBy: string | null;
+  /** Why it was cancelled (null unless cancelled). */
   cancelReason: string | null;
+  /** The schedule whose tick enqueued it (null for a job enqueued by hand). */
   scheduleName: string | null;
+  /** That tick's period key (null for a job enqueued by hand). */
   periodKey: string | null;
+  /** When it was enqueued (database clock, as every time here). */
   createdAt: Date;
+  /** When its row last changed. */
   updatedAt: Date;
+  /** When it was done, went dead or was cancelled; null until then. */
   finishedAt: Date | null;
 }
 
 /** A job by its id or by its key. */
-export type JobTarget = { id: number } | { key: string };
+export type JobTarget =
+  | {
+      /** The row's id (cronq_jobs.id). */
+      id: number;
+    }
+  | {
+      /** Its unique key (job_key), compared byte for byte. */
+      key: string;
+    };
 
 /**
  * One job by primary key (a number) or by its unique key (a string); null when none.

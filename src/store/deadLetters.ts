@@ -43,7 +43,9 @@ export const MAX_REASON_LENGTH = 1000;
 
 /** Which dead letters an operation looks at. Every field narrows; none means all. */
 export interface DeadLetterFilter {
+  /** Only dead letters of jobs from this queue. */
   queue?: string;
+  /** Only dead letters of jobs of this kind. */
   kind?: string;
   /** Only dead letters with `dead_at` at or after this instant. */
   since?: Date;
@@ -51,40 +53,62 @@ export interface DeadLetterFilter {
 
 /** One dead letter as `dead list` shows it. */
 export interface DeadLetterSummary {
+  /** The dead letter's id (cronq_dead_letters.id): what requeue, discard and `dead show` take. */
   id: number;
+  /** The job row it was copied from; a job that died again has a dead letter per death. */
   jobId: number;
+  /** The job's queue when it died. */
   queue: string;
+  /** The job's kind. */
   kind: string;
+  /** The job's key. */
   key: string;
+  /** Attempts the job had made when it died. */
   attempts: number;
+  /** When the job went dead (database clock). */
   deadAt: Date;
   /** The first line of failure_reason, its first LISTED_REASON_MAX characters. */
   reason: string;
+  /** When an operator requeued or discarded it; null while it awaits review. */
   reviewedAt: Date | null;
+  /** What the review did and why: `requeued: <reason>` or `discarded: <reason>`; null while unreviewed. */
   resolution: string | null;
 }
 
 /** One dead letter in full (its payload: see PayloadFields), with the current state of its job row (null when the row is gone). */
 export interface DeadLetterDetail extends DeadLetterSummary, PayloadFields {
+  /** The last error in full, as the job row's last_error had it when it died (bounded, free of secrets). */
   failureReason: string;
+  /** Its job row as it is now (it may have been requeued, run and died again since); null when the row is gone (pruned or deleted). */
   job: {
+    /** The job row's id (= jobId). */
     id: number;
+    /** Its status now. */
     status: JobStatus;
+    /** Its attempts now (0 after a requeue, until claimed). */
     attempts: number;
+    /** Attempts it gets in all. */
     maxAttempts: number;
+    /** When it may be claimed next. */
     availableAt: Date;
+    /** When its row last changed. */
     updatedAt: Date;
+    /** Its latest failed attempt's error (null before any since a requeue, and once done). */
     lastError: string | null;
   } | null;
 }
 
 /** Dead letters sharing a kind and a normalised first line (see `normaliseReason`). */
 export interface DeadLetterGroup {
+  /** The kind the group's dead letters share. */
   kind: string;
   /** The normalised first line. */
   reason: string;
+  /** Dead letters in the group (those the query covers). */
   count: number;
+  /** The oldest one's dead_at. */
   firstDeadAt: Date;
+  /** The newest one's dead_at. */
   lastDeadAt: Date;
   /** The lowest dead letter id in the group, to pass to `dead show`. */
   exampleId: number;
@@ -92,13 +116,54 @@ export interface DeadLetterGroup {
 
 /** What resolving one dead letter by id did. Only 'done' changed anything. */
 export type ReviewOutcome =
-  | { status: 'done'; action: ReviewAction; deadLetterId: number; jobId: number; key: string }
-  | { status: 'not_found'; deadLetterId: number }
-  | { status: 'already_reviewed'; deadLetterId: number; reviewedAt: Date; resolution: string | null }
-  /** Requeue only: the job row is not 'dead' any more (null: the row no longer exists). */
-  | { status: 'job_not_dead'; deadLetterId: number; jobId: number; jobStatus: JobStatus | null }
-  /** Requeue only: the job died again later; its newer dead letter is the one to act on. */
-  | { status: 'superseded'; deadLetterId: number; jobId: number; latestDeadLetterId: number };
+  | {
+      /** Reviewed now, by this call: the dead letter is marked and, for a requeue, its job is ready again. */
+      status: 'done';
+      /** What was done. */
+      action: ReviewAction;
+      /** The dead letter reviewed. */
+      deadLetterId: number;
+      /** Its job row. */
+      jobId: number;
+      /** Its job's key. */
+      key: string;
+    }
+  | {
+      /** No dead letter has that id: nothing changed. */
+      status: 'not_found';
+      /** The id asked for. */
+      deadLetterId: number;
+    }
+  | {
+      /** Reviewed before (by another operator, perhaps at the same moment): nothing changed. */
+      status: 'already_reviewed';
+      /** The dead letter asked for. */
+      deadLetterId: number;
+      /** When the earlier review was made. */
+      reviewedAt: Date;
+      /** What the earlier review recorded (see DeadLetterSummary.resolution). */
+      resolution: string | null;
+    }
+  | {
+      /** Requeue only: the job row is not 'dead' any more; nothing changed. */
+      status: 'job_not_dead';
+      /** The dead letter asked for (left unreviewed). */
+      deadLetterId: number;
+      /** Its job row. */
+      jobId: number;
+      /** The job's status now; null when the row no longer exists. */
+      jobStatus: JobStatus | null;
+    }
+  | {
+      /** Requeue only: the job died again later; its newer dead letter is the one to act on. Nothing changed. */
+      status: 'superseded';
+      /** The dead letter asked for (left unreviewed). */
+      deadLetterId: number;
+      /** Its job row. */
+      jobId: number;
+      /** The job's newest dead letter: requeue that one. */
+      latestDeadLetterId: number;
+    };
 
 /** 'requeue': the job goes back to 'ready'. 'discard': the job stays dead. */
 export type ReviewAction = 'requeue' | 'discard';

@@ -15,17 +15,29 @@ import { header, interval, NOW, parseDbTime, rows, toDbTime } from './sql.ts';
 
 /** One row of the tick ledger (cronq_schedule_ticks): what the scheduler did with one fire time of a schedule. */
 export interface TickRow {
+  /** The ledger row's id. */
   id: number;
+  /** The schedule it is a tick of; with scheduledAt, unique: one row per fire time. */
   scheduleName: string;
+  /** The fire time (UTC). */
   scheduledAt: Date;
+  /** Its period key, in the schedule's time zone. */
   periodKey: string;
+  /** 'enqueued' (its jobs were written, all or some already there), 'skipped' (see note) or 'failed' (it kept failing). */
   outcome: TickOutcome;
+  /** Jobs this tick inserted. */
   jobsEnqueued: number;
+  /** Jobs whose key was there already, held by this schedule's job of this period (keys held by other jobs are not counted: see note). */
   jobsExisting: number;
+  /** Handled more than 60 s after its instant, whatever its outcome. */
   caughtUp: boolean;
+  /** Why it was skipped or failed, entities refused, keys held by other jobs, a cron edit; null: nothing to say. */
   note: string | null;
+  /** The daemon (its lockedBy) that owns, or owned, its fan-out; only it may finish the tick while its lease holds. */
   claimedBy: string | null;
+  /** When the row was written: the tick's handling began (database clock). */
   startedAt: Date;
+  /** When the tick was finished; null while its fan-out runs, or was abandoned and awaits takeover. */
   finishedAt: Date | null;
   /** The cron the tick was computed from (as the writer gave it), or null: written before migration 0009 or by an older daemon. */
   cron: string | null;

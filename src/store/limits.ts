@@ -17,7 +17,9 @@ import { NOW, parseDbTime, rows } from './sql.ts';
 
 /** One kind's limit. */
 export interface KindLimit {
+  /** The limited kind. */
   kind: string;
+  /** Most of its jobs running at once across every daemon (the task's `concurrency`, as the last daemon to start wrote it). */
   maxRunning: number;
 }
 

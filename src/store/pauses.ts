@@ -21,18 +21,43 @@ export interface Pause {
    * from SQL with strict mode off): no daemon reads it, so it pauses nothing.
    */
   target: PauseTarget | '';
+  /** The paused schedule's or queue's name. */
   name: string;
   /** Null when none was given. */
   reason: string | null;
+  /** Who paused it (`user@host` unless given). */
   pausedBy: string;
+  /** When it was paused (database clock). */
   pausedAt: Date;
 }
 
 /** What pausing did: the new pause, or the one already there (changed nothing). */
-export type PauseWriteOutcome = { status: 'paused'; pause: Pause } | { status: 'already_paused'; pause: Pause };
+export type PauseWriteOutcome =
+  | {
+      /** Paused now: this call wrote the pause. */
+      status: 'paused';
+      /** The pause now in force. */
+      pause: Pause;
+    }
+  | {
+      /** Already paused: nothing changed (the first pause's who, when and why stand). */
+      status: 'already_paused';
+      /** The pause that was already in force. */
+      pause: Pause;
+    };
 
 /** What resuming did: the pause it ended, or that there was none (changed nothing). */
-export type ResumeWriteOutcome = { status: 'resumed'; pause: Pause } | { status: 'not_paused' };
+export type ResumeWriteOutcome =
+  | {
+      /** Resumed: this call deleted the pause. */
+      status: 'resumed';
+      /** The pause it ended. */
+      pause: Pause;
+    }
+  | {
+      /** Not paused: nothing changed. */
+      status: 'not_paused';
+    };
 
 type RawPause = { target: PauseTarget | ''; name: string; reason: string | null; paused_by: string; paused_at: string };
 

@@ -27,11 +27,13 @@ export type WithoutPayload<T extends PayloadFields> = Omit<T, keyof PayloadField
 
 /** The whole payload, or (`payloadCharsMax`) its first that many characters (code points). */
 export interface PayloadBound {
+  /** Read only the payload's first that many characters (code points; a whole number, 1 or more): the read costs the same however large the payload. Default: all of it. */
   payloadCharsMax?: number;
 }
 
 /** None of the payload: not its text, nor its size. */
 export interface NoPayload {
+  /** false: the read names no payload column at all, and the result has no payload fields. */
   payload: false;
 }
 

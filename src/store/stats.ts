@@ -22,6 +22,7 @@ export const DEAD_LETTER_COUNT_CAP = 100_000;
 
 /** One queue's jobs by status. */
 export interface QueueStats extends Record<JobStatus, number> {
+  /** The queue's name; each status's count is a field of its own (ready, reserved, done, dead, cancelled). */
   queue: string;
   /**
    * The statuses with more rows than their cap (100,000 ready or reserved, 10,000 done,
@@ -45,6 +46,7 @@ export interface QueueStats extends Record<JobStatus, number> {
 export interface Stats {
   /** Every queue that has at least one job row, by name. */
   queues: QueueStats[];
+  /** Dead letters awaiting review, by kind (see DeadLetterStats). */
   deadLetters: DeadLetterStats;
   /** Every schedule with at least one tick ledger row, by name. */
   schedules: ScheduleStats[];
@@ -75,11 +77,17 @@ const UNKNOWN_STATUS_EXAMPLES = 5;
 
 /** A schedule's latest tick ledger row. */
 export interface ScheduleStats {
+  /** The schedule's name, as its ledger rows carry it (a schedule no longer loaded included). */
   schedule: string;
+  /** Its latest tick ledger row, by scheduled instant. */
   lastTick: {
+    /** The tick's instant, ISO 8601 in UTC. */
     scheduledAt: string;
+    /** The tick's period key (in the schedule's time zone). */
     periodKey: string;
+    /** 'enqueued', 'skipped' or 'failed'. */
     outcome: TickOutcome;
+    /** Handled more than 60 s after its instant, whatever its outcome. */
     caughtUp: boolean;
     /** Why it was skipped or failed, what was refused, or that it was caught up (null: nothing to say). */
     note: string | null;
@@ -183,6 +191,7 @@ export async function queueStats(exec: Executor): Promise<QueueStats[]> {
 
 /** The queues of the overview: at most `limit` of them, most behind first (queuesMostBehindFirst), and how many queues hold jobs in all. */
 export interface QueuesMostBehind {
+  /** At most the `limit` asked for, the queue whose oldest ready job waited longest first. */
   queues: QueueStats[];
   /** Every queue holding a job, those not in `queues` included. */
   total: number;
