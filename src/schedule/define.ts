@@ -143,7 +143,10 @@ export interface Schedule<P = any> extends Task<P> {
   /** The shell command it runs (null for a handler schedule); `handle` runs it. */
   readonly command: string | null;
   /** How soon after its tick each tick's jobs must all be done (null: no expectation). */
-  readonly expect: { readonly withinMs: number } | null;
+  readonly expect: {
+    /** `expect.within`, in ms (at least 60000). */
+    readonly withinMs: number;
+  } | null;
 }
 
 // Frozen: every schedule without a catchUp of its own shares it.
