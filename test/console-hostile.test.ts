@@ -105,10 +105,10 @@ describe('the console given malformed URLs', () => {
     expect(await t.sql('SELECT * FROM cronq_pauses')).toEqual([]);
   });
 
-  it('answers a request target that is no URL with 400, and keeps serving', async () => {
+  it('answers a request target that is neither a path nor an http:// URL with 400, and keeps serving', async () => {
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: server.port, path: '//[', method: 'GET' }, (res) => {
+      const req = request({ host: '127.0.0.1', port: server.port, path: 'http://[', method: 'GET' }, (res) => {
         res.resume();
         resolve(res.statusCode!);
       });
@@ -117,6 +117,45 @@ describe('the console given malformed URLs', () => {
     });
     expect(status).toBe(400);
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+
+  /** The status and body of GET `target` sent as the request target exactly as written (fetch would resolve it first). */
+  const raw = (target: string, host = `127.0.0.1:${server.port}`) =>
+    new Promise<{ status: number; body: string }>(async (resolve, reject) => {
+      const { request } = await import('node:http');
+      const req = request({ host: '127.0.0.1', port: server.port, path: target, method: 'GET', headers: { host } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+
+  it('serves the path of the request target exactly: a doubled slash or a backslash names no host, so //healthz is neither the health check nor the overview', async () => {
+    for (const target of ['//healthz', '//healthz/', '//dead', '/\\healthz', '//metrics?x=1']) {
+      const answer = await raw(target);
+      expect(answer.status, target).toBe(404);
+      expect(answer.body, target).not.toMatch(/"status"|Overview/);
+    }
+    expect((await raw('/healthz?verbose=1')).status).toBe(200);
+  });
+
+  it('serves an absolute-form target (http://HOST/PATH) by its path, taking its host as the one the request names; other forms answer 400', async () => {
+    const health = await raw(`http://127.0.0.1:${server.port}/healthz`);
+    expect(health.status).toBe(200);
+    expect(JSON.parse(health.body)).toEqual({ status: 'ok' });
+    expect((await raw('HTTP://localhost/dead')).body).toContain('<h1>Dead letters</h1>');
+    expect((await raw('http://localhost')).status).toBe(200); // an empty path is /
+    // Its host replaces the Host header (RFC 9112 §3.2.2): on loopback, a foreign one is refused whatever the header says.
+    expect((await raw('http://evil.example/healthz')).status).toBe(403);
+    expect((await raw('http://localhost/healthz', 'evil.example')).status).toBe(200);
+    for (const target of ['https://localhost/healthz', 'ftp://localhost/healthz', 'http://ops@localhost/healthz', 'http:///healthz', '*']) {
+      const answer = await raw(target);
+      expect(answer.status, target).toBe(400);
+      expect(answer.body, target).toBe('bad request: the request target is neither a path (/...) nor an http:// URL\n');
+    }
   });
 });
 

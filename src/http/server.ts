@@ -8,6 +8,7 @@ import { formatAddress, type HttpAddress } from './address.ts';
 import type { HealthReport } from './health.ts';
 import type { Scrape } from './metrics.ts';
 import type { ConsoleHandler } from './console/router.ts';
+import { readRequestTarget, type RequestTarget } from './target.ts';
 
 /**
  * Connections held open at once (a peer cannot hold the daemon's sockets and memory).
@@ -70,8 +71,10 @@ export interface HttpServer {
  * Serves `GET /healthz` (200 with the HealthReport as JSON when its status is 'ok',
  * else 503 with the same shape) and `GET /metrics` (Prometheus text, the registry's
  * content type); HEAD too; 405 for other methods on those paths; the console, when
- * given, for other paths; 404 for paths nobody serves; 400 for a request target that is
- * no URL path.
+ * given, for other paths; 404 for paths nobody serves. The path is the request target's
+ * exactly (readRequestTarget: `//healthz` is that path, not the host `healthz`); an
+ * absolute-form target (`http://HOST/PATH`) is served by its path, its HOST standing for
+ * the Host header; any other target (`*`, `https://...`) answers 400.
  * At most MAX_HTTP_CONNECTIONS connections are held at once (one more closes the oldest
  * with no request being answered, or itself when there is none), each with at most
  * MAX_REQUESTS_IN_FLIGHT requests unanswered (one more closes it; the requests already
@@ -112,11 +115,16 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
     };
     res.once('finish', done);
     res.once('close', done);
-    if (loopback && !namesLoopback(req.headers.host)) {
+    const target = readRequestTarget(req.url ?? '/', req.headers.host);
+    if (target === null) {
+      send(res, 400, 'text/plain; charset=utf-8', 'bad request: the request target is neither a path (/...) nor an http:// URL\n', req.method === 'HEAD');
+      return;
+    }
+    if (loopback && !namesLoopback(target.host)) {
       send(res, 403, 'text/plain; charset=utf-8', 'forbidden: this server listens on loopback and answers only requests for localhost, 127.0.0.1 or [::1]\n', req.method === 'HEAD');
       return;
     }
-    void respond(req, res, endpoints).catch((error) => {
+    void respond(req, res, target, endpoints).catch((error) => {
       if (clientGone(req, error)) {
         // The client left (it reset the connection mid-body, or a timeout cut it): no server error, no one to answer.
         if (log.isLevelEnabled('debug') && goneLines.take()) log.debug({ event: 'http_client_gone', method: req.method, path: loggedPath(req.url), error: errorText(error, 200) }, 'http client left before its request was answered');
@@ -185,12 +193,8 @@ export async function startHttpServer(address: HttpAddress, endpoints: HttpEndpo
   };
 }
 
-async function respond(req: IncomingMessage, res: ServerResponse, endpoints: HttpEndpoints): Promise<void> {
-  const path = pathOf(req.url ?? '/');
-  if (path === null) {
-    send(res, 400, 'text/plain; charset=utf-8', 'bad request: the request target is not a URL path\n', req.method === 'HEAD');
-    return;
-  }
+async function respond(req: IncomingMessage, res: ServerResponse, target: RequestTarget, endpoints: HttpEndpoints): Promise<void> {
+  const { path } = target;
   if (endpoints.starting?.()) {
     res.setHeader('Retry-After', '1');
     if (path === '/healthz') send(res, 503, 'application/json; charset=utf-8', '{"status":"starting"}\n', req.method === 'HEAD');
@@ -198,7 +202,7 @@ async function respond(req: IncomingMessage, res: ServerResponse, endpoints: Htt
     return;
   }
   if (path !== '/healthz' && path !== '/metrics') {
-    if (endpoints.console && (await endpoints.console(req, res))) return;
+    if (endpoints.console && (await endpoints.console(req, res, target))) return;
     send(res, 404, 'text/plain; charset=utf-8', 'not found: try /healthz or /metrics\n', req.method === 'HEAD');
     return;
   }
@@ -230,7 +234,7 @@ function isLoopbackIp(ip: string): boolean {
 }
 
 /**
- * Whether a Host header names this machine's loopback: `localhost` (or a name under
+ * Whether a Host header (or an absolute-form target's host) names this machine's loopback: `localhost` (or a name under
  * `.localhost`, which browsers resolve to loopback themselves) or a loopback IP, with any
  * port; a request without one (HTTP/1.0) too. A page on another site that points its own
  * name at 127.0.0.1 (DNS rebinding) sends that name, so a loopback-bound server refuses
@@ -243,15 +247,6 @@ export function namesLoopback(hostHeader: string | undefined): boolean {
   if (!match) return false;
   const name = match[1] ?? match[2];
   return name === 'localhost' || name.endsWith('.localhost') || isLoopbackIp(name);
-}
-
-/** The path of a request target, or null when it is no URL (`//[`: a host that does not parse). */
-function pathOf(target: string): string | null {
-  try {
-    return new URL(target, 'http://localhost').pathname;
-  } catch {
-    return null;
-  }
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string, head: boolean): void {

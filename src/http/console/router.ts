@@ -17,6 +17,7 @@ import type { Logger } from '../../logger.ts';
 import { sliceChars } from '../../runtime/errorText.ts';
 import { shownText } from '../../shownText.ts';
 import { loggedPath } from '../logBudget.ts';
+import type { RequestTarget } from '../target.ts';
 import { ActionRefused, runAction } from './actions.ts';
 import { ConsoleAuth, NoticeSeal, SESSION_COOKIE, SESSION_MAX_AGE_S, sameOrigin, type ConsoleOperator } from './auth.ts';
 import { decodeSegment, type ConsoleContext, type PageResult } from './context.ts';
@@ -51,8 +52,8 @@ export interface ConsoleOptions {
   log: Logger;
 }
 
-/** Serves one console request; false when the path is not the console's (the caller answers 404). */
-export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+/** Serves one console request at `target` (the server's reading of its request target); false when the path is not the console's (the caller answers 404). */
+export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => Promise<boolean>;
 
 /** What one console serves with: made once by createConsole. */
 interface Served {
@@ -66,9 +67,9 @@ interface Served {
 
 export function createConsole({ admin, auth, log }: ConsoleOptions): ConsoleHandler {
   const served: Served = { admin, auth, log, notices: new NoticeSeal(auth.token), gate: new ConsoleGate({ running: CONSOLE_RUNNING, waiting: CONSOLE_WAITING, waitMs: CONSOLE_WAIT_MS }), signIns: new SignInLimit() };
-  return async (req, res) => {
+  return async (req, res, target) => {
     try {
-      return await serve(req, res, served);
+      return await serve(req, res, target, served);
     } catch (error) {
       if (error instanceof ConsoleBusy && !res.headersSent) {
         res.setHeader('Retry-After', '1');
@@ -130,10 +131,9 @@ async function admitted<T>(gate: ConsoleGate, req: IncomingMessage, read: () => 
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, served: Served): Promise<boolean> {
+async function serve(req: IncomingMessage, res: ServerResponse, target: RequestTarget, served: Served): Promise<boolean> {
   const { admin, auth, notices } = served;
-  const url = new URL(req.url ?? '/', 'http://localhost');
-  const path = url.pathname;
+  const { path, query } = target;
   // A request that presents a token (Bearer, or the login form) from an address that
   // presented too many wrong ones is turned away before the token is checked.
   const address = req.socket.remoteAddress ?? '';
@@ -145,15 +145,15 @@ async function serve(req: IncomingMessage, res: ServerResponse, served: Served):
     if (claimed?.via === 'bearer') served.signIns.succeeded(address);
     else served.signIns.failed(address);
   }
-  const notice = url.searchParams.get('done');
+  const notice = query.get('done');
   const contextOf = (operator: ConsoleOperator | null): ConsoleContext => ({
     admin,
-    query: url.searchParams,
+    query,
     viewer: { operator: operator?.name ?? null, actionsEnabled: auth.actionsEnabled },
     csrf: operator ? auth.csrf(operator.session) : null,
-    notice: notice && notices.opens(notice, url.searchParams.get('seal')) ? notice : null,
+    notice: notice && notices.opens(notice, query.get('seal')) ? notice : null,
   });
-  if (req.method === 'POST') return post(req, res, path, url.searchParams, contextOf, claimed, served);
+  if (req.method === 'POST') return post(req, res, target, contextOf, claimed, served);
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD, POST');
     return refuse(res, 405, `${req.method} is not served here: pages are GET, actions POST`, 'Method not allowed');
@@ -196,13 +196,12 @@ async function getPage(path: string, ctx: ConsoleContext): Promise<PageResult | 
 async function post(
   req: IncomingMessage,
   res: ServerResponse,
-  path: string,
-  query: URLSearchParams,
+  { path, query, host }: RequestTarget,
   contextOf: (operator: ConsoleOperator | null) => ConsoleContext,
   operator: ConsoleOperator | null,
   { admin, auth, log, notices, gate, signIns }: Served,
 ): Promise<boolean> {
-  if (!sameOrigin(req.headers)) return refuse(res, 403, 'refused: the request comes from another site');
+  if (!sameOrigin({ origin: req.headers.origin, referer: req.headers.referer, host })) return refuse(res, 403, 'refused: the request comes from another site');
   const fields = await readForm(req);
   if (fields === null) return refuse(res, 413, 'refused: form too large');
   if (path === '/login') {
