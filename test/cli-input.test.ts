@@ -311,6 +311,19 @@ describe('DATABASE_URL ports and names', () => {
     );
   });
 
+  it("a URL naming one of the server's own databases (mysql, sys, information_schema, performance_schema) is refused on one line before connecting", async () => {
+    // Port 1: were it not refused first, the command would fail to connect instead (or, on a server, migrate into `mysql`).
+    for (const name of ['mysql', 'sys', 'information_schema', 'performance_schema', 'INFORMATION_SCHEMA', 'MySQL']) {
+      for (const args of [['stats'], ['migrate'], ['start'], ['dead', 'list']]) {
+        expect(await refused(args, { DATABASE_URL: `mysql://root:s3cret@127.0.0.1:1/${name}` }), `${name} ${args.join(' ')}`).toBe(
+          `cronq ${args.join(' ')}: DATABASE_URL names '${name}', one of the server's own databases: cronq needs a database of its own, such as mysql://root@127.0.0.1:3306/cronq (created by 'cronq migrate'): mysql://root:***@127.0.0.1:1/${name}`,
+        );
+      }
+    }
+    expect(await refused(['migrate'], { MIGRATION_DATABASE_URL: 'mysql://root@127.0.0.1:1/sys' })).toMatch(/^cronq migrate: MIGRATION_DATABASE_URL names 'sys', one of the server's own databases: /);
+    expect(parseDatabaseUrl('mysql://root@127.0.0.1:3306/mysql_app').database).toBe('mysql_app');
+  });
+
   it('says a database name is too long when it is', async () => {
     expect(await refused(['stats'], { DATABASE_URL: `mysql://root@127.0.0.1:3306/${'d'.repeat(70)}` })).toMatch(/^cronq stats: DATABASE_URL names a database of 70 characters; MySQL allows at most 64: /);
   });

@@ -3,6 +3,15 @@ import { UsageError } from '../errors.ts';
 /** The database every command uses when DATABASE_URL is unset. */
 export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/cronq';
 
+/**
+ * The databases a MySQL or MariaDB server keeps for itself: cronq's tables do not belong in
+ * them (`migrate` created its tables in `mysql` and `sys`; other commands failed with the
+ * driver's ER_UNKNOWN_TABLE or ER_DBACCESS_DENIED_ERROR). Compared without case: on a
+ * server with lower_case_table_names these are the same databases, and elsewhere a
+ * database of one's own called `MySQL` is a confusion waiting to happen.
+ */
+const SERVER_DATABASES = new Set(['mysql', 'sys', 'information_schema', 'performance_schema']);
+
 export interface DatabaseTarget {
   /** The host to connect to: an IPv6 address without the URL's brackets. */
   host: string;
@@ -18,7 +27,8 @@ export interface DatabaseTarget {
 
 /**
  * Parses a `mysql://user:pass@host:port/db` URL; throws UsageError (password masked) when
- * it is not one, naming the setting it came from (`name`).
+ * it is not one, or when `db` is one of the server's own databases (SERVER_DATABASES),
+ * naming the setting it came from (`name`). Nothing is connected to.
  */
 export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTarget {
   const masked = maskedSetting(url);
@@ -70,6 +80,11 @@ export function parseDatabaseUrl(url: string, name = 'DATABASE_URL'): DatabaseTa
   if (database.length > 64) throw new UsageError(`${name} names a database of ${database.length} characters; MySQL allows at most 64: ${masked}`);
   if (!/^[A-Za-z0-9_$-]{1,64}$/.test(database)) {
     throw new UsageError(`${name} must name a database (letters, digits, _ $ -): ${masked}`);
+  }
+  if (SERVER_DATABASES.has(database.toLowerCase())) {
+    throw new UsageError(
+      `${name} names '${database}', one of the server's own databases: cronq needs a database of its own, such as ${DEFAULT_DATABASE_URL} (created by 'cronq migrate'): ${masked}`,
+    );
   }
   const password = decode(parsed.password);
   rememberPassword(password);
