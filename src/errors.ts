@@ -18,7 +18,10 @@ export function isInstance<T>(value: unknown, type: abstract new (...args: never
 
 /** Bad command-line or configuration input. The CLI prints the message alone and exits 64. */
 export class UsageError extends Error {
-  /** Always `'UsageError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
+  /**
+   * `'UsageError'` (each instance's own field): tells it apart where `instanceof` cannot, as across
+   * two copies of cronq. Its subclasses (ScheduleFileError, NotFoundError and EnqueueRefusedError) carry their own name instead.
+   */
   override name = 'UsageError';
 }
 
@@ -196,7 +199,10 @@ export class TickFanoutError extends Error {
  * aborts with, and the error the attempt fails with (retryable, like any handler error).
  */
 export class JobTimeoutError extends Error {
-  /** Always `'JobTimeoutError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
+  /**
+   * `'JobTimeoutError'` (each instance's own field): tells it apart where `instanceof` cannot, as across
+   * two copies of cronq. Its subclasses (EffectTimeoutError) carry their own name instead.
+   */
   override name = 'JobTimeoutError';
 }
 
@@ -215,7 +221,10 @@ export class EffectTimeoutError extends JobTimeoutError {
  * worker or lease recovery owns the job now, and this attempt's outcome will not be written.
  */
 export class LeaseLostError extends Error {
-  /** Always `'LeaseLostError'` (each instance's own field): tells it apart where `instanceof` cannot, as across two copies of cronq. */
+  /**
+   * `'LeaseLostError'` (each instance's own field): tells it apart where `instanceof` cannot, as across
+   * two copies of cronq. Its subclasses (JobCancelledError) carry their own name instead.
+   */
   override name = 'LeaseLostError';
 }
 

@@ -13,7 +13,11 @@ import type { TaskRegistry } from '../tasks/registry.ts';
 
 /** A job to enqueue, as callers write it. */
 export interface EnqueueJob {
-  /** The task or schedule whose handler runs it (1–128 characters); refused when no task of this instance has it, unless allowUnknownKind. */
+  /**
+   * The task or schedule whose handler runs it: refused (UsageError) when no task could be
+   * named so (1-64 letters, digits, '.', '_' or '-', starting with a letter or digit), and,
+   * unless allowUnknownKind, when no task of this instance has it.
+   */
   kind: string;
   /** Unique across all jobs: the same key always means the same job. */
   key: string;
