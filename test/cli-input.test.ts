@@ -292,6 +292,17 @@ describe('cronq enqueue --queue', () => {
   });
 });
 
+describe('cronq enqueue KIND', () => {
+  it("a kind no task can be named is refused as such, with or without --allow-unknown-kind, before the database is opened", async () => {
+    // No server there: a refusal after connecting would be a connection error instead.
+    const nowhere = { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' };
+    const why = `cronq enqueue: job kind (a task's name) must be 1-64 letters, digits, '.', '_' or '-' (got "send invoice")`;
+    expect(await refused(['enqueue', 'send invoice', '--key', 'k'], nowhere)).toBe(why);
+    expect(await refused(['enqueue', 'send invoice', '--key', 'k', '--allow-unknown-kind'], nowhere)).toBe(why);
+    expect(await refused(['enqueue', 'x'.repeat(100_000), '--key', 'k'], nowhere)).toMatch(/^cronq enqueue: job kind \(a task's name\) must be .{0,120}…"\)$/);
+  });
+});
+
 describe('cronq start --queues', () => {
   it('a queue named twice is refused naming it, before anything runs', async () => {
     expect(await refused(['start', '--queues', 'a,b, a'], { DATABASE_URL: 'mysql://root@127.0.0.1:1/nowhere' })).toBe("cronq start: --queues names queue 'a' more than once; name each queue once");

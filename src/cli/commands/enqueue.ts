@@ -7,6 +7,7 @@ import { shownInLine } from '../../shownText.ts';
 import { parseIntFlag, parseQueueFlag } from '../../config.ts';
 import { COMMON_HELP, COMMON_OPTIONS, type Command } from '../command.ts';
 import { openForCommand } from '../open.ts';
+import { validateName } from '../../tasks/define.ts';
 import { parseIsoInstant } from '../instant.ts';
 import { readPayloadFile } from '../payloadFile.ts';
 
@@ -48,6 +49,8 @@ ${COMMON_HELP}`,
   positionals: { min: 1, max: 1, names: 'KIND' },
   async run({ values, positionals, env, out }) {
     const [kind] = positionals;
+    // As enqueue checks it, but first: no daemon runs a kind no task can be named, --allow-unknown-kind or not.
+    validateName(kind, "job kind (a task's name)");
     const key = values.key as string | undefined;
     if (key === undefined) throw new UsageError('--key KEY is required');
     if (key === '') throw new UsageError('--key must not be empty (a job key is 1 to 255 characters)');
