@@ -7,7 +7,7 @@ export interface Job<P = unknown> {
   id: number;
   /** Its kind: the name of the task or schedule whose handler runs it. */
   kind: string;
-  /** Its key, unique across all jobs (a schedule's: `<name>:<entity key>:<period key>`). */
+  /** Its key, unique across all jobs (a schedule's: `<name>:<period key>`, or `<name>:<entity key>:<period key>` for a fan-out's). */
   key: string;
   /** The queue it was claimed from. */
   queue: string;
