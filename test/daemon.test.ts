@@ -87,29 +87,30 @@ describe('cronq start', () => {
   it('stops on SIGHUP (its terminal closed) as on SIGTERM: the running job is released, its attempt restored, exit 0', async () => {
     // Node's default for SIGHUP ends the process at once and silently, even under nohup
     // (Node resets the inherited ignore): the job stayed reserved until its lease ran out.
-    const d = daemon(['--grace', '300ms']);
-    await d.waitFor('worker_started');
-    const enq = await runCli(['enqueue', 'hangs', '--key', 'hangs:hup'], env);
-    await d.waitFor('job_claimed');
-    d.signal('SIGHUP');
-    expect(await d.exited).toBe(0);
+    const d = await stoppedWhileHanging('SIGHUP', 'hangs:hup');
     expect(d.events('shutdown_requested')).toMatchObject([{ signal: 'SIGHUP' }]);
-    expect(d.events('job_released_on_shutdown')).toHaveLength(1);
-    const [job] = await t.sql('SELECT status, attempts FROM cronq_jobs WHERE id = ?', [Number(enq.stdout)]);
-    expect(job).toEqual({ status: 'ready', attempts: 0 });
   });
 
   it('aborts a handler that outlives --grace, releases its job and exits 0', async () => {
+    await stoppedWhileHanging('SIGTERM', 'hangs:1');
+  });
+
+  /**
+   * A daemon with --grace 300ms, sent `signal` while its handler of a `hangs` job (keyed
+   * `key`) runs on past the grace: it exits 0 having released that job, attempt restored.
+   */
+  async function stoppedWhileHanging(signal: NodeJS.Signals, key: string) {
     const d = daemon(['--grace', '300ms']);
     await d.waitFor('worker_started');
-    const enq = await runCli(['enqueue', 'hangs', '--key', 'hangs:1'], env);
+    const enq = await runCli(['enqueue', 'hangs', '--key', key], env);
     await d.waitFor('job_claimed');
-    d.signal('SIGTERM');
+    d.signal(signal);
     expect(await d.exited).toBe(0);
     expect(d.events('job_released_on_shutdown')).toHaveLength(1);
     const [job] = await t.sql('SELECT status, attempts FROM cronq_jobs WHERE id = ?', [Number(enq.stdout)]);
     expect(job).toEqual({ status: 'ready', attempts: 0 });
-  });
+    return d;
+  }
 
   it('a second signal exits at once', async () => {
     const d = daemon(['--grace', '30s']);
